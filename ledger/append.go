@@ -1,0 +1,344 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+
+	"github.com/ductile/ductile/queries"
+)
+
+// A request is one unit of work for the writer goroutine: either an append
+// (decide), batched with others, or a transaction of its own (exclusive),
+// committed with synchronous=NORMAL when relaxed.
+type request struct {
+	ctx       context.Context
+	decide    func(tx *Tx) ([]NewEvent, error)
+	exclusive func(conn *sqlite.Conn) error
+	relaxed   bool
+
+	seqs []int64
+	err  error
+	done chan struct{}
+}
+
+// Tx is what a decision sees inside the write transaction: the streams as
+// they are at that instant, including events appended earlier in the same batch.
+type Tx struct{ conn *sqlite.Conn }
+
+// StreamVersion is the stream's current version (0 if it has no events).
+func (tx *Tx) StreamVersion(stream string) (int64, error) {
+	return queries.StreamVersion(tx.conn, stream)
+}
+
+// ReadStream returns the stream's events, oldest first.
+func (tx *Tx) ReadStream(stream string) ([]Event, error) {
+	return readStream(tx.conn, stream)
+}
+
+// Append appends events atomically (all or none) and returns their seqs.
+// It returns once the transaction holding them is durable. A stale
+// ExpectedVersion fails with an error wrapping ErrVersionConflict.
+func (l *Ledger) Append(ctx context.Context, events ...NewEvent) ([]int64, error) {
+	return l.Decide(ctx, func(*Tx) ([]NewEvent, error) { return events, nil })
+}
+
+// Decide runs decide inside the write transaction and appends what it
+// returns, atomically. decide reads streams through tx and must be quick and
+// free of other I/O: it runs on the single writer goroutine. If decide fails,
+// nothing of this call is appended and its error is returned; other callers
+// sharing the batch are unaffected. Decide may return no events.
+func (l *Ledger) Decide(ctx context.Context, decide func(tx *Tx) ([]NewEvent, error)) ([]int64, error) {
+	r := &request{ctx: ctx, decide: decide, done: make(chan struct{})}
+	if err := l.submit(r); err != nil {
+		return nil, err
+	}
+	return r.seqs, r.err
+}
+
+// WriteProjections runs fn in its own IMMEDIATE transaction on the writer
+// connection, committed with synchronous=NORMAL: projections are rebuildable
+// from the log, so they need not pay for an fsync of their own (the next
+// durable append syncs them too). Only the projector calls this.
+func (l *Ledger) WriteProjections(ctx context.Context, fn func(conn *sqlite.Conn) error) error {
+	r := &request{ctx: ctx, exclusive: fn, relaxed: true, done: make(chan struct{})}
+	if err := l.submit(r); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// Import appends events copied verbatim from another ledger (same seqs,
+// versions, times and hashes), checking that each one continues this
+// ledger's hash chain and hashes to what it carries. It is how a copy of the
+// log as of some point is made (ledger replay --out).
+func (l *Ledger) Import(ctx context.Context, events []Event) error {
+	r := &request{ctx: ctx, done: make(chan struct{})}
+	r.exclusive = func(conn *sqlite.Conn) error {
+		head, err := readHead(conn)
+		if err != nil {
+			return err
+		}
+		for _, ev := range events {
+			if ev.Seq != head.seq+1 || !bytes.Equal(ev.PrevHash, head.hash) {
+				return fmt.Errorf("import event %d: it does not continue the chain at %d", ev.Seq, head.seq)
+			}
+			want := chainHash(head.hash, ev.Seq, ev.Stream, ev.Version, ev.Type, string(ev.Data), string(ev.Meta), ev.recordedAt)
+			if !bytes.Equal(want, ev.Hash) {
+				return fmt.Errorf("import event %d: content does not match its hash", ev.Seq)
+			}
+			err := queries.InsertEvent(conn, queries.InsertEventParams{
+				Seq: ev.Seq, Stream: ev.Stream, Version: ev.Version, Type: ev.Type,
+				Data: string(ev.Data), Meta: string(ev.Meta), RecordedAt: ev.recordedAt,
+				PrevHash: ev.PrevHash, Hash: ev.Hash,
+			})
+			if err != nil {
+				return fmt.Errorf("import event %d: %w", ev.Seq, err)
+			}
+			head = chainHead{seq: ev.Seq, hash: ev.Hash}
+		}
+		r.seqs = []int64{head.seq} // announced once committed
+		return nil
+	}
+	if err := l.submit(r); err != nil {
+		return err
+	}
+	return r.err
+}
+
+func (l *Ledger) submit(r *request) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return ErrClosed
+	}
+	l.reqs <- r
+	l.mu.RUnlock()
+	// Once queued, the request is always answered: waiting for the answer
+	// (rather than giving up on ctx) means a caller never mistakes a durable
+	// append for a failed one.
+	<-r.done
+	return nil
+}
+
+// writeLoop owns the writer connection. It takes the first waiting request,
+// then everything else already queued, and commits them together.
+func (l *Ledger) writeLoop() {
+	defer close(l.done)
+	var held *request
+	for {
+		first := held
+		held = nil
+		if first == nil {
+			var ok bool
+			if first, ok = <-l.reqs; !ok {
+				return
+			}
+		}
+		if first.exclusive != nil {
+			l.runExclusive(first)
+			continue
+		}
+		batch := []*request{first}
+	drain:
+		for len(batch) < l.opts.MaxBatch {
+			select {
+			case r, ok := <-l.reqs:
+				if !ok {
+					break drain
+				}
+				if r.exclusive != nil {
+					held = r
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		l.commitBatch(batch)
+	}
+}
+
+type chainHead struct {
+	seq  int64
+	hash []byte
+}
+
+// commitBatch applies each request in its own savepoint within one IMMEDIATE
+// transaction, then commits once.
+func (l *Ledger) commitBatch(batch []*request) {
+	conn := l.writer
+	var lastSeq int64
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("append: panic: %v", p)
+			}
+		}()
+		end, err := sqlitex.ImmediateTransaction(conn)
+		if err != nil {
+			return fmt.Errorf("append: begin: %w", err)
+		}
+		defer end(&err)
+		head, err := readHead(conn)
+		if err != nil {
+			return err
+		}
+		now := l.opts.Now().UTC().Format(TimeFormat)
+		for _, r := range batch {
+			if err := r.ctx.Err(); err != nil {
+				r.err = err
+				continue
+			}
+			next, seqs, rerr := l.applyOne(conn, r, head, now)
+			if conn.AutocommitEnabled() {
+				// SQLite rolled the whole transaction back (I/O error, disk
+				// full…): nothing in this batch is in, so all of it fails.
+				if rerr == nil {
+					rerr = errors.New("transaction rolled back")
+				}
+				return fmt.Errorf("append: %w", rerr)
+			}
+			if rerr != nil {
+				r.err = rerr
+				continue
+			}
+			r.seqs, head = seqs, next
+		}
+		lastSeq = head.seq
+		return nil
+	}()
+	for _, r := range batch {
+		if err != nil {
+			r.seqs, r.err = nil, err
+		}
+		close(r.done)
+	}
+	if err == nil && lastSeq > 0 {
+		l.notify.committed(lastSeq)
+	}
+}
+
+// applyOne runs one request's decision and inserts its events inside a
+// savepoint, returning the new chain head.
+func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now string) (next chainHead, seqs []int64, err error) {
+	release := sqlitex.Save(conn)
+	defer release(&err)
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("append: decision panicked: %v", p)
+		}
+	}()
+	events, err := r.decide(&Tx{conn: conn})
+	if err != nil {
+		return head, nil, err
+	}
+	seqs = make([]int64, 0, len(events))
+	for i, ev := range events {
+		if head, err = insertEvent(conn, head, ev, now); err != nil {
+			return head, nil, fmt.Errorf("append event %d (%s %s): %w", i, ev.Stream, ev.Type, err)
+		}
+		seqs = append(seqs, head.seq)
+	}
+	return head, seqs, nil
+}
+
+func insertEvent(conn *sqlite.Conn, head chainHead, ev NewEvent, now string) (chainHead, error) {
+	if ev.Stream == "" {
+		return head, fmt.Errorf("%w: empty stream", ErrInvalidEvent)
+	}
+	if ev.Type == "" {
+		return head, fmt.Errorf("%w: empty type", ErrInvalidEvent)
+	}
+	if ev.ExpectedVersion < AnyVersion {
+		return head, fmt.Errorf("%w: expected version %d", ErrInvalidEvent, ev.ExpectedVersion)
+	}
+	data, err := encodeData(ev.Data)
+	if err != nil {
+		return head, err
+	}
+	meta, err := json.Marshal(ev.Meta)
+	if err != nil {
+		return head, fmt.Errorf("%w: meta: %v", ErrInvalidEvent, err)
+	}
+	current, err := queries.StreamVersion(conn, ev.Stream)
+	if err != nil {
+		return head, err
+	}
+	if ev.ExpectedVersion != AnyVersion && ev.ExpectedVersion != current {
+		return head, &VersionConflictError{Stream: ev.Stream, Expected: ev.ExpectedVersion, Actual: current}
+	}
+	next := chainHead{seq: head.seq + 1}
+	next.hash = chainHash(head.hash, next.seq, ev.Stream, current+1, ev.Type, data, string(meta), now)
+	err = queries.InsertEvent(conn, queries.InsertEventParams{
+		Seq:        next.seq,
+		Stream:     ev.Stream,
+		Version:    current + 1,
+		Type:       ev.Type,
+		Data:       data,
+		Meta:       string(meta),
+		RecordedAt: now,
+		PrevHash:   head.hash,
+		Hash:       next.hash,
+	})
+	if err != nil {
+		return head, err
+	}
+	return next, nil
+}
+
+func readHead(conn *sqlite.Conn) (chainHead, error) {
+	row, err := queries.LedgerHead(conn)
+	if errors.Is(err, queries.ErrNoRows) {
+		return chainHead{seq: 0, hash: genesis}, nil
+	}
+	if err != nil {
+		return chainHead{}, fmt.Errorf("read ledger head: %w", err)
+	}
+	return chainHead{seq: row.Seq, hash: row.Hash}, nil
+}
+
+// runExclusive runs a request in a transaction of its own.
+func (l *Ledger) runExclusive(r *request) {
+	defer close(r.done)
+	if err := r.ctx.Err(); err != nil {
+		r.err = err
+		return
+	}
+	conn := l.writer
+	r.err = func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("write: panic: %v", p)
+			}
+		}()
+		if r.relaxed && l.opts.Synchronous != "NORMAL" {
+			if err := sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = NORMAL;", nil); err != nil {
+				return err
+			}
+			defer func() {
+				if rerr := sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = "+l.opts.Synchronous+";", nil); rerr != nil && err == nil {
+					err = rerr
+				}
+			}()
+		}
+		end, err := sqlitex.ImmediateTransaction(conn)
+		if err != nil {
+			return fmt.Errorf("write: begin: %w", err)
+		}
+		defer end(&err)
+		return r.exclusive(conn)
+	}()
+	if r.err == nil && len(r.seqs) > 0 {
+		l.notify.committed(r.seqs[len(r.seqs)-1])
+	}
+}

@@ -1,0 +1,148 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/zeebo/blake3"
+)
+
+// AnyVersion as a NewEvent's ExpectedVersion appends at the stream's next
+// version without checking it.
+const AnyVersion int64 = -1
+
+// TimeFormat is how recorded_at is stored: fixed-width UTC with nanoseconds,
+// so the text sorts like the time. Ordering is still always by seq.
+const TimeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// HashSize is the length of an event hash (BLAKE3-256).
+const HashSize = 32
+
+var (
+	// ErrVersionConflict means a stream was not at the version the caller
+	// expected: someone else appended first. Reload the stream and decide again.
+	ErrVersionConflict = errors.New("stream version conflict")
+	// ErrClosed is returned by calls on a closed Ledger.
+	ErrClosed = errors.New("ledger is closed")
+	// ErrInvalidEvent is wrapped by errors about a malformed NewEvent.
+	ErrInvalidEvent = errors.New("invalid event")
+)
+
+// VersionConflictError says which stream conflicted and how.
+type VersionConflictError struct {
+	Stream   string
+	Expected int64
+	Actual   int64
+}
+
+func (e *VersionConflictError) Error() string {
+	return fmt.Sprintf("stream %s: expected version %d, found %d: %v", e.Stream, e.Expected, e.Actual, ErrVersionConflict)
+}
+
+// Is makes errors.Is(err, ErrVersionConflict) true.
+func (e *VersionConflictError) Is(target error) bool { return target == ErrVersionConflict }
+
+// Meta is the context every event carries: which root job or conversation it
+// belongs to (correlation), what caused it (causation), and who acted.
+type Meta struct {
+	CorrelationID string `json:"correlation_id,omitempty"`
+	CausationID   string `json:"causation_id,omitempty"`
+	Actor         string `json:"actor,omitempty"`
+}
+
+// NewEvent is an event to append.
+type NewEvent struct {
+	Stream string
+	// ExpectedVersion is the version the stream must be at just before this
+	// event (0: the stream must not exist yet), or AnyVersion. Several events
+	// for one stream in one append each expect the version the previous one made.
+	ExpectedVersion int64
+	Type            string
+	Data            any // marshalled to JSON; json.RawMessage and []byte are taken as JSON text
+	Meta            Meta
+}
+
+// Event is an event as stored.
+type Event struct {
+	Seq        int64           `json:"seq"`
+	Stream     string          `json:"stream"`
+	Version    int64           `json:"version"`
+	Type       string          `json:"type"`
+	Data       json.RawMessage `json:"data"`
+	Meta       json.RawMessage `json:"meta"`
+	RecordedAt time.Time       `json:"recorded_at"`
+	PrevHash   []byte          `json:"prev_hash"`
+	Hash       []byte          `json:"hash"`
+
+	recordedAt string // as stored, for hashing
+}
+
+// Metadata decodes the event's meta.
+func (e Event) Metadata() (Meta, error) {
+	var m Meta
+	if err := json.Unmarshal(e.Meta, &m); err != nil {
+		return Meta{}, fmt.Errorf("event %d: decode meta: %w", e.Seq, err)
+	}
+	return m, nil
+}
+
+// genesis is the prev_hash of the first event.
+var genesis = make([]byte, HashSize)
+
+// chainHash is BLAKE3(prev_hash ‖ canonical(event)). The canonical encoding
+// is a version tag, then seq and version as 8-byte big-endian integers, then
+// stream, type, data, meta and recorded_at, each as a uvarint length and its
+// bytes. Covering seq and prev_hash makes any edit, insertion, deletion or
+// reordering visible to Verify.
+func chainHash(prev []byte, seq int64, stream string, version int64, typ, data, meta, recordedAt string) []byte {
+	h := blake3.New()
+	var buf [binary.MaxVarintLen64]byte
+	str := func(s string) {
+		n := binary.PutUvarint(buf[:], uint64(len(s)))
+		h.Write(buf[:n])
+		h.WriteString(s)
+	}
+	h.Write(prev)
+	str("ductile.event.v1")
+	binary.BigEndian.PutUint64(buf[:8], uint64(seq))
+	h.Write(buf[:8])
+	binary.BigEndian.PutUint64(buf[:8], uint64(version))
+	h.Write(buf[:8])
+	str(stream)
+	str(typ)
+	str(data)
+	str(meta)
+	str(recordedAt)
+	return h.Sum(nil)
+}
+
+// encodeData turns a NewEvent's Data into compact JSON text.
+func encodeData(v any) (string, error) {
+	var raw []byte
+	switch d := v.(type) {
+	case nil:
+		return "{}", nil
+	case json.RawMessage:
+		raw = d
+	case []byte:
+		raw = d
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", fmt.Errorf("%w: data: %v", ErrInvalidEvent, err)
+		}
+		return string(b), nil
+	}
+	if len(raw) == 0 {
+		return "{}", nil
+	}
+	var out bytes.Buffer
+	if err := json.Compact(&out, raw); err != nil {
+		return "", fmt.Errorf("%w: data is not valid JSON: %v", ErrInvalidEvent, err)
+	}
+	return out.String(), nil
+}

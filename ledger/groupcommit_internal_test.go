@@ -1,0 +1,107 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestGroupCommitIsolatesCallers queues ten callers behind a busy writer so
+// they land in one batch, and checks that the three bad ones fail alone.
+func TestGroupCommitIsolatesCallers(t *testing.T) {
+	var tick atomic.Int64 // each batch reads the clock once: one time per batch
+	base := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l, err := Open(context.Background(), filepath.Join(t.TempDir(), "ductile.db"), Options{
+		Synchronous: "NORMAL",
+		Now:         func() time.Time { return base.Add(time.Duration(tick.Add(1)) * time.Second) },
+	})
+	require.NoError(t, err)
+	defer l.Close()
+	ctx := context.Background()
+	_, err = l.Append(ctx, NewEvent{Stream: "acct/x", Type: "acct.opened"})
+	require.NoError(t, err)
+
+	// Given a writer busy with a slow decision,
+	entered, release := make(chan struct{}), make(chan struct{})
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := l.Decide(ctx, func(*Tx) ([]NewEvent, error) {
+			close(entered)
+			<-release
+			return []NewEvent{{Stream: "blocker", Type: "blocker.done"}}, nil
+		})
+		blocked <- err
+	}()
+	<-entered
+
+	// when ten callers queue up behind it, three of them bad,
+	boom := errors.New("decision failed")
+	calls := []func() ([]int64, error){}
+	for i := range 7 {
+		calls = append(calls, func() ([]int64, error) {
+			return l.Append(ctx,
+				NewEvent{Stream: fmt.Sprintf("good/%d", i), Type: "good.first"},
+				NewEvent{Stream: fmt.Sprintf("good/%d", i), ExpectedVersion: 1, Type: "good.second"})
+		})
+	}
+	calls = append(calls,
+		func() ([]int64, error) { return l.Append(ctx, NewEvent{Stream: "acct/x", Type: "acct.opened"}) }, // conflict
+		func() ([]int64, error) {
+			return l.Append(ctx, NewEvent{Stream: "bad/json", Type: "x.y", Data: json.RawMessage("{")})
+		},
+		func() ([]int64, error) { return l.Decide(ctx, func(*Tx) ([]NewEvent, error) { return nil, boom }) },
+	)
+	type result struct {
+		seqs []int64
+		err  error
+	}
+	results := make([]result, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seqs, err := call()
+			results[i] = result{seqs, err}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(l.reqs) < len(calls) {
+		require.True(t, time.Now().Before(deadline), "callers never queued")
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	require.NoError(t, <-blocked)
+
+	// then the good ones are in, the bad ones failed with their own error,
+	for i := range 7 {
+		require.NoError(t, results[i].err)
+		require.Len(t, results[i].seqs, 2)
+	}
+	require.ErrorIs(t, results[7].err, ErrVersionConflict)
+	require.ErrorIs(t, results[8].err, ErrInvalidEvent)
+	require.ErrorIs(t, results[9].err, boom)
+
+	// and all the good ones were committed in a single transaction.
+	batchTimes := map[time.Time]int{}
+	for i := range 7 {
+		events, err := l.ReadStream(ctx, fmt.Sprintf("good/%d", i))
+		require.NoError(t, err)
+		require.Len(t, events, 2)
+		batchTimes[events[0].RecordedAt]++
+	}
+	require.Len(t, batchTimes, 1, "the queued callers shared one commit")
+	res, err := l.Verify(ctx, nil)
+	require.NoError(t, err)
+	require.True(t, res.OK, res.Problem)
+	require.Equal(t, int64(1+1+14), res.Events)
+}

@@ -1,0 +1,207 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+
+	"github.com/ductile/ductile/migrations"
+)
+
+// Options tune a Ledger. The zero value is the production setting.
+type Options struct {
+	// Synchronous is the SQLite synchronous level for appends: "FULL"
+	// (default: an append returns only once fsynced) or "NORMAL" (benchmarks
+	// and tests that measure something else).
+	Synchronous string
+	// ReadConns is the size of the read pool (default 4).
+	ReadConns int
+	// BusyTimeout bounds how long a connection waits for another process's
+	// lock (default 10s).
+	BusyTimeout time.Duration
+	// MaxBatch caps how many append calls share one transaction (default 1024).
+	MaxBatch int
+	// Now is the clock for recorded_at (default time.Now).
+	Now func() time.Time
+	// Logger receives warnings (default slog.Default()).
+	Logger *slog.Logger
+	// SkipMigrate opens the file as it is, without applying migrations.
+	SkipMigrate bool
+}
+
+// Ledger is the event store over one SQLite file.
+type Ledger struct {
+	path string
+	opts Options
+	log  *slog.Logger
+
+	writer *sqlite.Conn // owned by the writer goroutine once Open returns
+	reads  *sqlitex.Pool
+
+	mu     sync.RWMutex // guards closed; held for reading while sending on reqs
+	closed bool
+	reqs   chan *request
+	done   chan struct{} // closed when the writer goroutine has exited
+
+	notify  notifier
+	watcher *walWatcher
+}
+
+// Open migrates the SQLite file at path (creating it and its directory if
+// needed), then opens one writer connection and a pool of readers.
+func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
+	if opts.Synchronous == "" {
+		opts.Synchronous = "FULL"
+	}
+	if opts.Synchronous != "FULL" && opts.Synchronous != "NORMAL" && opts.Synchronous != "EXTRA" {
+		return nil, fmt.Errorf("open ledger: synchronous must be FULL, EXTRA or NORMAL, not %q", opts.Synchronous)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1024
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if !opts.SkipMigrate {
+		if _, err := migrations.Up(ctx, abs); err != nil {
+			return nil, fmt.Errorf("open ledger: %w", err)
+		}
+	}
+
+	l := &Ledger{
+		path: abs,
+		opts: opts,
+		log:  opts.Logger.With("component", "ledger"),
+		reqs: make(chan *request, opts.MaxBatch),
+		done: make(chan struct{}),
+	}
+	l.notify.init()
+
+	l.writer, err = sqlite.OpenConn(abs, sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL|sqlite.OpenURI)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", abs, err)
+	}
+	// Pragmas are per connection and cannot run inside a transaction, so they
+	// are set here, once, outside any; synchronous is what makes an append
+	// durable before Append returns.
+	if err := l.setPragmas(l.writer, false); err != nil {
+		l.writer.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", abs, err)
+	}
+	l.reads, err = sqlitex.NewPool(abs, sqlitex.PoolOptions{
+		Flags:    sqlite.OpenReadWrite | sqlite.OpenWAL | sqlite.OpenURI,
+		PoolSize: opts.ReadConns,
+		PrepareConn: func(conn *sqlite.Conn) error {
+			return l.setPragmas(conn, true)
+		},
+	})
+	if err != nil {
+		l.writer.Close()
+		return nil, fmt.Errorf("open ledger %s: read pool: %w", abs, err)
+	}
+	if err := l.loadHead(ctx); err != nil {
+		l.reads.Close()
+		l.writer.Close()
+		return nil, err
+	}
+	l.watcher, err = watchWAL(abs, l.notify.poke, l.log)
+	if err != nil {
+		// Other processes' appends will then only be seen on our own commits
+		// or a caller's own polling; this process still works.
+		l.log.Warn("cannot watch the ledger for other processes' appends", "err", err)
+	}
+	go l.writeLoop()
+	return l, nil
+}
+
+// setPragmas configures one connection. Readers are query_only, so a bug
+// cannot write through them: all writes go through the writer.
+func (l *Ledger) setPragmas(conn *sqlite.Conn, reader bool) error {
+	conn.SetBusyTimeout(l.opts.BusyTimeout)
+	pragmas := []string{
+		"PRAGMA journal_mode = WAL;",
+		"PRAGMA foreign_keys = ON;",
+		"PRAGMA synchronous = " + l.opts.Synchronous + ";",
+	}
+	if reader {
+		pragmas = append(pragmas, "PRAGMA query_only = ON;")
+	}
+	for _, p := range pragmas {
+		if err := sqlitex.ExecuteTransient(conn, p, nil); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// Path is the ledger's SQLite file.
+func (l *Ledger) Path() string { return l.path }
+
+// Close stops accepting appends, lets queued ones finish, and closes the
+// connections.
+func (l *Ledger) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.reqs)
+	l.mu.Unlock()
+	<-l.done
+	var errs []error
+	if l.watcher != nil {
+		errs = append(errs, l.watcher.Close())
+	}
+	errs = append(errs, l.reads.Close(), l.writer.Close())
+	l.notify.close()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close ledger: %w", err)
+	}
+	return nil
+}
+
+// Read runs fn with a read-only connection from the pool. fn must reset any
+// statement it steps (the generated queries do).
+func (l *Ledger) Read(ctx context.Context, fn func(conn *sqlite.Conn) error) error {
+	conn, err := l.reads.Take(ctx)
+	if err != nil {
+		return fmt.Errorf("read ledger: %w", err)
+	}
+	defer l.reads.Put(conn)
+	return fn(conn)
+}
+
+// ReadSnapshot is Read inside one read transaction, so every query fn runs
+// sees the same state of the file.
+func (l *Ledger) ReadSnapshot(ctx context.Context, fn func(conn *sqlite.Conn) error) error {
+	return l.Read(ctx, func(conn *sqlite.Conn) (err error) {
+		end := sqlitex.Transaction(conn)
+		defer end(&err)
+		return fn(conn)
+	})
+}

@@ -1,0 +1,124 @@
+package ledger
+
+import (
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// notifier is a broadcast: Changed hands out a channel that is closed (and
+// replaced) at the next commit, so any number of goroutines can wait on it
+// without polling, and a commit never blocks on a slow waiter.
+type notifier struct {
+	mu   sync.Mutex
+	head int64 // newest seq committed by this process (or found at open)
+	ch   chan struct{}
+	shut bool
+}
+
+func (n *notifier) init() { n.ch = make(chan struct{}) }
+
+func (n *notifier) committed(seq int64) {
+	n.mu.Lock()
+	if seq > n.head {
+		n.head = seq
+	}
+	n.wakeLocked()
+	n.mu.Unlock()
+}
+
+// poke wakes waiters without a known seq: another process wrote to the file.
+func (n *notifier) poke() {
+	n.mu.Lock()
+	n.wakeLocked()
+	n.mu.Unlock()
+}
+
+func (n *notifier) wakeLocked() {
+	if n.shut {
+		return
+	}
+	close(n.ch)
+	n.ch = make(chan struct{})
+}
+
+func (n *notifier) wait() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ch
+}
+
+func (n *notifier) lastSeq() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.head
+}
+
+func (n *notifier) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.shut {
+		n.shut = true
+		close(n.ch)
+	}
+}
+
+// Changed returns a channel closed after the next commit to the ledger, by
+// this process or another one. Waiters re-check what they care about; a
+// wake-up without news is possible, a missed commit is not.
+func (l *Ledger) Changed() <-chan struct{} { return l.notify.wait() }
+
+// Head is the newest seq this process has committed or seen at open. Events
+// appended by other processes are found by reading (see ReadFrom, LastSeq).
+func (l *Ledger) Head() int64 { return l.notify.lastSeq() }
+
+// walWatcher turns writes to the database's WAL file by any process into
+// wake-ups, so a daemon sees a CLI's appends within milliseconds without
+// polling the database.
+type walWatcher struct {
+	w    *fsnotify.Watcher
+	done chan struct{}
+}
+
+func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	// Watch the directory, not the file: the WAL is removed and recreated
+	// when the last connection to the database closes.
+	if err := w.Add(filepath.Dir(dbPath)); err != nil {
+		w.Close()
+		return nil, err
+	}
+	ww := &walWatcher{w: w, done: make(chan struct{})}
+	wal := dbPath + "-wal"
+	go func() {
+		defer close(ww.done)
+		for {
+			select {
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if ev.Name == wal && ev.Has(fsnotify.Write|fsnotify.Create) {
+					poke()
+				}
+			case err, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+				log.Warn("ledger file watch", "err", err)
+			}
+		}
+	}()
+	return ww, nil
+}
+
+func (ww *walWatcher) Close() error {
+	err := ww.w.Close()
+	<-ww.done
+	return err
+}

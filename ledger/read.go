@@ -1,0 +1,161 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+
+	"github.com/ductile/ductile/queries"
+)
+
+// eventFromRow converts a row of any of the events queries (they all select
+// the same columns, so their row types convert to ReadStreamRow).
+// A recorded_at that does not parse (only possible if the file was edited)
+// reads as the zero time; Verify reports such an event by its hash.
+func eventFromRow(r queries.ReadStreamRow) (Event, error) {
+	at, _ := time.Parse(TimeFormat, r.RecordedAt)
+	return Event{
+		Seq:        r.Seq,
+		Stream:     r.Stream,
+		Version:    r.Version,
+		Type:       r.Type,
+		Data:       []byte(r.Data),
+		Meta:       []byte(r.Meta),
+		RecordedAt: at,
+		PrevHash:   r.PrevHash,
+		Hash:       r.Hash,
+		recordedAt: r.RecordedAt,
+	}, nil
+}
+
+func readStream(conn *sqlite.Conn, stream string) ([]Event, error) {
+	var out []Event
+	err := queries.ReadStream(conn, stream, func(r queries.ReadStreamRow) error {
+		ev, err := eventFromRow(r)
+		out = append(out, ev)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read stream %s: %w", stream, err)
+	}
+	return out, nil
+}
+
+// ReadStream returns a stream's events, oldest first (none if it is empty).
+func (l *Ledger) ReadStream(ctx context.Context, stream string) (events []Event, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		events, err = readStream(conn, stream)
+		return err
+	})
+	return events, err
+}
+
+// Filter narrows ReadFrom to one event type and/or one stream.
+type Filter struct {
+	Type   string
+	Stream string
+}
+
+// ReadFrom calls fn for up to limit events with seq > after, oldest first,
+// and returns the seq of the last one it passed (after, if none). A limit ≤ 0
+// means 1000.
+func (l *Ledger) ReadFrom(ctx context.Context, after int64, limit int, f Filter, fn func(Event) error) (last int64, err error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	last = after
+	visit := func(r queries.ReadStreamRow) error {
+		ev, err := eventFromRow(r)
+		if err != nil {
+			return err
+		}
+		last = ev.Seq
+		return fn(ev)
+	}
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		if f == (Filter{}) {
+			return queries.ReadFrom(conn, queries.ReadFromParams{AfterSeq: after, MaxEvents: int64(limit)},
+				func(r queries.ReadFromRow) error { return visit(queries.ReadStreamRow(r)) })
+		}
+		return queries.ReadFromFiltered(conn, queries.ReadFromFilteredParams{AfterSeq: after, Type: f.Type, Stream: f.Stream, MaxEvents: int64(limit)},
+			func(r queries.ReadFromFilteredRow) error { return visit(queries.ReadStreamRow(r)) })
+	})
+	if err != nil {
+		return last, fmt.Errorf("read events after %d: %w", after, err)
+	}
+	return last, nil
+}
+
+// ReadRange calls fn for every event with after < seq <= until on conn, in
+// pages, oldest first. It is how the projector and replay walk the log.
+func ReadRange(conn *sqlite.Conn, after, until int64, fn func(Event) error) error {
+	const page = 2048
+	for after < until {
+		n := 0
+		err := queries.ReadRange(conn, queries.ReadRangeParams{AfterSeq: after, UntilSeq: until, MaxEvents: page},
+			func(r queries.ReadRangeRow) error {
+				ev, err := eventFromRow(queries.ReadStreamRow(r))
+				if err != nil {
+					return err
+				}
+				n++
+				after = ev.Seq
+				return fn(ev)
+			})
+		if err != nil {
+			return err
+		}
+		if n < page {
+			return nil
+		}
+	}
+	return nil
+}
+
+// LastSeq reads the newest seq in the file (0 if empty), including other
+// processes' appends.
+func (l *Ledger) LastSeq(ctx context.Context) (seq int64, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		seq, err = queries.MaxSeq(conn)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read last seq: %w", err)
+	}
+	return seq, nil
+}
+
+func (l *Ledger) loadHead(ctx context.Context) error {
+	seq, err := l.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	l.notify.committed(seq)
+	return nil
+}
+
+// Stats summarises the log.
+type Stats struct {
+	Events          int64  `json:"events"`
+	FirstSeq        int64  `json:"first_seq"`
+	LastSeq         int64  `json:"last_seq"`
+	FirstRecordedAt string `json:"first_recorded_at,omitempty"`
+	LastRecordedAt  string `json:"last_recorded_at,omitempty"`
+	PayloadBytes    int64  `json:"payload_bytes"`
+}
+
+// Stats reads a summary of the log.
+func (l *Ledger) Stats(ctx context.Context) (Stats, error) {
+	var s Stats
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		r, err := queries.LedgerStats(conn)
+		s = Stats(r)
+		return err
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("ledger stats: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,2 @@
+-- Tries to rewrite history: the trigger must refuse it.
+UPDATE events SET type = 'forged' WHERE seq = 1;

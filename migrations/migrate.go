@@ -1,0 +1,64 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite", used only to migrate
+)
+
+// Up applies every pending migration to the SQLite file at path, creating it
+// if needed, and returns the schema version it ends at. It uses goose's
+// Provider over database/sql; the application itself talks to the file
+// through zombiezen afterwards.
+func Up(ctx context.Context, path string) (int64, error) {
+	p, db, err := provider(path)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	if _, err := p.Up(ctx); err != nil {
+		return 0, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("migrate %s: read version: %w", path, err)
+	}
+	return v, nil
+}
+
+// Status reports the current schema version and the newest one this binary knows.
+func Status(ctx context.Context, path string) (current, latest int64, err error) {
+	p, db, err := provider(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	current, err = p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("migration status %s: %w", path, err)
+	}
+	sources := p.ListSources()
+	if len(sources) > 0 {
+		latest = sources[len(sources)-1].Version
+	}
+	return current, latest, nil
+}
+
+func provider(path string) (*goose.Provider, *sql.DB, error) {
+	// _txlock=immediate: goose's transactions take the write lock up front, so
+	// a migration never deadlocks against another process's writer.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return nil, nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, FS)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return p, db, nil
+}

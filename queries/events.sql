@@ -1,0 +1,58 @@
+-- Queries on the events table. The table is append-only: there is no UPDATE
+-- or DELETE here, and triggers refuse them anyway.
+
+-- name: InsertEvent :exec
+INSERT INTO events (seq, stream, version, type, data, meta, recorded_at, prev_hash, hash)
+VALUES (@seq, @stream, @version, @type, @data, @meta, @recorded_at, @prev_hash, @hash);
+
+-- name: LedgerHead :one
+-- The newest event: where the hash chain continues from.
+SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1;
+
+-- name: MaxSeq :one
+SELECT CAST(coalesce(max(seq), 0) AS INTEGER) AS seq FROM events;
+
+-- name: StreamVersion :one
+SELECT CAST(coalesce(max(version), 0) AS INTEGER) AS version FROM events WHERE stream = @stream;
+
+-- name: ReadStream :many
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = @stream
+ORDER BY version;
+
+-- name: ReadFrom :many
+-- Events after a seq, oldest first, up to a limit.
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE seq > @after_seq
+ORDER BY seq
+LIMIT @max_events;
+
+-- name: ReadFromFiltered :many
+-- Like ReadFrom, keeping only one type and/or one stream (an empty filter matches all).
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE seq > @after_seq
+  AND (@type = '' OR type = @type)
+  AND (@stream = '' OR stream = @stream)
+ORDER BY seq
+LIMIT @max_events;
+
+-- name: ReadRange :many
+-- Events with after_seq < seq <= until_seq, oldest first, up to a limit.
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE seq > @after_seq AND seq <= @until_seq
+ORDER BY seq
+LIMIT @max_events;
+
+-- name: LedgerStats :one
+SELECT
+    CAST(count(*) AS INTEGER)                    AS events,
+    CAST(coalesce(min(seq), 0) AS INTEGER)       AS first_seq,
+    CAST(coalesce(max(seq), 0) AS INTEGER)       AS last_seq,
+    CAST(coalesce(min(recorded_at), '') AS TEXT) AS first_recorded_at,
+    CAST(coalesce(max(recorded_at), '') AS TEXT) AS last_recorded_at,
+    CAST(coalesce(sum(length(data) + length(meta)), 0) AS INTEGER) AS payload_bytes
+FROM events;
