@@ -1,0 +1,310 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/queries"
+)
+
+// checkpointName is the projector's row in projector_checkpoint.
+const checkpointName = "main"
+
+// Options tune a Projector.
+type Options struct {
+	// BatchSize is how many events one transaction applies (default 4096).
+	BatchSize int
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Projector applies new events to every projection. Start runs it in the
+// background; RunOnce applies one batch (for tests and one-shot commands).
+type Projector struct {
+	l     *ledger.Ledger
+	ps    []Projection
+	batch int
+	log   *slog.Logger
+
+	mu         sync.Mutex
+	checkpoint int64
+	progress   chan struct{} // closed and replaced whenever checkpoint moves
+	lastErr    error
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a projector for ps over l (Default() when ps is empty).
+func New(l *ledger.Ledger, opts Options, ps ...Projection) *Projector {
+	if len(ps) == 0 {
+		ps = Default()
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 4096
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Projector{
+		l:        l,
+		ps:       ps,
+		batch:    opts.BatchSize,
+		log:      opts.Logger.With("component", "projector"),
+		progress: make(chan struct{}),
+	}
+}
+
+// Start catches up in the background and then follows the log, waking on
+// every commit. It returns at once; Stop ends it.
+func (p *Projector) Start(ctx context.Context) {
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.done = make(chan struct{})
+	go p.run(ctx)
+}
+
+// Stop ends the goroutine Start began and waits for it. A batch in flight
+// finishes (it is one transaction) or is rolled back.
+func (p *Projector) Stop() {
+	if p.cancel == nil {
+		return
+	}
+	p.cancel()
+	<-p.done
+}
+
+func (p *Projector) run(ctx context.Context) {
+	defer close(p.done)
+	backoff := 100 * time.Millisecond
+	for {
+		// Take the wake-up channel before looking, so a commit that lands
+		// while we apply is never missed.
+		changed := p.l.Changed()
+		n, err := p.RunOnce(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			p.log.Error("projector batch failed; will retry", "err", err, "checkpoint", p.Checkpoint(), "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			continue
+		case n == p.batch:
+			backoff = 100 * time.Millisecond
+			continue // more may be waiting
+		}
+		backoff = 100 * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
+}
+
+// RunOnce applies at most one batch of new events and returns how many.
+func (p *Projector) RunOnce(ctx context.Context) (int, error) {
+	head, err := p.l.LastSeq(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if head <= p.Checkpoint() {
+		return 0, nil
+	}
+	var applied int
+	var cp int64
+	err = p.l.WriteProjections(ctx, func(conn *sqlite.Conn) error {
+		// The checkpoint read here, inside the write transaction, is the
+		// truth: another process may have projected since we last looked.
+		var err error
+		cp, err = readCheckpoint(conn)
+		if err != nil {
+			return err
+		}
+		start := cp
+		cp, err = apply(conn, p.ps, start, min(head, start+int64(p.batch)))
+		applied = int(cp - start)
+		return err
+	})
+	p.setResult(cp, err)
+	if err != nil {
+		return 0, err
+	}
+	return applied, nil
+}
+
+func (p *Projector) setResult(cp int64, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastErr = err
+	if err == nil && cp > p.checkpoint {
+		p.checkpoint = cp
+		close(p.progress)
+		p.progress = make(chan struct{})
+	}
+}
+
+// apply folds events after < seq <= until into ps and moves the checkpoint,
+// returning the new checkpoint. The caller owns the transaction.
+func apply(conn *sqlite.Conn, ps []Projection, after, until int64) (int64, error) {
+	last := after
+	err := ledger.ReadRange(conn, after, until, func(ev ledger.Event) error {
+		for _, pr := range ps {
+			if err := pr.Apply(conn, ev); err != nil {
+				return fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
+			}
+		}
+		last = ev.Seq
+		return nil
+	})
+	if err != nil {
+		return after, err
+	}
+	if last != after {
+		if err := queries.SetCheckpoint(conn, queries.SetCheckpointParams{Name: checkpointName, Seq: last}); err != nil {
+			return after, fmt.Errorf("move checkpoint to %d: %w", last, err)
+		}
+	}
+	return last, nil
+}
+
+func readCheckpoint(conn *sqlite.Conn) (int64, error) {
+	seq, err := queries.GetCheckpoint(conn, checkpointName)
+	if errors.Is(err, queries.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read checkpoint: %w", err)
+	}
+	return seq, nil
+}
+
+// Checkpoint is the seq of the last event applied (as far as this process knows).
+func (p *Projector) Checkpoint() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.checkpoint
+}
+
+// Progressed returns a channel closed the next time the checkpoint moves.
+func (p *Projector) Progressed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.progress
+}
+
+// WaitFor blocks until every event up to seq has been projected.
+func (p *Projector) WaitFor(ctx context.Context, seq int64) error {
+	for {
+		ch := p.Progressed()
+		if p.Checkpoint() >= seq {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// Lag is how far the projections trail the log.
+type Lag struct {
+	Checkpoint int64  `json:"checkpoint"`
+	Head       int64  `json:"head"`
+	Events     int64  `json:"events"`
+	LastError  string `json:"last_error,omitempty"`
+}
+
+// Lag reads the log's head and compares it with the checkpoint.
+func (p *Projector) Lag(ctx context.Context) (Lag, error) {
+	head, err := p.l.LastSeq(ctx)
+	if err != nil {
+		return Lag{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lag := Lag{Checkpoint: p.checkpoint, Head: head, Events: head - p.checkpoint}
+	if p.lastErr != nil {
+		lag.LastError = p.lastErr.Error()
+	}
+	return lag, nil
+}
+
+// ReadCheckpoint reads the stored checkpoint through a read connection.
+func ReadCheckpoint(ctx context.Context, l *ledger.Ledger) (seq int64, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		seq, err = readCheckpoint(conn)
+		return err
+	})
+	return seq, err
+}
+
+// Rebuild empties every projection and replays the log up to until (0: all
+// of it) in one transaction, returning the new checkpoint.
+func Rebuild(ctx context.Context, l *ledger.Ledger, until int64, ps ...Projection) (int64, error) {
+	if len(ps) == 0 {
+		ps = Default()
+	}
+	if until <= 0 {
+		var err error
+		if until, err = l.LastSeq(ctx); err != nil {
+			return 0, err
+		}
+	}
+	var cp int64
+	err := l.WriteProjections(ctx, func(conn *sqlite.Conn) error {
+		for _, pr := range ps {
+			if err := wrap(pr, "reset", pr.Reset(conn)); err != nil {
+				return err
+			}
+		}
+		if err := queries.DeleteCheckpoints(conn); err != nil {
+			return err
+		}
+		var err error
+		cp, err = apply(conn, ps, 0, until)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rebuild projections: %w", err)
+	}
+	return cp, nil
+}
+
+// Dump writes the checkpoint and then every projection's rows, in one read
+// snapshot: two dumps of the same log position are byte-identical.
+func Dump(ctx context.Context, l *ledger.Ledger, w io.Writer, ps ...Projection) (checkpoint int64, err error) {
+	if len(ps) == 0 {
+		ps = Default()
+	}
+	err = l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+		if checkpoint, err = readCheckpoint(conn); err != nil {
+			return err
+		}
+		for _, pr := range ps {
+			if _, err := fmt.Fprintf(w, "## %s\n", pr.Name()); err != nil {
+				return err
+			}
+			if err := wrap(pr, "dump", pr.Dump(conn, w)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return checkpoint, err
+}
