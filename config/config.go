@@ -1,0 +1,183 @@
+package config
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Defaults applied to keys the config leaves out.
+const (
+	DefaultDedupeTTL       = 24 * time.Hour
+	DefaultJobLogRetention = 30 * 24 * time.Hour
+	DefaultMaxAttempts     = 4
+	DefaultBackoffBase     = 30 * time.Second
+	DefaultPollTimeout     = 60 * time.Second
+	DefaultHandleTimeout   = 120 * time.Second
+	DefaultHealthTimeout   = 10 * time.Second
+	DefaultInitTimeout     = 30 * time.Second
+	DefaultRouteCommand    = "handle"
+)
+
+// Config is the merged, validated configuration. Treat it as read-only once
+// loaded: reload builds a new one.
+type Config struct {
+	// Source is the absolute path of the file Load read; "" for Default.
+	Source string
+	// Dir is the absolute directory of Source. Relative state_dir and
+	// plugin_roots entries have already been resolved against it.
+	Dir string
+	// Files lists every file loaded, absolute, in load order: the config
+	// file first, then each include (and its includes) in turn.
+	Files []string
+
+	// StateDir is where the ledger and lock file live; "" when the config
+	// does not say, and the caller picks.
+	StateDir string
+	// PluginRoots are the directories scanned for plugins, in order; the
+	// first root holding a plugin name wins. Absolute, ~ expanded.
+	PluginRoots []string
+	Service     Service
+	// Plugins holds the plugins the config mentions, with defaults filled
+	// in. A discovered plugin need not appear here: use Plugin(name).
+	Plugins map[string]PluginConfig
+	// Routes are concatenated across files in load order.
+	Routes []Route
+
+	// Pipelines, API and Webhooks are accepted but not yet validated: they
+	// are kept as parsed YAML (nil when absent) for the features that own
+	// them. Pipelines lists concatenate across files like Routes. Scalars
+	// filled from ${VAR} are tagged !!str. Use Position for error messages.
+	Pipelines *yaml.Node
+	API       *yaml.Node
+	Webhooks  *yaml.Node
+
+	origin       map[*yaml.Node]string // display file of every node, for Position
+	interpolated map[*yaml.Node]bool   // scalars that took a value from ${…}
+	pluginConfig map[string]*yaml.Node // plugins.<name>.config as parsed, for Redacted
+}
+
+// Service holds the settings of the core itself.
+type Service struct {
+	// MaxWorkers bounds the global worker pool; default max(1, NumCPU-1).
+	MaxWorkers int
+	// DedupeTTL is the default dedupe window.
+	DedupeTTL time.Duration
+	// JobLogRetention is how long job logs are kept.
+	JobLogRetention time.Duration
+	// AllowSymlinks permits symlinks in plugin paths.
+	AllowSymlinks bool
+}
+
+// PluginConfig is the operator's settings for one plugin.
+type PluginConfig struct {
+	Enabled bool
+	// Parallelism caps concurrent jobs of this plugin; 0 means no cap
+	// beyond Service.MaxWorkers.
+	Parallelism int
+	Retry       Retry
+	Timeouts    Timeouts
+	// Config is passed to the plugin as is (never nil). Values filled from
+	// ${VAR} are strings.
+	Config map[string]any
+	// Schedules is kept as parsed YAML for the scheduler; nil when absent.
+	Schedules *yaml.Node
+}
+
+// Retry is a plugin's retry policy.
+type Retry struct {
+	// MaxAttempts counts the first attempt: 4 means 1 + 3 retries.
+	MaxAttempts int
+	BackoffBase time.Duration
+}
+
+// Timeouts bounds each plugin command.
+type Timeouts struct {
+	Poll   time.Duration
+	Handle time.Duration
+	Health time.Duration
+	Init   time.Duration
+}
+
+// For returns the timeout of command: commands other than poll, health and
+// init use Handle.
+func (t Timeouts) For(command string) time.Duration {
+	switch command {
+	case "poll":
+		return t.Poll
+	case "health":
+		return t.Health
+	case "init":
+		return t.Init
+	default:
+		return t.Handle
+	}
+}
+
+// Route sends events of EventType emitted by plugin From to Command of
+// plugin To.
+type Route struct {
+	From      string
+	EventType string
+	To        string
+	Command   string
+}
+
+// Default returns the configuration used when there is no config file: every
+// default applied, no plugin roots (the caller adds the bundled one).
+func Default() *Config {
+	return &Config{
+		PluginRoots: []string{},
+		Service: Service{
+			MaxWorkers:      max(1, runtime.NumCPU()-1),
+			DedupeTTL:       DefaultDedupeTTL,
+			JobLogRetention: DefaultJobLogRetention,
+		},
+		Plugins: map[string]PluginConfig{},
+		Routes:  []Route{},
+	}
+}
+
+// DefaultPlugin returns the settings of a plugin the config does not mention.
+func DefaultPlugin() PluginConfig {
+	return PluginConfig{
+		Enabled: true,
+		Retry:   Retry{MaxAttempts: DefaultMaxAttempts, BackoffBase: DefaultBackoffBase},
+		Timeouts: Timeouts{
+			Poll:   DefaultPollTimeout,
+			Handle: DefaultHandleTimeout,
+			Health: DefaultHealthTimeout,
+			Init:   DefaultInitTimeout,
+		},
+		Config: map[string]any{},
+	}
+}
+
+// Plugin returns the settings of plugin name, or DefaultPlugin when the config
+// does not mention it.
+func (c *Config) Plugin(name string) PluginConfig {
+	if p, ok := c.Plugins[name]; ok {
+		return p
+	}
+	return DefaultPlugin()
+}
+
+// Timeout returns how long command of plugin may run.
+func (c *Config) Timeout(plugin, command string) time.Duration {
+	return c.Plugin(plugin).Timeouts.For(command)
+}
+
+// Position returns "file:line" of n, a node inside Pipelines, API, Webhooks or
+// a plugin's Schedules, so the features that validate those sections can
+// point at the offending line. The file is relative to Dir when inside it.
+func (c *Config) Position(n *yaml.Node) string {
+	if n == nil {
+		return ""
+	}
+	if f, ok := c.origin[n]; ok {
+		return fmt.Sprintf("%s:%d", f, n.Line)
+	}
+	return fmt.Sprintf("line %d", n.Line)
+}
