@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/ledger"
+)
+
+// Exit codes. Every error maps to one of these in exitCode, and only there.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and found a problem, or failed
+	exitUsage   = 2 // bad flags or arguments
+)
+
+// exitError carries an exit code and an already-printed or plain message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// failf makes an error that exits 1 with a message saying what to do next.
+func failf(format string, args ...any) error {
+	return &exitError{code: exitFailure, msg: fmt.Sprintf(format, args...)}
+}
+
+// usagef makes an error that exits 2.
+func usagef(format string, args ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+// silent exits with code without printing anything more (the command has
+// already reported, e.g. verify's findings).
+func silent(code int) error { return &exitError{code: code} }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	return exitCode(app.RunContext(ctx, normalizeArgs(app, args)), stderr)
+}
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "ductile: %s\n", ee.msg)
+		}
+		return ee.code
+	}
+	if errors.Is(err, context.Canceled) {
+		return exitFailure
+	}
+	fmt.Fprintf(stderr, "ductile: %v\n", err)
+	var le *daemon.LockError
+	if errors.As(err, &le) {
+		return exitFailure
+	}
+	if strings.HasPrefix(err.Error(), "flag provided but not defined") ||
+		strings.HasPrefix(err.Error(), "invalid value") {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:  "ductile",
+		Usage: "run personal automations unattended",
+		Description: "Ductile keeps one durable queue of jobs, runs plugins as subprocesses and records\n" +
+			"every step in an event-sourced SQLite ledger. Commands are NOUN ACTION.\n" +
+			"Global flags (--config, --state-dir, --verbose) may appear anywhere on the line.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"DUCTILE_CONFIG"}, Usage: "config `FILE` (default: none, built-in defaults)"},
+			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"DUCTILE_STATE_DIR"}, Usage: "state `DIR` holding the ledger and lock (default: config's state_dir, else $XDG_STATE_HOME/ductile)"},
+			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log debug detail to stderr"},
+		},
+		Commands:             []*cli.Command{systemCommand(), ledgerCommand()},
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		EnableBashCompletion: true,
+		HideHelpCommand:      true,
+		ExitErrHandler:       func(*cli.Context, error) {}, // exitCode reports errors
+		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
+			return usagef("%v (see --help)", err)
+		},
+	}
+}
+
+// normalizeArgs lets flags go anywhere, as users expect: global flags are
+// moved in front of the command, and a leaf command's own flags in front of
+// its positional arguments (urfave/cli v2 stops parsing flags at the first
+// positional, so `plugin run echo --payload {}` would otherwise lose the flag).
+// A literal "--" ends flag handling; what follows stays positional.
+func normalizeArgs(app *cli.App, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	globals := flagKinds(app.Flags)
+	var front, path, leafFlags, positional []string
+	var leaf *cli.Command
+	cmds := app.Commands
+	rest := args[1:]
+	for i := 0; i < len(rest); i++ {
+		tok := rest[i]
+		if tok == "--" {
+			positional = append(positional, rest[i:]...)
+			break
+		}
+		if name, hasValue, ok := parseFlag(tok); ok {
+			takesValue, isGlobal := globals[name]
+			dst := &front
+			if !isGlobal {
+				dst = &leafFlags
+				takesValue = leaf != nil && flagKinds(leaf.Flags)[name]
+				if leaf == nil {
+					// A flag of a command we have not reached (e.g. --help): keep its place.
+					dst = &path
+				}
+			}
+			*dst = append(*dst, tok)
+			if takesValue && !hasValue && i+1 < len(rest) {
+				i++
+				*dst = append(*dst, rest[i])
+			}
+			continue
+		}
+		if leaf == nil {
+			if c := findCommand(cmds, tok); c != nil {
+				path = append(path, tok)
+				if len(c.Subcommands) > 0 {
+					cmds = c.Subcommands
+				} else {
+					leaf = c
+				}
+				continue
+			}
+		}
+		positional = append(positional, tok)
+	}
+	out := append([]string{args[0]}, front...)
+	out = append(out, path...)
+	out = append(out, leafFlags...)
+	return append(out, positional...)
+}
+
+// flagKinds maps every name and alias of flags to whether it takes a value.
+func flagKinds(flags []cli.Flag) map[string]bool {
+	m := map[string]bool{"help": false, "h": false}
+	for _, f := range flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			m[n] = !isBool
+		}
+	}
+	return m
+}
+
+func parseFlag(tok string) (name string, hasValue, ok bool) {
+	if len(tok) < 2 || tok[0] != '-' {
+		return "", false, false
+	}
+	name = strings.TrimLeft(tok, "-")
+	if name == "" {
+		return "", false, false
+	}
+	if i := strings.IndexByte(name, '='); i >= 0 {
+		return name[:i], true, true
+	}
+	return name, false, true
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// env is what a command needs to know about where it runs.
+type env struct {
+	stdout, stderr io.Writer
+	configPath     string
+	cfg            *config.Config
+	stateDir       string
+	verbose        bool
+}
+
+// loadEnv resolves the config and the state directory: --state-dir, then
+// $DUCTILE_STATE_DIR (both arrive through the flag), then the config's
+// state_dir, then the per-user default.
+func loadEnv(c *cli.Context) (*env, error) {
+	// Global flags live on the root; c.String finds them through the lineage.
+	e := &env{
+		stdout:     c.App.Writer,
+		stderr:     c.App.ErrWriter,
+		configPath: c.String("config"),
+		verbose:    c.Bool("verbose"),
+	}
+	if e.configPath != "" {
+		cfg, err := config.Load(e.configPath)
+		if err != nil {
+			return nil, failf("%v\n(check the file with: ductile config check --config %s)", err, e.configPath)
+		}
+		e.cfg = cfg
+	} else {
+		e.cfg = config.Default()
+	}
+	switch {
+	case c.String("state-dir") != "":
+		e.stateDir = c.String("state-dir")
+	case e.cfg.StateDir != "":
+		e.stateDir = e.cfg.StateDir
+	default:
+		dir, err := defaultStateDir()
+		if err != nil {
+			return nil, err
+		}
+		e.stateDir = dir
+	}
+	abs, err := filepath.Abs(e.stateDir)
+	if err != nil {
+		return nil, err
+	}
+	e.stateDir = abs
+	return e, nil
+}
+
+func defaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "ductile"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", failf("cannot find a state directory: %v (set --state-dir or $DUCTILE_STATE_DIR)", err)
+	}
+	return filepath.Join(home, ".local", "state", "ductile"), nil
+}
+
+// logger writes JSON lines; the daemon logs to stdout, other commands to stderr.
+func (e *env) logger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	if e.verbose {
+		level = slog.LevelDebug
+	}
+	return daemon.NewLogger(w, level)
+}
+
+// openLedger opens (and migrates) the state directory's ledger for a
+// one-shot command. It works while a daemon runs: SQLite serialises writers.
+func (e *env) openLedger(ctx context.Context) (*ledger.Ledger, error) {
+	if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
+		return nil, failf("create state dir: %v", err)
+	}
+	return ledger.Open(ctx, daemon.DBPath(e.stateDir), ledger.Options{Logger: e.quietLogger()})
+}
+
+func (e *env) quietLogger() *slog.Logger {
+	level := slog.LevelWarn
+	if e.verbose {
+		level = slog.LevelDebug
+	}
+	return daemon.NewLogger(e.stderr, level)
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON"}
+var dryRunFlag = &cli.BoolFlag{Name: "dry-run", Usage: "show what would change without changing anything"}

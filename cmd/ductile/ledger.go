@@ -1,0 +1,429 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+	"zombiezen.com/go/sqlite"
+
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/projections"
+	"github.com/ductile/ductile/queries"
+)
+
+func ledgerCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ledger",
+		Usage: "inspect, verify and replay the event ledger",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "tail",
+				Usage: "print events, oldest first; --follow keeps printing new ones",
+				Flags: []cli.Flag{
+					&cli.Int64Flag{Name: "from", Usage: "start at `SEQ` (default: the last --lines events)"},
+					&cli.IntFlag{Name: "lines", Aliases: []string{"n"}, Value: 10, Usage: "without --from, how many recent events to show"},
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep waiting for new events until interrupted"},
+					&cli.StringFlag{Name: "type", Usage: "only events of type `T`"},
+					&cli.StringFlag{Name: "stream", Usage: "only events of stream `S`"},
+					jsonFlag,
+				},
+				Action: ledgerTail,
+			},
+			{
+				Name:   "verify",
+				Usage:  "check the hash chain and that projections match a fresh replay (exit 1 on any problem)",
+				Flags:  []cli.Flag{jsonFlag},
+				Action: ledgerVerify,
+			},
+			{
+				Name:  "replay",
+				Usage: "rebuild projections from the log, in place or into a new file as of a point in the log",
+				Flags: []cli.Flag{
+					&cli.Int64Flag{Name: "until", Usage: "replay events up to `SEQ` (needs --out)"},
+					&cli.StringFlag{Name: "out", Usage: "write a new ledger `FILE` holding the log up to --until and its projections"},
+					dryRunFlag,
+					jsonFlag,
+				},
+				Action: ledgerReplay,
+			},
+			{
+				Name:   "stats",
+				Usage:  "summarise the log, its streams and event types, and projector lag",
+				Flags:  []cli.Flag{jsonFlag},
+				Action: ledgerStats,
+			},
+		},
+	}
+}
+
+// eventLine is an event as tail prints it in --json mode.
+type eventLine struct {
+	Seq        int64           `json:"seq"`
+	Stream     string          `json:"stream"`
+	Version    int64           `json:"version"`
+	Type       string          `json:"type"`
+	Data       json.RawMessage `json:"data"`
+	Meta       json.RawMessage `json:"meta"`
+	RecordedAt string          `json:"recorded_at"`
+	Hash       string          `json:"hash"`
+}
+
+func printEvent(w io.Writer, ev ledger.Event, asJSON bool) error {
+	at := ev.RecordedAt.UTC().Format(ledger.TimeFormat)
+	if asJSON {
+		b, err := json.Marshal(eventLine{ev.Seq, ev.Stream, ev.Version, ev.Type, ev.Data, ev.Meta, at, fmt.Sprintf("%x", ev.Hash)})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%8d  %s  %-28s v%-4d %-22s %s\n", ev.Seq, at, ev.Stream, ev.Version, ev.Type, ev.Data)
+	return err
+}
+
+func ledgerTail(c *cli.Context) error {
+	e, err := loadEnv(c)
+	if err != nil {
+		return err
+	}
+	l, err := e.openLedger(c.Context)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	ctx := c.Context
+	filter := ledger.Filter{Type: c.String("type"), Stream: c.String("stream")}
+	var after int64
+	if c.IsSet("from") {
+		after = max(c.Int64("from")-1, 0)
+	} else {
+		after, err = recentStart(ctx, l, filter, c.Int("lines"))
+		if err != nil {
+			return err
+		}
+	}
+	for {
+		changed := l.Changed()
+		for {
+			last, err := l.ReadFrom(ctx, after, 1000, filter, func(ev ledger.Event) error {
+				return printEvent(e.stdout, ev, c.Bool("json"))
+			})
+			if err != nil {
+				return err
+			}
+			if last == after {
+				break
+			}
+			after = last
+		}
+		if !c.Bool("follow") {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// recentStart finds the seq after which the last n matching events begin.
+func recentStart(ctx context.Context, l *ledger.Ledger, f ledger.Filter, n int) (int64, error) {
+	head, err := l.LastSeq(ctx)
+	if err != nil || n <= 0 {
+		return head, err
+	}
+	if f == (ledger.Filter{}) {
+		return max(head-int64(n), 0), nil
+	}
+	// Filtered: keep a ring of the last n matching seqs.
+	ring := make([]int64, 0, n)
+	_, err = scanAll(ctx, l, f, func(ev ledger.Event) {
+		if len(ring) == n {
+			ring = ring[1:]
+		}
+		ring = append(ring, ev.Seq)
+	})
+	if err != nil || len(ring) == 0 {
+		return head, err
+	}
+	return ring[0] - 1, nil
+}
+
+func scanAll(ctx context.Context, l *ledger.Ledger, f ledger.Filter, fn func(ledger.Event)) (int64, error) {
+	var after int64
+	for {
+		last, err := l.ReadFrom(ctx, after, 4096, f, func(ev ledger.Event) error { fn(ev); return nil })
+		if err != nil || last == after {
+			return last, err
+		}
+		after = last
+	}
+}
+
+func ledgerVerify(c *cli.Context) error {
+	e, err := loadEnv(c)
+	if err != nil {
+		return err
+	}
+	l, err := e.openLedger(c.Context)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	asJSON := c.Bool("json")
+	progress := func(stage string) func(int64) {
+		if asJSON {
+			return nil
+		}
+		return func(n int64) { fmt.Fprintf(e.stderr, "%s: %d events…\n", stage, n) }
+	}
+	chain, err := l.Verify(c.Context, progress("hash chain"))
+	if err != nil {
+		return err
+	}
+	report := struct {
+		OK          bool                  `json:"ok"`
+		Chain       ledger.VerifyResult   `json:"chain"`
+		Projections *projections.Mismatch `json:"projection_mismatch,omitempty"`
+		Checkpoint  int64                 `json:"checkpoint"`
+	}{Chain: chain}
+	if chain.OK {
+		mismatch, cp, err := compareWithReplay(c.Context, e, l, progress("replay"))
+		if err != nil {
+			return err
+		}
+		report.Projections, report.Checkpoint = mismatch, cp
+	}
+	report.OK = chain.OK && report.Projections == nil
+	if asJSON {
+		if err := printJSON(e.stdout, report); err != nil {
+			return err
+		}
+	} else {
+		switch {
+		case !chain.OK:
+			fmt.Fprintf(e.stdout, "BROKEN at seq %d: %s\n", chain.BadSeq, chain.Problem)
+			fmt.Fprintf(e.stdout, "events 1..%d verify; the ledger has been altered outside Ductile from seq %d on.\n", chain.BadSeq-1, chain.BadSeq)
+		case report.Projections != nil:
+			m := report.Projections
+			fmt.Fprintf(e.stdout, "hash chain OK (%d events), but projection %q differs from a fresh replay to seq %d\n", chain.Events, m.Projection, m.Checkpoint)
+			fmt.Fprintf(e.stdout, "  line %d\n  live:     %s\n  replayed: %s\n", m.Line, m.Live, m.Replayed)
+			fmt.Fprintf(e.stdout, "rebuild them with: ductile ledger replay\n")
+		default:
+			fmt.Fprintf(e.stdout, "OK: %d events, hash chain intact, projections match a fresh replay to seq %d\n", chain.Events, report.Checkpoint)
+		}
+	}
+	if !report.OK {
+		return silent(exitFailure)
+	}
+	return nil
+}
+
+// compareWithReplay replays the log into a scratch file beside the ledger and
+// compares projections.
+func compareWithReplay(ctx context.Context, e *env, l *ledger.Ledger, progress func(int64)) (*projections.Mismatch, int64, error) {
+	scratchPath, cleanup, err := scratchFile(e.stateDir)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer cleanup()
+	scratch, err := ledger.Open(ctx, scratchPath, ledger.Options{Synchronous: "NORMAL", Logger: e.quietLogger()})
+	if err != nil {
+		return nil, 0, err
+	}
+	defer scratch.Close()
+	m, err := projections.Compare(ctx, l, scratch, progress)
+	if err != nil {
+		return nil, 0, err
+	}
+	cp, err := projections.ReadCheckpoint(ctx, scratch)
+	return m, cp, err
+}
+
+func scratchFile(dir string) (string, func(), error) {
+	d, err := os.MkdirTemp(dir, ".scratch-")
+	if err != nil {
+		return "", nil, fmt.Errorf("make scratch dir: %w", err)
+	}
+	return filepath.Join(d, "replay.db"), func() { os.RemoveAll(d) }, nil
+}
+
+func ledgerReplay(c *cli.Context) error {
+	e, err := loadEnv(c)
+	if err != nil {
+		return err
+	}
+	out, until, dry := c.String("out"), c.Int64("until"), c.Bool("dry-run")
+	if until != 0 && out == "" {
+		return usagef("--until needs --out FILE: in place, projections always follow the whole log")
+	}
+	if until < 0 {
+		return usagef("--until must be a positive seq")
+	}
+	if out != "" {
+		if _, err := os.Stat(out); err == nil {
+			return failf("%s already exists: choose a new --out file or remove it first", out)
+		}
+	}
+	l, err := e.openLedger(c.Context)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	head, err := l.LastSeq(c.Context)
+	if err != nil {
+		return err
+	}
+	if until == 0 || until > head {
+		until = head
+	}
+	result := map[string]any{"source": l.Path(), "until": until, "dry_run": dry}
+	if out != "" {
+		result["out"] = out
+	}
+	if dry {
+		if c.Bool("json") {
+			return printJSON(e.stdout, result)
+		}
+		where := "in place"
+		if out != "" {
+			where = "into " + out
+		}
+		fmt.Fprintf(e.stdout, "would replay %d events %s (run without --dry-run to do it)\n", until, where)
+		return nil
+	}
+	var progress func(int64)
+	if !c.Bool("json") {
+		progress = func(seq int64) {
+			if seq%65536 < 4096 || seq == until {
+				fmt.Fprintf(e.stderr, "replayed %d/%d events…\n", seq, until)
+			}
+		}
+	}
+	target := l
+	if out != "" {
+		dst, err := ledger.Open(c.Context, out, ledger.Options{Logger: e.quietLogger()})
+		if err != nil {
+			return err
+		}
+		defer dst.Close()
+		if _, err := projections.CopyLog(c.Context, l, dst, until, progress); err != nil {
+			return err
+		}
+		target = dst
+	}
+	cp, err := projections.Rebuild(c.Context, target, until)
+	if err != nil {
+		return err
+	}
+	result["checkpoint"] = cp
+	if c.Bool("json") {
+		return printJSON(e.stdout, result)
+	}
+	if out != "" {
+		fmt.Fprintf(e.stdout, "wrote %s: the log up to seq %d and its projections (inspect it with --state-dir or sqlite3)\n", out, cp)
+	} else {
+		fmt.Fprintf(e.stdout, "rebuilt projections from %d events\n", cp)
+	}
+	return nil
+}
+
+func ledgerStats(c *cli.Context) error {
+	e, err := loadEnv(c)
+	if err != nil {
+		return err
+	}
+	l, err := e.openLedger(c.Context)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	st, err := l.Stats(c.Context)
+	if err != nil {
+		return err
+	}
+	type typeCount struct {
+		Type  string `json:"type"`
+		Count int64  `json:"count"`
+	}
+	out := struct {
+		ledger.Stats
+		Database   string      `json:"database"`
+		FileBytes  int64       `json:"file_bytes"`
+		WALBytes   int64       `json:"wal_bytes"`
+		Streams    int64       `json:"streams"`
+		Checkpoint int64       `json:"projector_checkpoint"`
+		Lag        int64       `json:"projector_lag"`
+		Types      []typeCount `json:"types"`
+		Daemon     bool        `json:"daemon_running"`
+		DaemonPID  int         `json:"daemon_pid,omitempty"`
+	}{Stats: st, Database: l.Path(), Types: []typeCount{}}
+	if fi, err := os.Stat(l.Path()); err == nil {
+		out.FileBytes = fi.Size()
+	}
+	if fi, err := os.Stat(l.Path() + "-wal"); err == nil {
+		out.WALBytes = fi.Size()
+	}
+	err = l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
+		var err error
+		if out.Streams, err = queries.CountStreams(conn); err != nil {
+			return err
+		}
+		return queries.DumpEventCounts(conn, func(r queries.DumpEventCountsRow) error {
+			out.Types = append(out.Types, typeCount{r.Type, r.Count})
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if out.Checkpoint, err = projections.ReadCheckpoint(c.Context, l); err != nil {
+		return err
+	}
+	out.Lag = st.LastSeq - out.Checkpoint
+	out.Daemon, out.DaemonPID, _ = daemon.Holder(e.stateDir)
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "database     %s (%s, wal %s)\n", out.Database, humanBytes(out.FileBytes), humanBytes(out.WALBytes))
+	fmt.Fprintf(w, "events       %d (seq %d..%d)\n", st.Events, st.FirstSeq, st.LastSeq)
+	if st.Events > 0 {
+		fmt.Fprintf(w, "recorded     %s .. %s\n", st.FirstRecordedAt, st.LastRecordedAt)
+	}
+	fmt.Fprintf(w, "streams      %d\n", out.Streams)
+	fmt.Fprintf(w, "projector    checkpoint %d, lag %d events\n", out.Checkpoint, out.Lag)
+	if out.Daemon {
+		fmt.Fprintf(w, "daemon       running (pid %d)\n", out.DaemonPID)
+	} else {
+		fmt.Fprintf(w, "daemon       not running\n")
+	}
+	if len(out.Types) > 0 {
+		fmt.Fprintf(w, "types (as projected):\n")
+		for _, t := range out.Types {
+			fmt.Fprintf(w, "  %-32s %d\n", t.Type, t.Count)
+		}
+	}
+	return nil
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/migrations"
+)
+
+func systemCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "system",
+		Usage: "run and maintain the daemon",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "start",
+				Usage: "run the daemon in the foreground until SIGINT or SIGTERM",
+				Description: "Creates the state directory if needed, takes its lock (one daemon per state\n" +
+					"directory), applies migrations, and runs until stopped. Logs are JSON lines on stdout.",
+				Action: systemStart,
+			},
+			{
+				Name:   "migrate",
+				Usage:  "apply pending database migrations",
+				Flags:  []cli.Flag{jsonFlag, dryRunFlag},
+				Action: systemMigrate,
+			},
+		},
+	}
+}
+
+func systemStart(c *cli.Context) error {
+	e, err := loadEnv(c)
+	if err != nil {
+		return err
+	}
+	log := e.logger(e.stdout)
+	return daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Logger: log})
+}
+
+func systemMigrate(c *cli.Context) error {
+	e, err := loadEnv(c)
+	if err != nil {
+		return err
+	}
+	path := daemon.DBPath(e.stateDir)
+	current, latest, err := migrations.Status(c.Context, path)
+	if err != nil {
+		return err
+	}
+	after := current
+	if !c.Bool("dry-run") && current < latest {
+		if after, err = migrations.Up(c.Context, path); err != nil {
+			return err
+		}
+	}
+	out := map[string]any{"database": path, "version_before": current, "version": after, "latest": latest, "dry_run": c.Bool("dry-run")}
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	switch {
+	case current == latest:
+		fmt.Fprintf(e.stdout, "%s is up to date (schema version %d)\n", path, current)
+	case c.Bool("dry-run"):
+		fmt.Fprintf(e.stdout, "would migrate %s from version %d to %d (run without --dry-run to apply)\n", path, current, latest)
+	default:
+		fmt.Fprintf(e.stdout, "migrated %s from version %d to %d\n", path, current, after)
+	}
+	return nil
+}
