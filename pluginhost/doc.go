@@ -1,0 +1,45 @@
+// Package pluginhost finds, validates and runs Ductile plugins.
+//
+// Its one job is the boundary between the core and plugin processes:
+//
+//   - Manifest: parse and validate a plugin's manifest.yaml (ParseManifest,
+//     LoadManifest). Commands may be written as a map keyed by name or as a
+//     list of objects (the form used by plugins written for the reference
+//     Ductile). Unknown top-level keys are accepted and kept in
+//     Manifest.Extra, so a newer manifest still loads on an older core.
+//   - Discovery: scan the configured plugin roots (Discover), apply the
+//     trust rules (symlinks must resolve inside an approved root, the
+//     entrypoint must be an executable regular file, world-writable
+//     directories are refused, ".." in the entrypoint is rejected) and check
+//     config_keys.required against the operator's config. A plugin that fails
+//     is skipped with one clear error; the others load. On a duplicate name
+//     the first root wins and the later copy is reported as shadowed.
+//   - Runner: execute one command of one plugin with protocol v2 (Run):
+//     spawn-per-command, one JSON request on stdin, one JSON response on
+//     stdout, stderr captured. The runner enforces the timeout (SIGTERM to
+//     the process group, a grace period, then SIGKILL), caps stdout (10 MiB)
+//     and stderr (64 KiB), kills whatever the plugin left behind in its
+//     process group, and classifies the outcome (Result.Kind) and whether a
+//     failure may be retried (Result.Retryable).
+//
+// The package decides nothing about jobs, retries or state: it reports what
+// happened, and the dispatcher turns that into ledger events.
+//
+// # Process handling
+//
+// Each run starts the entrypoint in a new process group (Setpgid) whose id is
+// the plugin's pid. The runner owns the three pipes itself (no exec.Cmd copy
+// goroutines) and runs one goroutine per pipe plus one that waits for the
+// process to become waitable without reaping it (waitid WNOWAIT). Keeping the
+// exited leader as a zombie until the group has been sent SIGKILL guarantees
+// the process group id cannot have been reused when it is signalled. After
+// the leader has exited, pipes still held open by a process that escaped the
+// group (setsid) are closed after RunOptions.WaitDelay, so such a process can
+// never delay the result. Every goroutine Run starts has ended when Run
+// returns.
+//
+// A control channel on file descriptor 3 (progress and export lines) is meant
+// to be added as a fourth pipe passed with exec.Cmd.ExtraFiles, read by one
+// more goroutine under the same drain bound, and surfaced through a new
+// RunOptions callback; Request, Result and Run keep their shape.
+package pluginhost

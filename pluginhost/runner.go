@@ -1,0 +1,505 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+)
+
+// Runner defaults (spec §5.6).
+const (
+	DefaultMaxStdout = 10 << 20
+	DefaultMaxStderr = 64 << 10
+	DefaultGrace     = 5 * time.Second
+	DefaultWaitDelay = 2 * time.Second
+
+	// ExitConfig is EX_CONFIG from sysexits.h: a plugin exiting with it
+	// reports a configuration error, which is never retried.
+	ExitConfig = 78
+)
+
+// DefaultTimeout returns the spec's default timeout for a command: poll 60s,
+// handle 120s, health 10s, init 30s, anything else 120s.
+func DefaultTimeout(command string) time.Duration {
+	switch command {
+	case "poll":
+		return 60 * time.Second
+	case "health":
+		return 10 * time.Second
+	case "init":
+		return 30 * time.Second
+	default:
+		return 120 * time.Second
+	}
+}
+
+// RunOptions tunes one Run. Zero values mean the defaults.
+type RunOptions struct {
+	// Timeout bounds the run from spawn; on expiry the process group gets
+	// SIGTERM, then SIGKILL after Grace. Zero means DefaultTimeout(command).
+	Timeout time.Duration
+	// Grace is the wait between SIGTERM and SIGKILL (default 5s).
+	Grace time.Duration
+	// MaxStdout caps captured stdout (default 10 MiB). Going over it is a
+	// protocol error and kills the process group at once.
+	MaxStdout int
+	// MaxStderr caps captured stderr (default 64 KiB); the rest is drained
+	// and dropped, and Result.StderrTruncated is set.
+	MaxStderr int
+	// WaitDelay bounds how long, after the plugin has exited and its process
+	// group has been killed, the runner keeps reading pipes still held open
+	// by a process that left the group (default 2s).
+	WaitDelay time.Duration
+	// OnStart, if set, is called with the pid (which is also the process
+	// group id) right after the plugin has started. It must not block.
+	OnStart func(pid int)
+}
+
+func (o RunOptions) withDefaults(command string) RunOptions {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout(command)
+	}
+	if o.Grace <= 0 {
+		o.Grace = DefaultGrace
+	}
+	if o.MaxStdout <= 0 {
+		o.MaxStdout = DefaultMaxStdout
+	}
+	if o.MaxStderr <= 0 {
+		o.MaxStderr = DefaultMaxStderr
+	}
+	if o.WaitDelay <= 0 {
+		o.WaitDelay = DefaultWaitDelay
+	}
+	return o
+}
+
+// Kind classifies how a run ended.
+type Kind string
+
+// Run outcomes.
+const (
+	// KindOK: exit 0 and a valid response with status "ok".
+	KindOK Kind = "ok"
+	// KindError: status "error", a non-zero exit, a death by a signal the
+	// runner did not send, or a failure to start.
+	KindError Kind = "error"
+	// KindProtocolError: exit 0 but stdout is not one valid response object
+	// (empty, not JSON, bad envelope), or stdout went over the cap.
+	KindProtocolError Kind = "protocol_error"
+	// KindTimeout: the timeout expired and the runner terminated the group.
+	KindTimeout Kind = "timeout"
+	// KindCanceled: the context ended and the runner terminated the group.
+	KindCanceled Kind = "canceled"
+)
+
+// Result is what one run produced. Stdout and Stderr are the captured
+// (capped) bytes, kept for the job log whatever the outcome.
+type Result struct {
+	Kind Kind
+	// Retryable reports whether a failed run may be retried: false after
+	// exit 78 (EX_CONFIG), "retry": false, a cancellation, or a request the
+	// runner could not encode; true for every other failure (timeouts and
+	// protocol errors included). Always false for KindOK.
+	Retryable bool
+	// Err is a human message for any Kind but ok.
+	Err string
+	// ExitCode is the exit status, or -1 when the process was killed by a
+	// signal or never started.
+	ExitCode int
+	// PID of the plugin process, which is also its process group id (0 if
+	// it never started).
+	PID             int
+	Duration        time.Duration
+	Stdout          []byte
+	StdoutTruncated bool
+	Stderr          []byte
+	StderrTruncated bool
+	// Response is the parsed response, set for KindOK and KindError when
+	// stdout held a valid envelope; nil otherwise.
+	Response *Response
+}
+
+// Run executes one command of p and returns its classified outcome. It blocks
+// until the plugin and everything left in its process group are dead and
+// every goroutine it started has ended; it never panics on plugin behaviour.
+//
+// The entrypoint runs in p.Dir with the parent's environment, in its own
+// process group. The request (one compact JSON line) is written to stdin,
+// which is then closed; stdout and stderr are read concurrently. The timeout
+// counts from spawn; expiry or ctx cancellation sends SIGTERM to the group,
+// and SIGKILL after opts.Grace if the plugin has not exited. When the plugin
+// exits, whatever it left in its group is killed with SIGKILL (spawn per
+// command: nothing outlives its run).
+func Run(ctx context.Context, p *Plugin, req Request, opts RunOptions) Result {
+	opts = opts.withDefaults(req.Command)
+	start := time.Now()
+	res := Result{ExitCode: -1}
+	finish := func() Result {
+		res.Duration = time.Since(start)
+		return res
+	}
+
+	if err := ctx.Err(); err != nil {
+		res.Kind, res.Err = KindCanceled, "canceled before start: "+err.Error()
+		return finish()
+	}
+	if req.DeadlineAt.IsZero() {
+		req.DeadlineAt = start.Add(opts.Timeout)
+	}
+	payload, err := req.MarshalJSON()
+	if err != nil {
+		res.Kind, res.Err = KindError, "encode request: "+err.Error()
+		return finish()
+	}
+
+	pr, err := startProcess(p, append(payload, '\n'), opts)
+	if err != nil {
+		res.Kind, res.Err, res.Retryable = KindError, err.Error(), true
+		return finish()
+	}
+	res.PID = pr.pid
+	if opts.OnStart != nil {
+		opts.OnStart(pr.pid)
+	}
+
+	reason, escalated := pr.supervise(ctx, opts)
+	state, drained := pr.finish(opts.WaitDelay)
+
+	res.Stdout, res.StdoutTruncated = pr.stdout.buf, pr.stdout.truncated
+	res.Stderr, res.StderrTruncated = pr.stderr.buf, pr.stderr.truncated
+	if state != nil {
+		res.ExitCode = state.ExitCode()
+	}
+	classify(&res, state, reason, escalated, opts)
+	if !drained && res.Err != "" {
+		res.Err += fmt.Sprintf(" (output pipes still held open by a process outside the group; closed after %v)", opts.WaitDelay)
+	}
+	return finish()
+}
+
+// process is one running plugin with the pipes and goroutines Run owns.
+type process struct {
+	cmd *exec.Cmd
+	pid int
+
+	stdinW         *os.File
+	closeStdin     func()
+	stdoutR        *os.File
+	stderrR        *os.File
+	stdout, stderr *capture
+
+	exited     chan struct{} // closed when the leader has exited (not yet reaped)
+	readers    sync.WaitGroup
+	readerDone chan struct{} // closed when both readers have hit EOF or been closed
+	writerDone chan struct{} // closed when the request writer has returned
+}
+
+func startProcess(p *Plugin, payload []byte, opts RunOptions) (*process, error) {
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err := pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	outR, outW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := pipe()
+	if err != nil {
+		closeAll()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+
+	cmd := exec.Command(p.Entrypoint)
+	cmd.Dir = p.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start %s: %w", p.Entrypoint, err)
+	}
+	// The child holds its own copies; the parent keeps only its ends.
+	_, _, _ = inR.Close(), outW.Close(), errW.Close()
+
+	pr := &process{
+		cmd:        cmd,
+		pid:        cmd.Process.Pid,
+		stdinW:     inW,
+		stdoutR:    outR,
+		stderrR:    errR,
+		stdout:     &capture{max: opts.MaxStdout, overflow: make(chan struct{})},
+		stderr:     &capture{max: opts.MaxStderr},
+		exited:     make(chan struct{}),
+		readerDone: make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	var once sync.Once
+	pr.closeStdin = func() { once.Do(func() { _ = inW.Close() }) }
+
+	go func() {
+		defer close(pr.writerDone)
+		// An error here (EPIPE: the plugin exited without reading, or
+		// ErrClosed: forced close) is not an outcome; the exit status and
+		// stdout decide.
+		_, _ = inW.Write(payload)
+		pr.closeStdin()
+	}()
+	pr.readers.Add(2)
+	go pr.stdout.drain(outR, &pr.readers)
+	go pr.stderr.drain(errR, &pr.readers)
+	go func() {
+		pr.readers.Wait()
+		close(pr.readerDone)
+	}()
+	go func() {
+		defer close(pr.exited)
+		waitExited(pr.pid)
+	}()
+	return pr, nil
+}
+
+// waitExited blocks until pid has exited, leaving it unreaped (a zombie) so
+// its pid, and so its process group id, cannot be reused yet.
+func waitExited(pid int) {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return // nil, or ECHILD: nothing left to wait for
+		}
+	}
+}
+
+// supervise waits for the leader to exit, enforcing the timeout, ctx and the
+// stdout cap. It returns why the runner terminated the group (timeout or
+// canceled; "" if it did not) and whether SIGKILL had to follow SIGTERM.
+func (pr *process) supervise(ctx context.Context, opts RunOptions) (reason Kind, escalated bool) {
+	timeout := time.NewTimer(opts.Timeout)
+	defer timeout.Stop()
+	var grace *time.Timer
+	var graceC <-chan time.Time
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
+
+	terminate := func(k Kind) {
+		select {
+		case <-pr.exited:
+			return // already done: the outcome is the plugin's
+		default:
+		}
+		if reason != "" {
+			return
+		}
+		reason = k
+		pr.signal(syscall.SIGTERM)
+		grace = time.NewTimer(opts.Grace)
+		graceC = grace.C
+	}
+
+	done, overflow := ctx.Done(), pr.stdout.overflow
+	for {
+		select {
+		case <-pr.exited:
+			return reason, escalated
+		case <-timeout.C:
+			terminate(KindTimeout)
+		case <-done:
+			done = nil
+			terminate(KindCanceled)
+		case <-overflow:
+			overflow = nil
+			pr.signal(syscall.SIGKILL)
+		case <-graceC:
+			graceC = nil
+			escalated = true
+			pr.signal(syscall.SIGKILL)
+		}
+	}
+}
+
+// signal sends sig to the plugin's process group. ESRCH (nobody left) is
+// expected and ignored.
+func (pr *process) signal(sig syscall.Signal) {
+	_ = syscall.Kill(-pr.pid, sig)
+}
+
+// finish runs once the leader has exited: it kills what is left of the
+// group, reaps the leader, waits for the pipes to reach EOF (at most
+// waitDelay, then closes them) and for the stdin writer. drained is false
+// when the pipes had to be closed.
+func (pr *process) finish(waitDelay time.Duration) (state *os.ProcessState, drained bool) {
+	// The leader is a zombie, so the group id is still ours to signal.
+	pr.signal(syscall.SIGKILL)
+	_ = pr.cmd.Wait() // reaps; the exit status is in cmd.ProcessState
+	state = pr.cmd.ProcessState
+
+	drained = true
+	t := time.NewTimer(waitDelay)
+	select {
+	case <-pr.readerDone:
+	case <-t.C:
+		drained = false
+		_ = pr.stdoutR.Close()
+		_ = pr.stderrR.Close()
+		<-pr.readerDone
+	}
+	t.Stop()
+	pr.closeStdin() // unblocks a writer stuck on a pipe nobody reads
+	<-pr.writerDone
+	if drained {
+		_ = pr.stdoutR.Close()
+		_ = pr.stderrR.Close()
+	}
+	return state, drained
+}
+
+// capture keeps the first max bytes read from a pipe and drains the rest.
+type capture struct {
+	max       int
+	buf       []byte
+	truncated bool
+	overflow  chan struct{} // if non-nil, closed when the cap is exceeded
+}
+
+func (c *capture) drain(r io.Reader, wg *sync.WaitGroup) {
+	defer wg.Done()
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(chunk)
+		if n > 0 {
+			if room := c.max - len(c.buf); n <= room {
+				c.buf = append(c.buf, chunk[:n]...)
+			} else {
+				c.buf = append(c.buf, chunk[:room]...)
+				if !c.truncated {
+					c.truncated = true
+					if c.overflow != nil {
+						close(c.overflow)
+					}
+				}
+			}
+		}
+		if err != nil {
+			return // io.EOF, or os.ErrClosed after a forced close
+		}
+	}
+}
+
+func classify(res *Result, state *os.ProcessState, reason Kind, escalated bool, opts RunOptions) {
+	switch reason {
+	case KindTimeout:
+		res.Kind, res.Retryable = KindTimeout, true
+		res.Err = fmt.Sprintf("timed out after %v", opts.Timeout)
+		if escalated {
+			res.Err += fmt.Sprintf("; SIGKILL after %v grace", opts.Grace)
+		}
+		return
+	case KindCanceled:
+		res.Kind, res.Retryable = KindCanceled, false
+		res.Err = "canceled"
+		if escalated {
+			res.Err += fmt.Sprintf("; SIGKILL after %v grace", opts.Grace)
+		}
+		return
+	}
+	if res.StdoutTruncated {
+		res.Kind, res.Retryable = KindProtocolError, true
+		res.Err = fmt.Sprintf("stdout exceeded %d bytes; plugin killed", opts.MaxStdout)
+		return
+	}
+
+	resp, perr := ParseResponse(res.Stdout)
+	exit := describeExit(state)
+	if exit != "" { // non-zero exit or killed by a signal
+		res.Kind, res.Retryable = KindError, res.ExitCode != ExitConfig
+		if perr == nil {
+			res.Response = resp
+			if resp.Retry != nil && !*resp.Retry {
+				res.Retryable = false
+			}
+			if resp.Status == StatusError && resp.Error != "" {
+				res.Err = fmt.Sprintf("%s (%s)", resp.Error, exit)
+			} else {
+				res.Err = fmt.Sprintf("%s after status %q", exit, resp.Status)
+			}
+		} else {
+			res.Err = exit
+		}
+		if tail := stderrTail(res.Stderr); tail != "" {
+			res.Err += ": " + tail
+		}
+		return
+	}
+
+	if perr != nil {
+		res.Kind, res.Retryable = KindProtocolError, true
+		res.Err = "protocol error: " + perr.Error()
+		return
+	}
+	res.Response = resp
+	if resp.Status == StatusOK {
+		res.Kind = KindOK
+		return
+	}
+	res.Kind, res.Retryable = KindError, resp.Retry == nil || *resp.Retry
+	res.Err = resp.Error
+	if res.Err == "" {
+		res.Err = "plugin reported an error without a message"
+	}
+}
+
+// describeExit returns "" for a clean exit 0, else "exit N" or
+// "killed by signal S".
+func describeExit(state *os.ProcessState) string {
+	if state == nil {
+		return "no exit status"
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	if code := state.ExitCode(); code != 0 {
+		return fmt.Sprintf("exit %d", code)
+	}
+	return ""
+}
+
+// stderrTail returns the last line-ish part of stderr for error messages.
+func stderrTail(b []byte) string {
+	const max = 512
+	s := strings.TrimSpace(string(b))
+	if len(s) > max {
+		s = s[len(s)-max:]
+		for len(s) > 0 && !utf8.RuneStart(s[0]) {
+			s = s[1:]
+		}
+		s = "…" + s
+	}
+	return s
+}

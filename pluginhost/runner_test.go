@@ -1,0 +1,306 @@
+package pluginhost_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/ductile/ductile/pluginhost"
+)
+
+func pollRequest() pluginhost.Request {
+	return pluginhost.Request{JobID: "job-1", Command: "poll"}
+}
+
+// run runs fixture name with short, test-friendly bounds.
+func run(t *testing.T, name string, opts pluginhost.RunOptions) pluginhost.Result {
+	t.Helper()
+	if opts.Timeout == 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Grace == 0 {
+		opts.Grace = 200 * time.Millisecond
+	}
+	res := pluginhost.Run(context.Background(), fixture(t, name), pollRequest(), opts)
+	t.Logf("%s: kind=%s exit=%d err=%q duration=%v", name, res.Kind, res.ExitCode, res.Err, res.Duration)
+	return res
+}
+
+func TestRunSuccess(t *testing.T) {
+	t.Parallel()
+	res := run(t, "ok", pluginhost.RunOptions{})
+
+	require.Equal(t, pluginhost.KindOK, res.Kind)
+	require.Empty(t, res.Err)
+	require.False(t, res.Retryable)
+	require.Equal(t, 0, res.ExitCode)
+	require.Positive(t, res.PID)
+	require.Positive(t, res.Duration)
+	require.NotNil(t, res.Response)
+	require.Equal(t, "done", res.Response.Result)
+	require.Equal(t, []pluginhost.Event{{Type: "t.done", Payload: json.RawMessage(`{"n":1}`), DedupeKey: "k1"}}, res.Response.Events)
+	require.JSONEq(t, `{"cursor":"abc"}`, string(res.Response.StateUpdates))
+	require.Equal(t, []pluginhost.Log{{Level: "info", Message: "hi"}}, res.Response.Logs)
+	require.Contains(t, string(res.Stdout), `"status":"ok"`)
+	requireGroupGone(t, res.PID)
+}
+
+func TestRunRequestEnvelope(t *testing.T) {
+	t.Parallel()
+	p := fixture(t, "request")
+	req := pluginhost.Request{
+		JobID:   "job-42",
+		Command: "handle",
+		Config:  json.RawMessage(`{"token": "s3cret", "n": 1.50}`),
+		State:   json.RawMessage(`{"cursor":"abc"}`),
+		Event:   json.RawMessage(`{"type":"x.y","payload":{"k":"<v>"}}`),
+	}
+	before := time.Now()
+	res := pluginhost.Run(context.Background(), p, req, pluginhost.RunOptions{Timeout: 30 * time.Second})
+	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+
+	// The plugin saw exactly one compact line, keys in protocol order.
+	got := string(res.Response.StateUpdates)
+	require.Regexp(t, `^\{"protocol":2,"job_id":"job-42","command":"handle","config":\{"token":"s3cret","n":1.50\},"state":\{"cursor":"abc"\},"context":\{\},"event":\{"type":"x.y","payload":\{"k":"<v>"\}\},"deadline_at":"[^"]+Z"\}$`, got)
+
+	var echoed struct {
+		DeadlineAt time.Time `json:"deadline_at"`
+	}
+	require.NoError(t, json.Unmarshal(res.Response.StateUpdates, &echoed))
+	require.WithinRange(t, echoed.DeadlineAt, before.Add(29*time.Second), time.Now().Add(30*time.Second))
+
+	// cwd is the plugin directory; the environment is the parent's.
+	require.Contains(t, string(res.Stderr), "cwd="+p.Dir+"\n")
+	require.Contains(t, string(res.Stderr), "PATH="+os.Getenv("PATH")+"\n")
+}
+
+func TestRunEventOmittedWhenEmpty(t *testing.T) {
+	t.Parallel()
+	res := pluginhost.Run(context.Background(), fixture(t, "request"), pollRequest(), pluginhost.RunOptions{})
+	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.NotContains(t, string(res.Response.StateUpdates), `"event"`)
+	require.Contains(t, string(res.Response.StateUpdates), `"config":{},"state":{},"context":{}`)
+}
+
+func TestRunOutcomes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fixture   string
+		kind      pluginhost.Kind
+		retryable bool
+		exit      int
+		err       string // substring of Result.Err
+		response  bool
+	}{
+		{fixture: "status_error", kind: pluginhost.KindError, retryable: true, exit: 0, err: "boom", response: true},
+		{fixture: "retry_false", kind: pluginhost.KindError, retryable: false, exit: 0, err: "permanent", response: true},
+		{fixture: "exit78", kind: pluginhost.KindError, retryable: false, exit: 78, err: "exit 78: missing api key"},
+		{fixture: "exit3", kind: pluginhost.KindError, retryable: true, exit: 3, err: "exit 3: something broke"},
+		{fixture: "exit3_response", kind: pluginhost.KindError, retryable: true, exit: 3, err: "upstream 503 (exit 3)", response: true},
+		{fixture: "not_json", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: "not a JSON object"},
+		{fixture: "empty", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: "empty stdout"},
+		{fixture: "no_status", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: `no "status"`},
+		{fixture: "two_objects", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: "not a single JSON object"},
+		{fixture: "ok_no_result", kind: pluginhost.KindOK, exit: 0, response: true},
+		{fixture: "ignores_stdin", kind: pluginhost.KindOK, exit: 0, response: true},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
+			res := run(t, tc.fixture, pluginhost.RunOptions{})
+			require.Equal(t, tc.kind, res.Kind)
+			require.Equal(t, tc.retryable, res.Retryable)
+			require.Equal(t, tc.exit, res.ExitCode)
+			require.Contains(t, res.Err, tc.err)
+			require.Equal(t, tc.response, res.Response != nil)
+			requireGroupGone(t, res.PID)
+		})
+	}
+}
+
+func TestRunLargeRequestToPluginThatIgnoresStdin(t *testing.T) {
+	t.Parallel()
+	// 1 MiB of state: far more than a pipe buffer, never read by the plugin.
+	state := `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`
+	req := pollRequest()
+	req.State = json.RawMessage(state)
+	res := pluginhost.Run(context.Background(), fixture(t, "ignores_stdin"), req, pluginhost.RunOptions{})
+	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Less(t, res.Duration, 5*time.Second)
+}
+
+func TestRunStdoutOverCap(t *testing.T) {
+	t.Parallel()
+	res := run(t, "big_stdout", pluginhost.RunOptions{})
+
+	require.Equal(t, pluginhost.KindProtocolError, res.Kind)
+	require.True(t, res.Retryable)
+	require.True(t, res.StdoutTruncated)
+	require.Len(t, res.Stdout, 10<<20)
+	require.Equal(t, bytes.Repeat([]byte("a"), 10<<20), res.Stdout)
+	require.Contains(t, res.Err, "stdout exceeded 10485760 bytes")
+	require.Nil(t, res.Response)
+	requireGroupGone(t, res.PID)
+}
+
+func TestRunStderrOverCap(t *testing.T) {
+	t.Parallel()
+	res := run(t, "big_stderr", pluginhost.RunOptions{})
+
+	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.True(t, res.StderrTruncated)
+	require.Len(t, res.Stderr, 64<<10)
+	require.Equal(t, "noisy", res.Response.Result)
+	require.False(t, res.StdoutTruncated)
+}
+
+func TestRunTimeoutKillsStubbornGroup(t *testing.T) {
+	t.Parallel()
+	// The plugin and its child both ignore SIGTERM and the child holds
+	// stdout: only the SIGKILL after the grace period ends them.
+	const timeout, grace = time.Second, 200 * time.Millisecond
+	res := run(t, "stubborn", pluginhost.RunOptions{Timeout: timeout, Grace: grace})
+
+	require.Equal(t, pluginhost.KindTimeout, res.Kind)
+	require.True(t, res.Retryable)
+	require.Equal(t, -1, res.ExitCode)
+	require.Contains(t, string(res.Stderr), "ready child=", "the child was forked before the timeout")
+	require.Contains(t, res.Err, "timed out after 1s; SIGKILL after 200ms grace")
+	require.GreaterOrEqual(t, res.Duration, timeout+grace)
+	require.Less(t, res.Duration, timeout+grace+3*time.Second, "the child holding stdout must not delay the result")
+	requireGroupGone(t, res.PID)
+}
+
+func TestRunOrphanHoldingStdoutDoesNotDelayResult(t *testing.T) {
+	t.Parallel()
+	res := run(t, "orphan", pluginhost.RunOptions{WaitDelay: 10 * time.Second})
+
+	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, "left a child behind", res.Response.Result)
+	require.Less(t, res.Duration, 5*time.Second)
+	requireGroupGone(t, res.PID)
+}
+
+func TestRunEscapedChildIsBoundedByWaitDelay(t *testing.T) {
+	t.Parallel()
+	// A child that left the group (setsid) cannot be killed by the runner;
+	// it can only hold the pipes until WaitDelay.
+	const waitDelay = 300 * time.Millisecond
+	res := run(t, "escaped", pluginhost.RunOptions{WaitDelay: waitDelay})
+
+	m := regexp.MustCompile(`escaped=(\d+)`).FindSubmatch(res.Stderr)
+	require.NotNil(t, m, "stderr: %q", res.Stderr)
+	escaped, err := strconv.Atoi(string(m[1]))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = unix.Kill(escaped, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(escaped, &ws, 0, nil) // re-parented to this subreaper
+	})
+
+	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, "escaped child", res.Response.Result)
+	require.GreaterOrEqual(t, res.Duration, waitDelay)
+	require.Less(t, res.Duration, waitDelay+3*time.Second)
+	requireGroupGone(t, res.PID) // the escaped child is in its own group
+}
+
+func TestRunCanceled(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var started int
+	res := pluginhost.Run(ctx, fixture(t, "sleeper"), pollRequest(), pluginhost.RunOptions{
+		Timeout: time.Minute,
+		Grace:   200 * time.Millisecond,
+		OnStart: func(pid int) {
+			started = pid
+			cancel()
+		},
+	})
+
+	require.Equal(t, pluginhost.KindCanceled, res.Kind)
+	require.False(t, res.Retryable)
+	require.Equal(t, started, res.PID)
+	require.Less(t, res.Duration, 5*time.Second)
+	requireGroupGone(t, res.PID)
+}
+
+func TestRunCanceledStubbornEscalates(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := pluginhost.Run(ctx, fixture(t, "stubborn"), pollRequest(), pluginhost.RunOptions{
+		Timeout: time.Minute,
+		Grace:   200 * time.Millisecond,
+		OnStart: func(int) { cancel() },
+	})
+
+	require.Equal(t, pluginhost.KindCanceled, res.Kind)
+	require.Less(t, res.Duration, 5*time.Second)
+	requireGroupGone(t, res.PID)
+}
+
+func TestRunCanceledBeforeStart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res := pluginhost.Run(ctx, fixture(t, "ok"), pollRequest(), pluginhost.RunOptions{})
+	require.Equal(t, pluginhost.KindCanceled, res.Kind)
+	require.Zero(t, res.PID)
+}
+
+func TestRunStartFailure(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"no_shebang", "does_not_exist"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res := run(t, name, pluginhost.RunOptions{})
+			require.Equal(t, pluginhost.KindError, res.Kind)
+			require.True(t, res.Retryable)
+			require.Contains(t, res.Err, "start ")
+			require.Equal(t, -1, res.ExitCode)
+			require.Zero(t, res.PID)
+		})
+	}
+}
+
+func TestRunBadRequest(t *testing.T) {
+	t.Parallel()
+	req := pollRequest()
+	req.Config = json.RawMessage(`[1,2]`)
+	res := pluginhost.Run(context.Background(), fixture(t, "ok"), req, pluginhost.RunOptions{})
+	require.Equal(t, pluginhost.KindError, res.Kind)
+	require.False(t, res.Retryable)
+	require.Contains(t, res.Err, "config must be a JSON object")
+	require.Zero(t, res.PID)
+}
+
+func TestDefaultTimeout(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 60*time.Second, pluginhost.DefaultTimeout("poll"))
+	require.Equal(t, 120*time.Second, pluginhost.DefaultTimeout("handle"))
+	require.Equal(t, 10*time.Second, pluginhost.DefaultTimeout("health"))
+	require.Equal(t, 30*time.Second, pluginhost.DefaultTimeout("init"))
+	require.Equal(t, 120*time.Second, pluginhost.DefaultTimeout("sync"))
+}
+
+func BenchmarkRunEcho(b *testing.B) {
+	p := fixture(b, "ok")
+	ctx := context.Background()
+	for b.Loop() {
+		res := pluginhost.Run(ctx, p, pollRequest(), pluginhost.RunOptions{})
+		if res.Kind != pluginhost.KindOK {
+			b.Fatalf("kind %s: %s", res.Kind, res.Err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "spawns/s")
+}

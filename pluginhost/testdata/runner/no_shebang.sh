@@ -1,0 +1,1 @@
+echo this file has no shebang line

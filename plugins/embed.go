@@ -1,0 +1,121 @@
+// Package plugins holds the plugins bundled with Ductile and writes them to
+// disk so discovery can load them like any other plugin.
+//
+// Each bundled plugin is a directory here (manifest.yaml plus its
+// entrypoint). To bundle another one, add its directory to the go:embed line
+// below.
+package plugins
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed echo
+var bundled embed.FS
+
+// Names returns the names of the bundled plugin directories, sorted.
+func Names() []string {
+	entries, _ := fs.ReadDir(bundled, ".") // the embedded root always exists
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Unpack writes every bundled plugin into dir (created if needed) as
+// dir/<plugin>/…. Each plugin's entrypoint (from its manifest) gets mode
+// 0755, every other file 0644, directories 0755; go:embed does not keep file
+// modes, so the manifest is what marks the executable. Unpack is idempotent:
+// a file whose content and mode already match is left alone, any other is
+// replaced atomically (write to a temporary file, then rename), so a plugin
+// that is running while Unpack runs is never seen half-written.
+func Unpack(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("unpack plugins: %w", err)
+	}
+	for _, name := range Names() {
+		if err := unpackOne(dir, name); err != nil {
+			return fmt.Errorf("unpack plugin %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func unpackOne(dir, name string) error {
+	raw, err := bundled.ReadFile(path.Join(name, "manifest.yaml"))
+	if err != nil {
+		return err
+	}
+	var m struct {
+		Entrypoint string `yaml:"entrypoint"`
+	}
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	entrypoint := path.Join(name, path.Clean(m.Entrypoint))
+
+	return fs.WalkDir(bundled, name, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+			return os.Chmod(dst, 0o755)
+		}
+		mode := fs.FileMode(0o644)
+		if p == entrypoint {
+			mode = 0o755
+		}
+		data, err := bundled.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return writeIfChanged(dst, data, mode)
+	})
+}
+
+func writeIfChanged(dst string, data []byte, mode fs.FileMode) error {
+	if old, err := os.ReadFile(dst); err == nil && bytes.Equal(old, data) {
+		fi, err := os.Stat(dst)
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm() == mode {
+			return nil
+		}
+		return os.Chmod(dst, mode)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".unpack-*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }() // fails harmlessly after the rename
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
