@@ -342,3 +342,13 @@ func (l *Ledger) runExclusive(r *request) {
 		l.notify.committed(r.seqs[len(r.seqs)-1])
 	}
 }
+
+// LastEvent returns the stream's newest event, and false if it has none.
+func (tx *Tx) LastEvent(stream string) (ev Event, ok bool, err error) {
+	err = queries.ReadStreamLast(tx.conn, stream, func(r queries.ReadStreamLastRow) error {
+		ev, err = eventFromRow(queries.ReadStreamRow(r))
+		ok = true
+		return err
+	})
+	return ev, ok, err
+}

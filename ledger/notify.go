@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 )
@@ -77,6 +78,13 @@ func (l *Ledger) Head() int64 { return l.notify.lastSeq() }
 // walWatcher turns writes to the database's WAL file by any process into
 // wake-ups, so a daemon sees a CLI's appends within milliseconds without
 // polling the database.
+//
+// A write to the WAL precedes the moment the commit becomes visible (SQLite
+// then updates the WAL index in shared memory, which inotify cannot see), so
+// a waiter woken by the write itself may look too early. After a burst of
+// writes the watcher therefore wakes waiters again 2 ms, 20 ms and 200 ms
+// after the last one: cheap (a waiter re-reads one number) and it covers a
+// writer that is descheduled between the two steps.
 type walWatcher struct {
 	w    *fsnotify.Watcher
 	done chan struct{}
@@ -95,16 +103,28 @@ func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error)
 	}
 	ww := &walWatcher{w: w, done: make(chan struct{})}
 	wal := dbPath + "-wal"
+	trailing := []time.Duration{2 * time.Millisecond, 20 * time.Millisecond, 200 * time.Millisecond}
 	go func() {
 		defer close(ww.done)
+		timer := time.NewTimer(time.Hour)
+		timer.Stop()
+		defer timer.Stop()
+		step := len(trailing) // no trailing wake-up pending
 		for {
 			select {
+			case <-timer.C:
+				poke()
+				if step++; step < len(trailing) {
+					timer.Reset(trailing[step] - trailing[step-1])
+				}
 			case ev, ok := <-w.Events:
 				if !ok {
 					return
 				}
 				if ev.Name == wal && ev.Has(fsnotify.Write|fsnotify.Create) {
 					poke()
+					step = 0
+					timer.Reset(trailing[0])
 				}
 			case err, ok := <-w.Errors:
 				if !ok {

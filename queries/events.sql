@@ -56,3 +56,11 @@ SELECT
     CAST(coalesce(max(recorded_at), '') AS TEXT) AS last_recorded_at,
     CAST(coalesce(sum(length(data) + length(meta)), 0) AS INTEGER) AS payload_bytes
 FROM events;
+
+-- name: ReadStreamLast :many
+-- The newest event of a stream (none if the stream is empty).
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = @stream
+ORDER BY version DESC
+LIMIT 1;

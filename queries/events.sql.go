@@ -434,3 +434,59 @@ func LedgerStats(conn *sqlite.Conn) (row LedgerStatsRow, err error) {
 	row.PayloadBytes = stmt.ColumnInt64(5)
 	return row, nil
 }
+
+const readStreamLast = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = ?1
+ORDER BY version DESC
+LIMIT 1`
+
+type ReadStreamLastRow struct {
+	Seq        int64
+	Stream     string
+	Version    int64
+	Type       string
+	Data       string
+	Meta       string
+	RecordedAt string
+	PrevHash   []byte
+	Hash       []byte
+}
+
+// The newest event of a stream (none if the stream is empty).
+func ReadStreamLast(conn *sqlite.Conn, stream string, fn func(ReadStreamLastRow) error) (err error) {
+	stmt, err := conn.Prepare(readStreamLast)
+	if err != nil {
+		return fmt.Errorf("ReadStreamLast: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ReadStreamLast: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, stream)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ReadStreamLast: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ReadStreamLastRow
+		row.Seq = stmt.ColumnInt64(0)
+		row.Stream = stmt.ColumnText(1)
+		row.Version = stmt.ColumnInt64(2)
+		row.Type = stmt.ColumnText(3)
+		row.Data = stmt.ColumnText(4)
+		row.Meta = stmt.ColumnText(5)
+		row.RecordedAt = stmt.ColumnText(6)
+		row.PrevHash = make([]byte, stmt.ColumnLen(7))
+		stmt.ColumnBytes(7, row.PrevHash)
+		row.Hash = make([]byte, stmt.ColumnLen(8))
+		stmt.ColumnBytes(8, row.Hash)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}

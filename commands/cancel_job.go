@@ -1,0 +1,55 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+)
+
+// Cancel stops a job: a queued one is canceled at once; a running one gets
+// a cancel request that the dispatcher acts on by terminating its process.
+type Cancel struct {
+	JobID  string
+	Reason string
+	Actor  string
+	Now    time.Time
+}
+
+// CancelJob appends the cancellation and returns the job's new status.
+func CancelJob(ctx context.Context, l *ledger.Ledger, cmd Cancel) (string, error) {
+	var status string
+	_, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		j, err := LoadJob(tx, cmd.JobID)
+		if err != nil {
+			return nil, err
+		}
+		var evs []ledger.NewEvent
+		evs, status, err = cmd.decide(j)
+		return evs, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("cancel job: %w", err)
+	}
+	return status, nil
+}
+
+func (cmd Cancel) decide(j *Job) ([]ledger.NewEvent, string, error) {
+	actor := cmd.Actor
+	if actor == "" {
+		actor = ByCLI
+	}
+	data := events.Canceled{Attempt: j.Attempt, Reason: cmd.Reason}
+	switch j.Status {
+	case events.StatusQueued:
+		evs := []ledger.NewEvent{j.next(events.JobCanceled, data, "", actor)}
+		return append(evs, releaseKey(j, events.StatusCanceled, cmd.Now)...), events.StatusCanceled, nil
+	case events.StatusRunning:
+		return []ledger.NewEvent{j.next(events.JobCancelRequested, data, "", actor)}, events.StatusCancelRequested, nil
+	case events.StatusCancelRequested:
+		return nil, j.Status, nil
+	}
+	return nil, j.Status, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "cancel"}
+}

@@ -1,0 +1,279 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+)
+
+// DefaultMaxStateBytes is the size limit of a plugin's state (spec §5.9).
+const DefaultMaxStateBytes = 1 << 20
+
+// Outcome kinds.
+const (
+	OutcomeOK            = "ok"
+	OutcomeError         = "error"
+	OutcomeProtocolError = "protocol_error"
+	OutcomeTimeout       = "timeout"
+	OutcomeCanceled      = "canceled"
+	OutcomeStateTooLarge = "state_too_large"
+	OutcomeBadState      = "bad_state_updates"
+)
+
+// Outcome is how one attempt ended.
+type Outcome struct {
+	Kind            string
+	Retryable       bool
+	Error           string
+	ExitCode        int
+	Duration        time.Duration
+	Response        json.RawMessage // the plugin's response as parsed, when there was one
+	Stdout          string          // kept only when there was no valid response
+	Stderr          string
+	StderrTruncated bool
+	StateUpdates    json.RawMessage
+}
+
+// FactRule is a manifest fact_outputs rule that matched the job's command.
+type FactRule struct {
+	FactType string
+	View     string // mirror_object
+}
+
+// Complete records the end of a running attempt and everything that
+// follows from it, in one transaction: the terminal or retry event, the
+// plugin's facts or state, the dedupe release and every routed child job.
+type Complete struct {
+	JobID    string
+	Attempt  int
+	Outcome  Outcome
+	Facts    []FactRule
+	Children []Enqueue
+	// MaxStateBytes caps the plugin state (default 1 MiB).
+	MaxStateBytes int
+	// Jitter returns random(0, base) for the backoff (default math/rand).
+	Jitter func(base time.Duration) time.Duration
+	Now    time.Time
+}
+
+// CompleteResult says where the job went.
+type CompleteResult struct {
+	Status      string          // succeeded, queued (a retry), dead or canceled
+	Kind        string          // the outcome kind recorded (may differ from the one given: state too large)
+	NextRetryAt time.Time       // for a retry
+	Children    []EnqueueResult // one per routed child, in order
+	Seqs        []int64
+}
+
+// CompleteJob appends the end of an attempt.
+func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteResult, error) {
+	var res CompleteResult
+	seqs, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		var evs []ledger.NewEvent
+		var err error
+		evs, res, err = cmd.decide(tx)
+		return evs, err
+	})
+	if err != nil {
+		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
+	}
+	res.Seqs = seqs
+	return res, nil
+}
+
+func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, error) {
+	var res CompleteResult
+	j, err := LoadJob(tx, cmd.JobID)
+	if err != nil {
+		return nil, res, err
+	}
+	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
+		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "complete an attempt"}
+	}
+	if j.Attempt != cmd.Attempt {
+		return nil, res, &TransitionError{JobID: j.JobID, Status: fmt.Sprintf("%s on attempt %d", j.Status, j.Attempt), Action: fmt.Sprintf("complete attempt %d", cmd.Attempt)}
+	}
+	out := cmd.Outcome
+	var stateEvs []ledger.NewEvent
+	if out.Kind == OutcomeOK {
+		if stateEvs, err = cmd.stateEvents(tx, j); err != nil {
+			kind := OutcomeBadState
+			if err == errStateTooLarge {
+				kind = OutcomeStateTooLarge
+			}
+			out.Kind, out.Retryable, out.Error = kind, true, err.Error()
+		}
+	}
+	ended := events.AttemptEnded{
+		Attempt: j.Attempt, Error: out.Error, Kind: out.Kind, Retryable: out.Retryable, ExitCode: out.ExitCode,
+		DurationMS: out.Duration.Milliseconds(), Response: out.Response, Stdout: out.Stdout,
+		Stderr: out.Stderr, StderrTruncated: out.StderrTruncated,
+	}
+	res.Kind = out.Kind
+	var evs []ledger.NewEvent
+	switch {
+	case out.Kind == OutcomeOK:
+		ended.Retryable = false
+		evs = append(evs, j.next(events.JobSucceeded, ended, "", "dispatcher"))
+		evs = append(evs, stateEvs...)
+		evs = append(evs, cmd.release(j, events.StatusSucceeded)...)
+		res.Status = events.StatusSucceeded
+		reserved := reservations{}
+		for _, child := range cmd.Children {
+			child.Now, child.ParentJobID, child.Correlation = cmd.Now, j.JobID, j.Correlation
+			if child.SubmittedBy == "" {
+				child.SubmittedBy = ByRoute
+			}
+			childEvs, cres, err := child.decide(tx, reserved)
+			if err != nil {
+				return nil, res, fmt.Errorf("route to %s %s: %w", child.Plugin, child.Command, err)
+			}
+			evs = append(evs, childEvs...)
+			res.Children = append(res.Children, cres)
+		}
+	case out.Kind == OutcomeCanceled:
+		evs = append(evs, j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: out.Error}, "", "dispatcher"))
+		evs = append(evs, cmd.release(j, events.StatusCanceled)...)
+		res.Status = events.StatusCanceled
+	default:
+		typ := events.JobFailed
+		if out.Kind == OutcomeTimeout {
+			typ = events.JobTimedOut
+		}
+		evs = append(evs, j.next(typ, ended, "", "dispatcher"))
+		if out.Retryable && j.Attempt < j.MaxAttempts && j.Status != events.StatusCancelRequested {
+			delay := cmd.backoff(j)
+			res.NextRetryAt = cmd.Now.Add(delay)
+			evs = append(evs, j.next(events.JobRetryScheduled, events.RetryScheduled{
+				Attempt: j.Attempt + 1, NextRetryAt: Time(res.NextRetryAt), DelayMS: delay.Milliseconds(),
+			}, "", "dispatcher"))
+			res.Status = events.StatusQueued
+		} else {
+			reason := fmt.Sprintf("attempt %d of %d failed: %s", j.Attempt, j.MaxAttempts, out.Error)
+			if !out.Retryable {
+				reason = fmt.Sprintf("not retryable: %s", out.Error)
+			}
+			evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: reason}, "", "dispatcher"))
+			evs = append(evs, cmd.release(j, events.StatusDead)...)
+			res.Status = events.StatusDead
+		}
+	}
+	return evs, res, nil
+}
+
+// backoff is base·2^(attempt−1) + random(0, base) (spec §5.7).
+func (cmd Complete) backoff(j *Job) time.Duration {
+	base := time.Duration(j.BackoffBaseMS) * time.Millisecond
+	jitter := cmd.Jitter
+	if jitter == nil {
+		jitter = func(b time.Duration) time.Duration {
+			if b <= 0 {
+				return 0
+			}
+			return rand.N(b)
+		}
+	}
+	return base<<(j.Attempt-1) + jitter(base)
+}
+
+// release frees the job's dedupe key once it is terminal.
+func (cmd Complete) release(j *Job, status string) []ledger.NewEvent {
+	return releaseKey(j, status, cmd.Now)
+}
+
+func releaseKey(j *Job, status string, now time.Time) []ledger.NewEvent {
+	if j.DedupeKey == "" {
+		return nil
+	}
+	return []ledger.NewEvent{{
+		Stream:          events.DedupeStream(j.Plugin, j.Command, j.DedupeKey),
+		ExpectedVersion: ledger.AnyVersion, // decided inside the write transaction
+		Type:            events.DedupeReleased,
+		Data:            events.DedupeReleasedData{JobID: j.JobID, Status: status, CompletedAt: Time(now)},
+		Meta:            ledger.Meta{CorrelationID: j.Correlation, Actor: "dispatcher"},
+	}}
+}
+
+var errStateTooLarge = fmt.Errorf("state update exceeds the %d byte limit", DefaultMaxStateBytes)
+
+// stateEvents turns the plugin's state_updates into facts (when a
+// fact_outputs rule matches) or a write-through shallow merge.
+func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error) {
+	updates := bytes.TrimSpace(cmd.Outcome.StateUpdates)
+	if len(updates) == 0 || bytes.Equal(updates, []byte("null")) {
+		return nil, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(updates, &obj); err != nil {
+		return nil, fmt.Errorf("state_updates must be a JSON object: %v", err)
+	}
+	limit := cmd.MaxStateBytes
+	if limit <= 0 {
+		limit = DefaultMaxStateBytes
+	}
+	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: j.Plugin}
+	stream := events.PluginStream(j.Plugin)
+	if len(cmd.Facts) > 0 {
+		if len(updates) > limit {
+			return nil, errStateTooLarge
+		}
+		var evs []ledger.NewEvent
+		for _, rule := range cmd.Facts {
+			evs = append(evs, ledger.NewEvent{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: events.PluginFactRecorded,
+				Data: events.FactRecorded{FactType: rule.FactType, JobID: j.JobID, Command: j.Command, Fact: updates, View: rule.View}, Meta: meta})
+		}
+		return evs, nil
+	}
+	current, err := currentState(tx, stream)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range obj {
+		current[k] = v
+	}
+	merged, err := json.Marshal(current)
+	if err != nil {
+		return nil, err
+	}
+	if len(merged) > limit {
+		return nil, errStateTooLarge
+	}
+	return []ledger.NewEvent{{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: events.PluginStateMerged,
+		Data: events.StateMerged{JobID: j.JobID, Command: j.Command, Updates: updates, State: merged}, Meta: meta}}, nil
+}
+
+// currentState is the plugin's state as its newest event left it.
+func currentState(tx *ledger.Tx, stream string) (map[string]json.RawMessage, error) {
+	state := map[string]json.RawMessage{}
+	ev, ok, err := tx.LastEvent(stream)
+	if err != nil || !ok {
+		return state, err
+	}
+	var raw json.RawMessage
+	switch ev.Type {
+	case events.PluginStateMerged:
+		var d events.StateMerged
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, err
+		}
+		raw = d.State
+	case events.PluginFactRecorded:
+		var d events.FactRecorded
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, err
+		}
+		raw = d.Fact
+	default:
+		return state, nil
+	}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		return nil, err
+	}
+	return state, nil
+}

@@ -1,0 +1,223 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+)
+
+// Producers, as submitted_by records them.
+const (
+	BySchedule = "scheduler"
+	ByWebhook  = "webhook"
+	ByRoute    = "route"
+	ByCLI      = "cli"
+	ByAPI      = "api"
+)
+
+// Enqueue asks for a job to be queued.
+type Enqueue struct {
+	JobID       string // optional: assigned (UUIDv7) when empty
+	Plugin      string
+	Command     string
+	Payload     json.RawMessage
+	Event       json.RawMessage // the envelope handed to the plugin; built from Payload when empty
+	SubmittedBy string
+	MaxAttempts int
+	BackoffBase time.Duration
+	// DedupeKey, if set, drops this enqueue when a job for the same plugin
+	// and command with this key succeeded within the dedupe window
+	// (DedupeTTL if set, else DefaultDedupeTTL). Setting DedupeTTL also drops
+	// it while such a job is queued or running (spec §3.6).
+	DedupeKey        string
+	DedupeTTL        time.Duration
+	DefaultDedupeTTL time.Duration
+	ParentJobID      string
+	SourceEventID    string
+	Correlation      string // the root job of the tree; the job itself when empty
+	Causation        string // what caused it: a request id, an event id
+	Now              time.Time
+}
+
+// EnqueueResult says what happened.
+type EnqueueResult struct {
+	JobID   string `json:"job_id"`
+	Deduped bool   `json:"deduped"`
+	// ExistingJobID is the job that made this one a duplicate.
+	ExistingJobID string `json:"existing_job_id,omitempty"`
+	Seq           int64  `json:"seq,omitempty"`
+}
+
+// EnqueueJob appends a job, or drops it as a duplicate, in one decision.
+func EnqueueJob(ctx context.Context, l *ledger.Ledger, cmd Enqueue) (EnqueueResult, error) {
+	var res EnqueueResult
+	seqs, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		var evs []ledger.NewEvent
+		var err error
+		evs, res, err = cmd.decide(tx, nil)
+		return evs, err
+	})
+	if err != nil {
+		return EnqueueResult{}, fmt.Errorf("enqueue job: %w", err)
+	}
+	if len(seqs) > 0 {
+		res.Seq = seqs[0]
+	}
+	return res, nil
+}
+
+// reservations tracks dedupe streams reserved earlier in the same decision
+// (a completion routing two events with one key to one target).
+type reservations map[string]string
+
+func (cmd *Enqueue) validate() error {
+	switch {
+	case cmd.Plugin == "":
+		return fmt.Errorf("%w: plugin is required", ErrInvalidCommand)
+	case cmd.Command == "":
+		return fmt.Errorf("%w: command is required", ErrInvalidCommand)
+	case cmd.MaxAttempts < 1:
+		return fmt.Errorf("%w: max_attempts must be at least 1", ErrInvalidCommand)
+	case cmd.SubmittedBy == "":
+		return fmt.Errorf("%w: submitted_by is required", ErrInvalidCommand)
+	case cmd.DedupeTTL < 0:
+		return fmt.Errorf("%w: dedupe TTL must not be negative", ErrInvalidCommand)
+	case len(cmd.Payload) > 0 && !json.Valid(cmd.Payload):
+		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalidCommand)
+	}
+	return nil
+}
+
+func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEvent, EnqueueResult, error) {
+	if err := cmd.validate(); err != nil {
+		return nil, EnqueueResult{}, err
+	}
+	id := cmd.JobID
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return nil, EnqueueResult{}, err
+		}
+		id = u.String()
+	}
+	correlation := cmd.Correlation
+	if correlation == "" {
+		correlation = id
+	}
+	meta := ledger.Meta{CorrelationID: correlation, CausationID: cmd.Causation, Actor: cmd.SubmittedBy}
+
+	var evs []ledger.NewEvent
+	if cmd.DedupeKey != "" {
+		stream := events.DedupeStream(cmd.Plugin, cmd.Command, cmd.DedupeKey)
+		if existing, ok := reserved[stream]; ok && cmd.DedupeTTL > 0 {
+			return nil, EnqueueResult{Deduped: true, ExistingJobID: existing}, nil
+		}
+		d, err := loadDedupe(tx, stream)
+		if err != nil {
+			return nil, EnqueueResult{}, err
+		}
+		if existing := d.duplicateOf(cmd.Now, cmd.DedupeTTL, cmd.DefaultDedupeTTL); existing != "" {
+			return nil, EnqueueResult{Deduped: true, ExistingJobID: existing}, nil
+		}
+		version := d.version
+		if reserved != nil {
+			if _, ok := reserved[stream]; ok {
+				version = ledger.AnyVersion // a sibling reserved it in this decision
+			}
+			reserved[stream] = id
+		}
+		evs = append(evs, ledger.NewEvent{Stream: stream, ExpectedVersion: version, Type: events.DedupeReserved,
+			Data: events.DedupeReservedData{JobID: id}, Meta: meta})
+	}
+	ev := cmd.Event
+	if len(ev) == 0 && len(cmd.Payload) > 0 {
+		env, err := json.Marshal(map[string]any{
+			"type": "ductile." + cmd.SubmittedBy, "payload": cmd.Payload,
+			"event_id": id, "source": cmd.SubmittedBy, "timestamp": Time(cmd.Now),
+		})
+		if err != nil {
+			return nil, EnqueueResult{}, err
+		}
+		ev = env
+	}
+	data := events.Enqueued{
+		JobID: id, Plugin: cmd.Plugin, Command: cmd.Command, Payload: cmd.Payload,
+		MaxAttempts: cmd.MaxAttempts, BackoffBaseMS: cmd.BackoffBase.Milliseconds(),
+		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
+		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: ev,
+	}
+	evs = append([]ledger.NewEvent{{Stream: events.JobStream(id), ExpectedVersion: 0, Type: events.JobEnqueued, Data: data, Meta: meta}}, evs...)
+	return evs, EnqueueResult{JobID: id}, nil
+}
+
+// dedupeState is a dedupe stream folded: which jobs hold the key and how
+// they ended.
+type dedupeState struct {
+	version   int64
+	inFlight  []string             // reserved, not yet released, oldest first
+	succeeded map[string]time.Time // job → completed_at
+	order     []string
+}
+
+func loadDedupe(tx *ledger.Tx, stream string) (*dedupeState, error) {
+	evs, err := tx.ReadStream(stream)
+	if err != nil {
+		return nil, err
+	}
+	d := &dedupeState{succeeded: map[string]time.Time{}}
+	open := map[string]bool{}
+	for _, ev := range evs {
+		d.version = ev.Version
+		switch ev.Type {
+		case events.DedupeReserved:
+			var r events.DedupeReservedData
+			if err := json.Unmarshal(ev.Data, &r); err != nil {
+				return nil, err
+			}
+			open[r.JobID] = true
+			d.order = append(d.order, r.JobID)
+		case events.DedupeReleased:
+			var r events.DedupeReleasedData
+			if err := json.Unmarshal(ev.Data, &r); err != nil {
+				return nil, err
+			}
+			delete(open, r.JobID)
+			if r.Status == events.StatusSucceeded {
+				at, err := time.Parse(time.RFC3339Nano, r.CompletedAt)
+				if err != nil {
+					return nil, err
+				}
+				d.succeeded[r.JobID] = at
+			}
+		}
+	}
+	for _, id := range d.order {
+		if open[id] {
+			d.inFlight = append(d.inFlight, id)
+		}
+	}
+	return d, nil
+}
+
+// duplicateOf returns the job that makes a new enqueue a duplicate, or "".
+func (d *dedupeState) duplicateOf(now time.Time, override, window time.Duration) string {
+	if override > 0 {
+		if len(d.inFlight) > 0 {
+			return d.inFlight[0]
+		}
+		window = override
+	}
+	latest, latestAt := "", time.Time{}
+	for id, at := range d.succeeded {
+		if now.Sub(at) < window && at.After(latestAt) {
+			latest, latestAt = id, at
+		}
+	}
+	return latest
+}

@@ -1,0 +1,158 @@
+package commands
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+)
+
+var (
+	// ErrJobNotFound means no job has that id.
+	ErrJobNotFound = errors.New("job not found")
+	// ErrInvalidTransition means the job's state does not allow the command
+	// (the state machine of spec §3.3).
+	ErrInvalidTransition = errors.New("invalid job state transition")
+	// ErrNotDue means a queued job's retry time has not come yet.
+	ErrNotDue = errors.New("job is not due yet")
+	// ErrInvalidCommand wraps a command with bad parameters.
+	ErrInvalidCommand = errors.New("invalid command")
+)
+
+// TransitionError says what was attempted on a job in which state.
+type TransitionError struct {
+	JobID  string
+	Status string
+	Action string
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("job %s is %s: cannot %s", e.JobID, e.Status, e.Action)
+}
+
+func (e *TransitionError) Unwrap() error { return ErrInvalidTransition }
+
+// Job is the aggregate folded from a job stream: what a decision needs.
+type Job struct {
+	events.Enqueued
+	Version     int64  // the stream's version, for the next append
+	Correlation string // the root job of its tree (meta.correlation_id)
+	Status      string
+	Attempt     int
+	LastError   string
+	NextRetryAt time.Time // zero unless waiting for a retry
+}
+
+// Terminal reports whether the job can no longer change.
+func (j *Job) Terminal() bool {
+	switch j.Status {
+	case events.StatusSucceeded, events.StatusDead, events.StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// FoldJob rebuilds a job from its events, oldest first.
+func FoldJob(evs []ledger.Event) (*Job, error) {
+	if len(evs) == 0 {
+		return nil, ErrJobNotFound
+	}
+	j := &Job{}
+	if m, err := evs[0].Metadata(); err == nil {
+		j.Correlation = m.CorrelationID
+	}
+	for _, ev := range evs {
+		if err := j.apply(ev); err != nil {
+			return nil, fmt.Errorf("fold %s v%d (%s): %w", ev.Stream, ev.Version, ev.Type, err)
+		}
+		j.Version = ev.Version
+	}
+	return j, nil
+}
+
+func (j *Job) apply(ev ledger.Event) error {
+	switch ev.Type {
+	case events.JobEnqueued:
+		if err := json.Unmarshal(ev.Data, &j.Enqueued); err != nil {
+			return err
+		}
+		j.Status, j.Attempt = events.StatusQueued, 1
+	case events.JobStarted:
+		j.Status, j.NextRetryAt = events.StatusRunning, time.Time{}
+	case events.JobSucceeded:
+		j.Status, j.LastError = events.StatusSucceeded, ""
+	case events.JobFailed, events.JobTimedOut:
+		var d events.AttemptEnded
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		j.LastError = d.Error
+		// The status moves on with the retry_scheduled or dead event that
+		// always follows in the same append.
+	case events.JobRetryScheduled:
+		var d events.RetryScheduled
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		at, err := time.Parse(time.RFC3339Nano, d.NextRetryAt)
+		if err != nil {
+			return err
+		}
+		j.Status, j.Attempt, j.NextRetryAt = events.StatusQueued, d.Attempt, at
+	case events.JobDead:
+		var d events.Dead
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		j.Status = events.StatusDead
+		if j.LastError == "" {
+			j.LastError = d.Reason
+		}
+	case events.JobRecovered:
+		var d events.Recovered
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		j.Attempt, j.LastError = d.NextAttempt, d.Reason
+		if d.Requeued {
+			j.Status = events.StatusQueued
+		}
+	case events.JobCancelRequested:
+		j.Status = events.StatusCancelRequested
+	case events.JobCanceled:
+		j.Status = events.StatusCanceled
+	default:
+		return fmt.Errorf("unknown job event type %q", ev.Type)
+	}
+	return nil
+}
+
+// LoadJob folds a job's stream inside a decision.
+func LoadJob(tx *ledger.Tx, id string) (*Job, error) {
+	evs, err := tx.ReadStream(events.JobStream(id))
+	if err != nil {
+		return nil, err
+	}
+	j, err := FoldJob(evs)
+	if errors.Is(err, ErrJobNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	}
+	return j, err
+}
+
+// next builds an event for the job's stream at its next version, carrying
+// the job tree's correlation id.
+func (j *Job) next(typ string, data any, causation, actor string) ledger.NewEvent {
+	ev := ledger.NewEvent{
+		Stream: events.JobStream(j.JobID), ExpectedVersion: j.Version, Type: typ, Data: data,
+		Meta: ledger.Meta{CorrelationID: j.Correlation, CausationID: causation, Actor: actor},
+	}
+	j.Version++
+	return ev
+}
+
+// Time formats times in event data: RFC 3339 with nanoseconds, UTC.
+func Time(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

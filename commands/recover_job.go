@@ -1,0 +1,70 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+)
+
+// Recover handles a job left running by a process that died (spec §11.2):
+// its attempt counts, and it is queued again for the next one, or dead if
+// that would exceed max_attempts.
+type Recover struct {
+	JobID  string
+	Reason string
+	Now    time.Time
+}
+
+// RecoverResult says what became of an orphan.
+type RecoverResult struct {
+	Recovered   bool   `json:"recovered"` // false: the job was not running
+	Status      string `json:"status"`
+	Attempt     int    `json:"attempt"`
+	NextAttempt int    `json:"next_attempt"`
+}
+
+// RecoverJob recovers one orphan.
+func RecoverJob(ctx context.Context, l *ledger.Ledger, cmd Recover) (RecoverResult, error) {
+	var res RecoverResult
+	_, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		j, err := LoadJob(tx, cmd.JobID)
+		if err != nil {
+			return nil, err
+		}
+		var evs []ledger.NewEvent
+		evs, res = cmd.decide(j)
+		return evs, nil
+	})
+	if err != nil {
+		return RecoverResult{}, fmt.Errorf("recover job: %w", err)
+	}
+	return res, nil
+}
+
+func (cmd Recover) decide(j *Job) ([]ledger.NewEvent, RecoverResult) {
+	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
+		return nil, RecoverResult{Status: j.Status, Attempt: j.Attempt}
+	}
+	reason := cmd.Reason
+	if reason == "" {
+		reason = "the process running it stopped before it finished"
+	}
+	if j.Status == events.StatusCancelRequested {
+		evs := []ledger.NewEvent{j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: "cancel requested; " + reason}, "", "recovery")}
+		evs = append(evs, releaseKey(j, events.StatusCanceled, cmd.Now)...)
+		return evs, RecoverResult{Recovered: true, Status: events.StatusCanceled, Attempt: j.Attempt, NextAttempt: j.Attempt}
+	}
+	next := j.Attempt + 1
+	requeued := next <= j.MaxAttempts
+	evs := []ledger.NewEvent{j.next(events.JobRecovered, events.Recovered{Attempt: j.Attempt, NextAttempt: next, Requeued: requeued, Reason: reason}, "", "recovery")}
+	res := RecoverResult{Recovered: true, Status: events.StatusQueued, Attempt: j.Attempt, NextAttempt: next}
+	if !requeued {
+		evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: fmt.Sprintf("%s, and it had used all %d attempts", reason, j.MaxAttempts)}, "", "recovery"))
+		evs = append(evs, releaseKey(j, events.StatusDead, cmd.Now)...)
+		res.Status = events.StatusDead
+	}
+	return evs, res
+}

@@ -1,0 +1,177 @@
+package events
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Stream names.
+
+// JobStream is the stream of one job.
+func JobStream(id string) string { return "job/" + id }
+
+// PluginStream is the stream of one plugin's facts and state.
+func PluginStream(plugin string) string { return "plugin/" + plugin }
+
+// DedupeStream is the stream of one dedupe key for one target (plugin and
+// command): reservations and releases, so a dedupe decision reads one stream.
+func DedupeStream(plugin, command, key string) string {
+	return "dedupe/" + plugin + "/" + command + "/" + key
+}
+
+// JobIDFromStream returns the job id of a job stream, or "".
+func JobIDFromStream(stream string) string {
+	id, ok := strings.CutPrefix(stream, "job/")
+	if !ok {
+		return ""
+	}
+	return id
+}
+
+// Job event types.
+const (
+	JobEnqueued        = "job.enqueued"
+	JobStarted         = "job.started"
+	JobSucceeded       = "job.succeeded"
+	JobFailed          = "job.failed"
+	JobTimedOut        = "job.timed_out"
+	JobRetryScheduled  = "job.retry_scheduled"
+	JobDead            = "job.dead"
+	JobCancelRequested = "job.cancel_requested"
+	JobCanceled        = "job.canceled"
+	JobRecovered       = "job.recovered"
+)
+
+// Plugin event types.
+const (
+	PluginFactRecorded = "plugin.fact_recorded"
+	PluginStateMerged  = "plugin.state_merged"
+)
+
+// Dedupe event types.
+const (
+	DedupeReserved = "dedupe.reserved"
+	DedupeReleased = "dedupe.released"
+)
+
+// Job statuses, as job_queue shows them.
+const (
+	StatusQueued          = "queued"
+	StatusRunning         = "running"
+	StatusSucceeded       = "succeeded"
+	StatusDead            = "dead"
+	StatusCanceled        = "canceled"
+	StatusCancelRequested = "cancel_requested"
+)
+
+// Outcomes of one attempt, as job_log shows them.
+const (
+	AttemptSucceeded = "succeeded"
+	AttemptFailed    = "failed"
+	AttemptTimedOut  = "timed_out"
+	AttemptRecovered = "recovered" // the daemon died while it ran
+	AttemptCanceled  = "canceled"
+)
+
+// Enqueued is the data of job.enqueued: everything about the job that does
+// not change.
+type Enqueued struct {
+	JobID         string          `json:"job_id"`
+	Plugin        string          `json:"plugin"`
+	Command       string          `json:"command"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	MaxAttempts   int             `json:"max_attempts"`
+	BackoffBaseMS int64           `json:"backoff_base_ms"`
+	SubmittedBy   string          `json:"submitted_by"`
+	DedupeKey     string          `json:"dedupe_key,omitempty"`
+	DedupeTTLMS   int64           `json:"dedupe_ttl_ms,omitempty"` // the per-enqueue override, if any
+	ParentJobID   string          `json:"parent_job_id,omitempty"`
+	SourceEventID string          `json:"source_event_id,omitempty"`
+	// Event is the envelope a handle command receives: routed jobs get the
+	// producing plugin's event with core-assigned event_id, source, timestamp.
+	Event json.RawMessage `json:"event,omitempty"`
+}
+
+// Started is the data of job.started.
+type Started struct {
+	Attempt    int    `json:"attempt"`
+	DeadlineAt string `json:"deadline_at"`
+	PID        int    `json:"pid,omitempty"` // of the process that runs it (the daemon, or a CLI)
+}
+
+// AttemptEnded is the data of job.succeeded, job.failed and job.timed_out.
+type AttemptEnded struct {
+	Attempt         int             `json:"attempt"`
+	Error           string          `json:"error,omitempty"`
+	Kind            string          `json:"kind,omitempty"` // error | protocol_error | timeout | state_too_large …
+	Retryable       bool            `json:"retryable"`
+	ExitCode        int             `json:"exit_code"`
+	DurationMS      int64           `json:"duration_ms"`
+	Response        json.RawMessage `json:"response,omitempty"` // the plugin's parsed response, verbatim
+	Stdout          string          `json:"stdout,omitempty"`   // only when it was not a valid response
+	Stderr          string          `json:"stderr,omitempty"`
+	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
+}
+
+// RetryScheduled is the data of job.retry_scheduled: the job is queued again
+// for attempt Attempt, not before NextRetryAt.
+type RetryScheduled struct {
+	Attempt     int    `json:"attempt"`
+	NextRetryAt string `json:"next_retry_at"`
+	DelayMS     int64  `json:"delay_ms"`
+}
+
+// Dead is the data of job.dead.
+type Dead struct {
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+}
+
+// Recovered is the data of job.recovered: the attempt that was running when
+// the process running it died, and the attempt the job moves to.
+type Recovered struct {
+	Attempt     int    `json:"attempt"`
+	NextAttempt int    `json:"next_attempt"`
+	Requeued    bool   `json:"requeued"`
+	Reason      string `json:"reason"`
+}
+
+// CancelRequested is the data of job.cancel_requested and job.canceled.
+type Canceled struct {
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// FactRecorded is the data of plugin.fact_recorded: a snapshot the plugin
+// emitted, declared by a fact_outputs rule, which the compatibility view
+// (plugin_state) mirrors.
+type FactRecorded struct {
+	FactType string          `json:"fact_type"`
+	JobID    string          `json:"job_id"`
+	Command  string          `json:"command"`
+	Fact     json.RawMessage `json:"fact"`
+	View     string          `json:"compatibility_view"` // mirror_object
+}
+
+// StateMerged is the data of plugin.state_merged: write-through of
+// state_updates for a plugin without a fact_outputs rule. State is the whole
+// state after the shallow merge, so the next merge reads one event.
+type StateMerged struct {
+	JobID   string          `json:"job_id"`
+	Command string          `json:"command"`
+	Updates json.RawMessage `json:"updates"`
+	State   json.RawMessage `json:"state"`
+}
+
+// DedupeReservedData is the data of dedupe.reserved.
+type DedupeReservedData struct {
+	JobID string `json:"job_id"`
+}
+
+// DedupeReleasedData is the data of dedupe.released: the job reached a
+// terminal state (succeeded, dead or canceled).
+type DedupeReleasedData struct {
+	JobID       string `json:"job_id"`
+	Status      string `json:"status"`
+	CompletedAt string `json:"completed_at"`
+}

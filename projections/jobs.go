@@ -1,0 +1,171 @@
+package projections
+
+import (
+	"encoding/json"
+	"io"
+
+	"zombiezen.com/go/sqlite"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/queries"
+)
+
+// JobQueue keeps one row per job: its current status and attempt, the
+// dispatcher's view of the queue (spec §12 job_queue).
+type JobQueue struct{}
+
+func (JobQueue) Name() string { return "job_queue" }
+
+func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
+	id := events.JobIDFromStream(ev.Stream)
+	if id == "" {
+		return nil
+	}
+	at := stamp(ev)
+	switch ev.Type {
+	case events.JobEnqueued:
+		var d events.Enqueued
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		meta, err := ev.Metadata()
+		if err != nil {
+			return err
+		}
+		return queries.InsertJob(conn, queries.InsertJobParams{
+			ID: id, Seq: ev.Seq, Plugin: d.Plugin, Command: d.Command, Payload: rawPtr(d.Payload),
+			MaxAttempts: int64(d.MaxAttempts), SubmittedBy: d.SubmittedBy, DedupeKey: strPtr(d.DedupeKey),
+			CreatedAt: at, ParentJobID: strPtr(d.ParentJobID), SourceEventID: strPtr(d.SourceEventID),
+			CorrelationID: meta.CorrelationID,
+		})
+	case events.JobStarted:
+		var d events.Started
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: int64(d.Attempt), At: &at, Seq: ev.Seq, ID: id})
+	case events.JobSucceeded:
+		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: events.StatusSucceeded, At: &at, Seq: ev.Seq, ID: id})
+	case events.JobFailed, events.JobTimedOut:
+		var d events.AttemptEnded
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return queries.SetJobLastError(conn, queries.SetJobLastErrorParams{LastError: strPtr(d.Error), Seq: ev.Seq, ID: id})
+	case events.JobRetryScheduled:
+		var d events.RetryScheduled
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return queries.SetJobRetry(conn, queries.SetJobRetryParams{Attempt: int64(d.Attempt), NextRetryAt: &d.NextRetryAt, Seq: ev.Seq, ID: id})
+	case events.JobDead:
+		var d events.Dead
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: strPtr(d.Reason), Seq: ev.Seq, ID: id})
+	case events.JobRecovered:
+		var d events.Recovered
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		if d.Requeued {
+			return queries.SetJobQueued(conn, queries.SetJobQueuedParams{Attempt: int64(d.NextAttempt), LastError: &d.Reason, Seq: ev.Seq, ID: id})
+		}
+		return queries.SetJobAttempt(conn, queries.SetJobAttemptParams{Attempt: int64(d.NextAttempt), LastError: &d.Reason, Seq: ev.Seq, ID: id})
+	case events.JobCancelRequested:
+		return queries.SetJobStatus(conn, queries.SetJobStatusParams{Status: events.StatusCancelRequested, Seq: ev.Seq, ID: id})
+	case events.JobCanceled:
+		var d events.Canceled
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: events.StatusCanceled, At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id})
+	}
+	return nil
+}
+
+func (JobQueue) Reset(conn *sqlite.Conn) error { return queries.DeleteJobQueue(conn) }
+
+func (JobQueue) Dump(conn *sqlite.Conn, w io.Writer) error {
+	return queries.DumpJobQueue(conn, func(r queries.DumpJobQueueRow) error { return dumpRow(w, r) })
+}
+
+// JobLog keeps one row per attempt: the plugin's response, stderr, exit
+// code and timings (spec §12 job_log, per attempt).
+type JobLog struct{}
+
+func (JobLog) Name() string { return "job_log" }
+
+func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
+	id := events.JobIDFromStream(ev.Stream)
+	if id == "" {
+		return nil
+	}
+	at := stamp(ev)
+	switch ev.Type {
+	case events.JobStarted:
+		var d events.Started
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		return queries.StartJobLog(conn, queries.StartJobLogParams{Attempt: int64(d.Attempt), At: at, Seq: ev.Seq, JobID: id})
+	case events.JobSucceeded, events.JobFailed, events.JobTimedOut:
+		var d events.AttemptEnded
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		status := map[string]string{events.JobSucceeded: events.AttemptSucceeded, events.JobFailed: events.AttemptFailed, events.JobTimedOut: events.AttemptTimedOut}[ev.Type]
+		exit, dur, seq := int64(d.ExitCode), d.DurationMS, ev.Seq
+		truncated := int64(0)
+		if d.StderrTruncated {
+			truncated = 1
+		}
+		return queries.EndJobLog(conn, queries.EndJobLogParams{
+			Status: status, Kind: strPtr(d.Kind), Result: rawPtr(d.Response), Stdout: strPtr(d.Stdout),
+			Stderr: strPtr(d.Stderr), StderrTruncated: truncated, LastError: strPtr(d.Error), ExitCode: &exit,
+			At: &at, DurationMs: &dur, Seq: &seq, JobID: id, Attempt: int64(d.Attempt),
+		})
+	case events.JobRecovered:
+		var d events.Recovered
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		seq := ev.Seq
+		return queries.SetJobLogStatus(conn, queries.SetJobLogStatusParams{Status: events.AttemptRecovered, LastError: &d.Reason, At: &at, Seq: &seq, JobID: id, Attempt: int64(d.Attempt)})
+	case events.JobCanceled:
+		var d events.Canceled
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		seq := ev.Seq
+		// Only an attempt that was running has a row; a queued job has none.
+		return queries.CancelJobLog(conn, queries.CancelJobLogParams{LastError: strPtr(d.Reason), At: &at, Seq: &seq, JobID: id, Attempt: int64(d.Attempt)})
+	}
+	return nil
+}
+
+func (JobLog) Reset(conn *sqlite.Conn) error { return queries.DeleteJobLog(conn) }
+
+func (JobLog) Dump(conn *sqlite.Conn, w io.Writer) error {
+	return queries.DumpJobLog(conn, func(r queries.DumpJobLogRow) error { return dumpRow(w, r) })
+}
+
+// stamp is the event's recorded_at as projections store it.
+func stamp(ev ledger.Event) string { return ev.RecordedAt.UTC().Format(ledger.TimeFormat) }
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func rawPtr(b json.RawMessage) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
+}

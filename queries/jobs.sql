@@ -1,0 +1,136 @@
+-- job_queue and job_log: written by the projector, read by the dispatcher and the CLI.
+
+-- name: InsertJob :exec
+INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
+                       dedupe_key, created_at, parent_job_id, source_event_id, correlation_id, updated_seq)
+VALUES (@id, @seq, @plugin, @command, @payload, 'queued', 1, @max_attempts, @submitted_by,
+        @dedupe_key, @created_at, @parent_job_id, @source_event_id, @correlation_id, @seq);
+
+-- name: SetJobStarted :exec
+UPDATE job_queue
+SET status = 'running', attempt = @attempt, started_at = @at, next_retry_at = NULL, updated_seq = @seq
+WHERE id = @id;
+
+-- name: SetJobEnded :exec
+-- A terminal status: succeeded, dead or canceled.
+UPDATE job_queue
+SET status = @status, completed_at = @at, last_error = @last_error, updated_seq = @seq
+WHERE id = @id;
+
+-- name: SetJobRetry :exec
+UPDATE job_queue
+SET status = 'queued', attempt = @attempt, next_retry_at = @next_retry_at, updated_seq = @seq
+WHERE id = @id;
+
+-- name: SetJobDead :exec
+UPDATE job_queue
+SET status = 'dead', completed_at = @at, last_error = coalesce(last_error, @reason), updated_seq = @seq
+WHERE id = @id;
+
+-- name: SetJobLastError :exec
+UPDATE job_queue SET last_error = @last_error, updated_seq = @seq WHERE id = @id;
+
+-- name: SetJobQueued :exec
+-- Back in the queue after its runner died (recovery of an orphan).
+UPDATE job_queue
+SET status = 'queued', attempt = @attempt, last_error = @last_error, updated_seq = @seq
+WHERE id = @id;
+
+-- name: SetJobStatus :exec
+UPDATE job_queue SET status = @status, updated_seq = @seq WHERE id = @id;
+
+-- name: SetJobAttempt :exec
+UPDATE job_queue SET attempt = @attempt, last_error = @last_error, updated_seq = @seq WHERE id = @id;
+
+-- name: StartJobLog :exec
+INSERT INTO job_log (job_id, attempt, plugin, command, status, submitted_by, created_at, started_at,
+                     parent_job_id, source_event_id, started_seq)
+SELECT id, @attempt, plugin, command, 'running', submitted_by, created_at, @at,
+       parent_job_id, source_event_id, @seq
+FROM job_queue WHERE id = @job_id;
+
+-- name: EndJobLog :exec
+UPDATE job_log
+SET status = @status, kind = @kind, result = @result, stdout = @stdout, stderr = @stderr,
+    stderr_truncated = @stderr_truncated, last_error = @last_error, exit_code = @exit_code,
+    completed_at = @at, duration_ms = @duration_ms, ended_seq = @seq
+WHERE job_id = @job_id AND attempt = @attempt;
+
+-- name: SetJobLogStatus :exec
+UPDATE job_log
+SET status = @status, last_error = @last_error, completed_at = @at, ended_seq = @seq
+WHERE job_id = @job_id AND attempt = @attempt;
+
+-- name: CancelJobLog :exec
+UPDATE job_log
+SET status = 'canceled', last_error = @last_error, completed_at = @at, ended_seq = @seq
+WHERE job_id = @job_id AND attempt = @attempt AND status = 'running';
+
+-- name: DeleteJobQueue :exec
+DELETE FROM job_queue;
+
+-- name: DeleteJobLog :exec
+DELETE FROM job_log;
+
+-- name: DumpJobQueue :many
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue ORDER BY seq;
+
+-- name: DumpJobLog :many
+SELECT job_id, attempt, plugin, command, status, kind, result, stdout, stderr, stderr_truncated, last_error,
+       exit_code, submitted_by, created_at, started_at, completed_at, duration_ms, parent_job_id,
+       source_event_id, started_seq, ended_seq
+FROM job_log ORDER BY started_seq;
+
+-- name: ListQueuedJobs :many
+-- Dispatch candidates, oldest first.
+SELECT id, seq, plugin, command, dedupe_key, next_retry_at
+FROM job_queue
+WHERE status = 'queued'
+ORDER BY seq
+LIMIT @max_jobs;
+
+-- name: ListActiveJobs :many
+-- Jobs a process is (or was, before a crash) running.
+SELECT id, plugin, command, dedupe_key, status, attempt
+FROM job_queue
+WHERE status IN ('running', 'cancel_requested')
+ORDER BY seq;
+
+-- name: GetJob :many
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue WHERE id = @id;
+
+-- name: ListJobs :many
+-- Newest first, optionally one status and/or one plugin (empty matches all).
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE (@status = '' OR status = @status) AND (@plugin = '' OR plugin = @plugin)
+ORDER BY seq DESC
+LIMIT @max_jobs;
+
+-- name: ListChildJobs :many
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue WHERE parent_job_id = @parent_job_id ORDER BY seq;
+
+-- name: ListJobAttempts :many
+SELECT job_id, attempt, plugin, command, status, kind, result, stdout, stderr, stderr_truncated, last_error,
+       exit_code, submitted_by, created_at, started_at, completed_at, duration_ms, parent_job_id,
+       source_event_id, started_seq, ended_seq
+FROM job_log WHERE job_id = @job_id ORDER BY attempt;
+
+-- name: CountJobsByStatus :many
+SELECT status, CAST(count(*) AS INTEGER) AS jobs FROM job_queue GROUP BY status ORDER BY status;
+
+-- name: CountActiveByPlugin :many
+SELECT plugin, status, CAST(count(*) AS INTEGER) AS jobs
+FROM job_queue WHERE status IN ('queued', 'running', 'cancel_requested')
+GROUP BY plugin, status ORDER BY plugin, status;
