@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"errors"
+	"fmt"
 	"math/rand/v2"
-	"strings"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,9 +54,9 @@ func generate(t testing.TB, l *ledger.Ledger, rng *rand.Rand, n int64, between f
 		words := []string{"alpha", "βeta", "gamma 🚀", `quote"d`, "back\\slash", "new\nline", ""}
 		b, _ := json.Marshal(map[string]any{
 			fmt.Sprintf("k%d", rng.IntN(5)): rng.Int64N(1 << 40),
-			"price":                          json.Number(fmt.Sprintf("%d.50", rng.IntN(100))),
-			"word":                           words[rng.IntN(len(words))],
-			"nested":                         map[string]any{"ok": rng.IntN(2) == 0, "list": []int{rng.IntN(9)}},
+			"price":                         json.Number(fmt.Sprintf("%d.50", rng.IntN(100))),
+			"word":                          words[rng.IntN(len(words))],
+			"nested":                        map[string]any{"ok": rng.IntN(2) == 0, "list": []int{rng.IntN(9)}},
 		})
 		return b
 	}
