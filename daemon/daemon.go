@@ -2,69 +2,209 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
+	"zombiezen.com/go/sqlite"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pluginhost"
+	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/projections"
+	"github.com/ductile/ductile/queries"
 )
 
 // DBPath is the ledger file inside a state directory.
 func DBPath(stateDir string) string { return filepath.Join(stateDir, "ductile.db") }
 
+// BundledPluginsDir is where the plugins embedded in the binary are unpacked.
+func BundledPluginsDir(stateDir string) string { return filepath.Join(stateDir, "plugins") }
+
 // Options configure a daemon.
 type Options struct {
 	StateDir string
+	Config   *config.Config // nil: config.Default()
 	Logger   *slog.Logger
-	// Ledger options (tests and benchmarks relax durability).
+	// Ledger options (tests and benchmarks may relax durability).
 	Ledger ledger.Options
-	// Started, if set, is called once everything runs.
-	Started func(*Daemon)
+	// MaxWorkers overrides the config's service.max_workers.
+	MaxWorkers int
+	// Grace between SIGTERM and SIGKILL of a plugin (default 5s).
+	Grace time.Duration
 }
 
-// Daemon is a running Ductile.
+// Daemon is a running Ductile: it holds the state directory's lock.
 type Daemon struct {
-	Ledger    *ledger.Ledger
-	Projector *projections.Projector
-	log       *slog.Logger
+	Ledger     *ledger.Ledger
+	Projector  *projections.Projector
+	Dispatcher *dispatch.Dispatcher
+	Plugins    *pluginhost.Registry
+	Config     *config.Config
+	StateDir   string
+
+	log  *slog.Logger
+	lock *Lock
 }
 
-// Run takes the lock, opens the ledger, starts every part and blocks until
-// ctx is done, then stops the parts in reverse order and releases the lock.
-func Run(ctx context.Context, opts Options) error {
+// Open takes the lock, opens and migrates the ledger, loads plugins, brings
+// the projections up to date, recovers jobs a crashed process left running,
+// and starts the projector and dispatcher. Close stops them.
+func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = config.Default()
+	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
+		return nil, fmt.Errorf("create state dir: %w", err)
 	}
 	lock, err := AcquireLock(opts.StateDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer lock.Release()
+	d = &Daemon{Config: cfg, StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
 
 	lopts := opts.Ledger
 	lopts.Logger = log
-	l, err := ledger.Open(ctx, DBPath(opts.StateDir), lopts)
+	if d.Ledger, err = ledger.Open(ctx, DBPath(opts.StateDir), lopts); err != nil {
+		return nil, err
+	}
+	if d.Plugins, err = LoadPlugins(opts.StateDir, cfg, log); err != nil {
+		return nil, err
+	}
+
+	d.Projector = projections.New(d.Ledger, projections.Options{Logger: log})
+	if _, err := d.Projector.CatchUp(ctx); err != nil {
+		return nil, fmt.Errorf("bring projections up to date: %w", err)
+	}
+	if err := d.recoverOrphans(ctx); err != nil {
+		return nil, err
+	}
+	d.Projector.Start(ctx)
+	d.Dispatcher = dispatch.New(dispatch.Options{
+		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: d.Plugins, Logger: log,
+		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace,
+	})
+	d.Dispatcher.Start(ctx)
+	return d, nil
+}
+
+// Close drains the dispatcher, stops the projector, closes the ledger and
+// releases the lock, in that order.
+func (d *Daemon) Close() error {
+	if d.Dispatcher != nil {
+		d.Dispatcher.Stop()
+	}
+	if d.Projector != nil {
+		d.Projector.Stop()
+	}
+	var err error
+	if d.Ledger != nil {
+		err = d.Ledger.Close()
+	}
+	return errors.Join(err, d.lock.Release())
+}
+
+// Run opens a daemon, blocks until ctx is done, then closes it.
+func Run(ctx context.Context, opts Options) error {
+	d, err := Open(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-
-	p := projections.New(l, projections.Options{Logger: log})
-	p.Start(ctx)
-	defer p.Stop()
-
-	d := &Daemon{Ledger: l, Projector: p, log: log}
-	log.Info("ductile started", "component", "daemon", "state_dir", opts.StateDir, "pid", os.Getpid(), "head", l.Head())
-	if opts.Started != nil {
-		opts.Started(d)
-	}
+	d.log.Info("ductile started", "state_dir", opts.StateDir, "pid", os.Getpid(),
+		"head", d.Ledger.Head(), "plugins", len(d.Plugins.List()), "max_workers", d.Config.Service.MaxWorkers)
 	<-ctx.Done()
-	log.Info("ductile stopping", "component", "daemon", "reason", context.Cause(ctx).Error())
+	d.log.Info("ductile stopping", "reason", context.Cause(ctx).Error())
+	err = d.Close()
+	d.log.Info("ductile stopped")
+	return err
+}
+
+// LoadPlugins unpacks the bundled plugins into the state directory and
+// discovers plugins under the config's plugin_roots, then the bundled root
+// (first match wins, so a root can override a bundled plugin). Plugins that
+// fail validation are logged and skipped; the others load.
+func LoadPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (*pluginhost.Registry, error) {
+	if err := plugins.Unpack(BundledPluginsDir(stateDir)); err != nil {
+		return nil, fmt.Errorf("unpack bundled plugins: %w", err)
+	}
+	reg, problems := pluginhost.Discover(pluginRoots(stateDir, cfg), pluginhost.DiscoverOptions{AllowSymlinks: cfg.Service.AllowSymlinks, Config: pluginConfigs(cfg), Logger: log})
+	for _, p := range problems {
+		level := slog.LevelError
+		if errors.Is(p, pluginhost.ErrShadowed) {
+			level = slog.LevelWarn
+		}
+		log.Log(context.Background(), level, "plugin skipped", "component", "pluginhost", "err", p.Error())
+	}
+	return reg, nil
+}
+
+// recoverOrphans re-queues (or buries) jobs left running by a process that
+// died (spec §11.2). It runs while we hold the lock, before dispatching, so
+// nothing else can be running them.
+func (d *Daemon) recoverOrphans(ctx context.Context) error {
+	var ids []string
+	err := d.Ledger.Read(ctx, func(conn *sqlite.Conn) error {
+		return queries.ListActiveJobs(conn, func(r queries.ListActiveJobsRow) error {
+			ids = append(ids, r.ID)
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("find orphaned jobs: %w", err)
+	}
+	for _, id := range ids {
+		res, err := commands.RecoverJob(ctx, d.Ledger, commands.Recover{JobID: id, Now: time.Now()})
+		if err != nil {
+			return err
+		}
+		if res.Recovered {
+			d.log.Warn("recovered a job left running by a stopped process", "job_id", id,
+				"attempt", res.Attempt, "next_attempt", res.NextAttempt, "status", res.Status)
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := d.Projector.CatchUp(ctx); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// DiscoverPlugins loads plugins as the daemon would, returning the problems
+// instead of logging them (for plugin list and config check).
+func DiscoverPlugins(stateDir string, cfg *config.Config) (*pluginhost.Registry, []error) {
+	bundled := BundledPluginsDir(stateDir)
+	if err := plugins.Unpack(bundled); err != nil {
+		empty, _ := pluginhost.Discover(nil, pluginhost.DiscoverOptions{})
+		return empty, []error{fmt.Errorf("unpack bundled plugins: %w", err)}
+	}
+	return pluginhost.Discover(pluginRoots(stateDir, cfg), pluginhost.DiscoverOptions{AllowSymlinks: cfg.Service.AllowSymlinks, Config: pluginConfigs(cfg)})
+}
+
+func pluginRoots(stateDir string, cfg *config.Config) []string {
+	return append(append([]string{}, cfg.PluginRoots...), BundledPluginsDir(stateDir))
+}
+
+func pluginConfigs(cfg *config.Config) map[string]map[string]any {
+	m := map[string]map[string]any{}
+	for name, pc := range cfg.Plugins {
+		m[name] = pc.Config
+	}
+	return m
 }

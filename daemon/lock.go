@@ -75,6 +75,9 @@ func (l *Lock) Release() error {
 // Holder reports whether a daemon holds the state directory's lock, and its
 // PID if so. It never blocks and never takes the lock for longer than the check.
 func Holder(stateDir string) (running bool, pid int, err error) {
+	if _, err := os.Stat(stateDir); errors.Is(err, os.ErrNotExist) {
+		return false, 0, nil
+	}
 	l, err := AcquireLock(stateDir)
 	var le *LockError
 	switch {

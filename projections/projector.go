@@ -308,3 +308,17 @@ func Dump(ctx context.Context, l *ledger.Ledger, w io.Writer, ps ...Projection) 
 	})
 	return checkpoint, err
 }
+
+// CatchUp applies batches until the projections reach the log's head as it
+// was when called, and returns the checkpoint.
+func (p *Projector) CatchUp(ctx context.Context) (int64, error) {
+	for {
+		n, err := p.RunOnce(ctx)
+		if err != nil {
+			return p.Checkpoint(), err
+		}
+		if n == 0 {
+			return p.Checkpoint(), nil
+		}
+	}
+}

@@ -84,14 +84,6 @@ SELECT job_id, attempt, plugin, command, status, kind, result, stdout, stderr, s
        source_event_id, started_seq, ended_seq
 FROM job_log ORDER BY started_seq;
 
--- name: ListQueuedJobs :many
--- Dispatch candidates, oldest first.
-SELECT id, seq, plugin, command, dedupe_key, next_retry_at
-FROM job_queue
-WHERE status = 'queued'
-ORDER BY seq
-LIMIT @max_jobs;
-
 -- name: ListActiveJobs :many
 -- Jobs a process is (or was, before a crash) running.
 SELECT id, plugin, command, dedupe_key, status, attempt
@@ -134,3 +126,21 @@ SELECT status, CAST(count(*) AS INTEGER) AS jobs FROM job_queue GROUP BY status 
 SELECT plugin, status, CAST(count(*) AS INTEGER) AS jobs
 FROM job_queue WHERE status IN ('queued', 'running', 'cancel_requested')
 GROUP BY plugin, status ORDER BY plugin, status;
+
+-- name: ListReadyJobs :many
+-- Dispatch candidates that are not waiting for a retry, oldest first.
+SELECT id, seq, plugin, command, dedupe_key
+FROM job_queue
+WHERE status = 'queued' AND next_retry_at IS NULL
+ORDER BY seq
+LIMIT @max_jobs;
+
+-- name: ListWaitingRetries :many
+-- Queued jobs waiting for their retry time (few: one per failing job).
+SELECT id, seq, plugin, command, dedupe_key, next_retry_at
+FROM job_queue
+WHERE status = 'queued' AND next_retry_at IS NOT NULL
+ORDER BY seq;
+
+-- name: ListCancelRequested :many
+SELECT id FROM job_queue WHERE status = 'cancel_requested' ORDER BY seq;

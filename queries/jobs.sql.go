@@ -897,60 +897,6 @@ func DumpJobLog(conn *sqlite.Conn, fn func(DumpJobLogRow) error) (err error) {
 	}
 }
 
-const listQueuedJobs = `SELECT id, seq, plugin, command, dedupe_key, next_retry_at
-FROM job_queue
-WHERE status = 'queued'
-ORDER BY seq
-LIMIT ?1`
-
-type ListQueuedJobsRow struct {
-	ID          string
-	Seq         int64
-	Plugin      string
-	Command     string
-	DedupeKey   *string
-	NextRetryAt *string
-}
-
-// Dispatch candidates, oldest first.
-func ListQueuedJobs(conn *sqlite.Conn, maxJobs int64, fn func(ListQueuedJobsRow) error) (err error) {
-	stmt, err := conn.Prepare(listQueuedJobs)
-	if err != nil {
-		return fmt.Errorf("ListQueuedJobs: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("ListQueuedJobs: %w", resetErr)
-		}
-	}()
-	stmt.BindInt64(1, maxJobs)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("ListQueuedJobs: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var row ListQueuedJobsRow
-		row.ID = stmt.ColumnText(0)
-		row.Seq = stmt.ColumnInt64(1)
-		row.Plugin = stmt.ColumnText(2)
-		row.Command = stmt.ColumnText(3)
-		if !stmt.ColumnIsNull(4) {
-			val := stmt.ColumnText(4)
-			row.DedupeKey = &val
-		}
-		if !stmt.ColumnIsNull(5) {
-			val := stmt.ColumnText(5)
-			row.NextRetryAt = &val
-		}
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-}
-
 const listActiveJobs = `SELECT id, plugin, command, dedupe_key, status, attempt
 FROM job_queue
 WHERE status IN ('running', 'cancel_requested')
@@ -1484,6 +1430,135 @@ func CountActiveByPlugin(conn *sqlite.Conn, fn func(CountActiveByPluginRow) erro
 		row.Status = stmt.ColumnText(1)
 		row.Jobs = stmt.ColumnInt64(2)
 		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listReadyJobs = `SELECT id, seq, plugin, command, dedupe_key
+FROM job_queue
+WHERE status = 'queued' AND next_retry_at IS NULL
+ORDER BY seq
+LIMIT ?1`
+
+type ListReadyJobsRow struct {
+	ID        string
+	Seq       int64
+	Plugin    string
+	Command   string
+	DedupeKey *string
+}
+
+// Dispatch candidates that are not waiting for a retry, oldest first.
+func ListReadyJobs(conn *sqlite.Conn, maxJobs int64, fn func(ListReadyJobsRow) error) (err error) {
+	stmt, err := conn.Prepare(listReadyJobs)
+	if err != nil {
+		return fmt.Errorf("ListReadyJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListReadyJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, maxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListReadyJobs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListReadyJobsRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.DedupeKey = &val
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listWaitingRetries = `SELECT id, seq, plugin, command, dedupe_key, next_retry_at
+FROM job_queue
+WHERE status = 'queued' AND next_retry_at IS NOT NULL
+ORDER BY seq`
+
+type ListWaitingRetriesRow struct {
+	ID          string
+	Seq         int64
+	Plugin      string
+	Command     string
+	DedupeKey   *string
+	NextRetryAt *string
+}
+
+// Queued jobs waiting for their retry time (few: one per failing job).
+func ListWaitingRetries(conn *sqlite.Conn, fn func(ListWaitingRetriesRow) error) (err error) {
+	stmt, err := conn.Prepare(listWaitingRetries)
+	if err != nil {
+		return fmt.Errorf("ListWaitingRetries: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListWaitingRetries: %w", resetErr)
+		}
+	}()
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListWaitingRetries: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListWaitingRetriesRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.DedupeKey = &val
+		}
+		if !stmt.ColumnIsNull(5) {
+			val := stmt.ColumnText(5)
+			row.NextRetryAt = &val
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listCancelRequested = `SELECT id FROM job_queue WHERE status = 'cancel_requested' ORDER BY seq`
+
+func ListCancelRequested(conn *sqlite.Conn, fn func(string) error) (err error) {
+	stmt, err := conn.Prepare(listCancelRequested)
+	if err != nil {
+		return fmt.Errorf("ListCancelRequested: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListCancelRequested: %w", resetErr)
+		}
+	}()
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListCancelRequested: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var v string
+		v = stmt.ColumnText(0)
+		if err := fn(v); err != nil {
 			return err
 		}
 	}

@@ -77,7 +77,7 @@ type eventLine struct {
 func printEvent(w io.Writer, ev ledger.Event, asJSON bool) error {
 	at := ev.RecordedAt.UTC().Format(ledger.TimeFormat)
 	if asJSON {
-		b, err := json.Marshal(eventLine{ev.Seq, ev.Stream, ev.Version, ev.Type, ev.Data, ev.Meta, at, fmt.Sprintf("%x", ev.Hash)})
+		b, err := json.Marshal(toEventLine(ev))
 		if err != nil {
 			return err
 		}
@@ -183,7 +183,11 @@ func ledgerVerify(c *cli.Context) error {
 		if asJSON {
 			return nil
 		}
-		return func(n int64) { fmt.Fprintf(e.stderr, "%s: %d events…\n", stage, n) }
+		return func(n int64) {
+			if n%65536 < 4096 && n >= 4096 {
+				fmt.Fprintf(e.stderr, "%s: %d events…\n", stage, n)
+			}
+		}
 	}
 	chain, err := l.Verify(c.Context, progress("hash chain"))
 	if err != nil {

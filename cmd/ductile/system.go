@@ -37,7 +37,7 @@ func systemStart(c *cli.Context) error {
 		return err
 	}
 	log := e.logger(e.stdout)
-	return daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Logger: log})
+	return daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: log})
 }
 
 func systemMigrate(c *cli.Context) error {

