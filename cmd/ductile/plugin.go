@@ -291,4 +291,3 @@ func orNone(b []byte) string {
 	}
 	return string(b)
 }
-
