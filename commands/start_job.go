@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,24 +18,41 @@ type Start struct {
 	Now     time.Time
 }
 
+// Started is a job as it is once started, with its plugin's current state
+// read from the ledger in the same transaction (so the plugin sees every
+// state update committed before its start, with no projection lag).
+type Started struct {
+	*Job
+	State json.RawMessage
+}
+
 // StartJob appends job.started with the job stream's expected version, so
-// no two workers can ever start the same attempt. It returns the job as it
-// is once started.
-func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (*Job, error) {
-	var job *Job
+// no two workers can ever start the same attempt.
+func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error) {
+	var st Started
 	_, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err
 		}
 		evs, err := cmd.decide(j)
-		job = j
-		return evs, err
+		if err != nil {
+			return nil, err
+		}
+		state, err := currentState(tx, events.PluginStream(j.Plugin))
+		if err != nil {
+			return nil, err
+		}
+		if st.State, err = json.Marshal(state); err != nil {
+			return nil, err
+		}
+		st.Job = j
+		return evs, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start job: %w", err)
+		return Started{}, fmt.Errorf("start job: %w", err)
 	}
-	return job, nil
+	return st, nil
 }
 
 func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/projections"
@@ -46,20 +46,32 @@ type Dispatcher struct {
 	max  int
 
 	mu       sync.Mutex
-	running  map[string]*run // by job id
-	settling map[string]int64
-	perPlug  map[string]int
+	running  map[string]*run  // jobs we own: starting, running, or recording their outcome
+	settling map[string]int64 // finished jobs → seq the projector must pass before we look at them again
+	procs    int              // plugin processes we run (worker slots in use)
+	perPlug  map[string]int   // processes per plugin, for parallelism caps
+
+	// The candidate cache: what the projection said was queued at our last
+	// read. It is read again only when the projector has applied something
+	// that can add candidates, or when it ran dry.
+	ready       []candidate // queued, not waiting for a retry, oldest first
+	retries     []candidate // queued, waiting for a retry
+	truncated   bool        // ready was cut at the read limit
+	dry         bool        // free workers but nothing eligible in a truncated cache
+	cacheGen    int64
+	cancelsSeen int64 // job.cancel_requested events applied at our last look
 
 	freed  chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
 	wg     sync.WaitGroup
-	runCtx context.Context // parent of worker contexts, canceled when draining ends
+	runCtx context.Context // parent of worker contexts; outlives Stop's first phase
 	stopRn context.CancelFunc
 }
 
 type run struct {
 	candidate
+	active bool // its plugin process is running
 	cancel context.CancelCauseFunc
 }
 
@@ -68,6 +80,9 @@ type candidate struct {
 	seq                            int64
 	retryAt                        time.Time
 }
+
+// candidateEvents can add dispatch candidates when the projector applies them.
+var candidateEvents = []string{events.JobEnqueued, events.JobRetryScheduled, events.JobRecovered}
 
 var (
 	errCanceledByUser = errors.New("canceled by request")
@@ -103,6 +118,7 @@ func New(opts Options) *Dispatcher {
 		settling: map[string]int64{},
 		perPlug:  map[string]int{},
 		freed:    make(chan struct{}, 1),
+		cacheGen: -1,
 	}
 }
 
@@ -141,7 +157,8 @@ func (d *Dispatcher) Stop() {
 	d.stopRn()
 }
 
-// Running is how many jobs are running now.
+// Running is how many jobs this dispatcher owns now (running, or recording
+// their outcome).
 func (d *Dispatcher) Running() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -177,58 +194,136 @@ func (d *Dispatcher) loop(ctx context.Context) {
 // fill starts as many eligible jobs as there are free workers. It returns
 // the earliest future retry time among queued jobs (zero if none).
 func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
+	if err := d.refresh(ctx); err != nil {
+		return time.Time{}, err
+	}
 	d.mu.Lock()
-	free := d.max - len(d.running)
+	defer d.mu.Unlock()
+	now := d.opts.Now()
+	var next time.Time
+	started := false
+	skipped := false
+	take := func(list []candidate) []candidate {
+		kept := list[:0]
+		for _, c := range list {
+			if _, mine := d.running[c.id]; mine {
+				continue // started by us: drop it from the cache
+			}
+			if _, done := d.settling[c.id]; done {
+				kept = append(kept, c)
+				continue
+			}
+			if c.retryAt.After(now) {
+				if next.IsZero() || c.retryAt.Before(next) {
+					next = c.retryAt
+				}
+				kept = append(kept, c)
+				continue
+			}
+			if d.procs >= d.max || d.perPlug[c.plugin] >= d.capacity(c.plugin) || (c.dedupeKey != "" && d.sameKeyRunning(c)) {
+				skipped = skipped || d.procs < d.max
+				kept = append(kept, c) // smart dequeue: others may still run
+				continue
+			}
+			d.launch(c)
+			started = true
+		}
+		return kept
+	}
+	d.retries = take(d.retries)
+	d.ready = take(d.ready)
+	if d.procs < d.max && d.truncated && (skipped || !started) {
+		// Free workers, and the cache may be hiding eligible jobs past its end.
+		d.dry = true
+		select {
+		case d.freed <- struct{}{}:
+		default:
+		}
+	}
+	return next, nil
+}
+
+// refresh re-reads the candidate cache when it may be stale, and acts on
+// new cancel requests for jobs we run.
+func (d *Dispatcher) refresh(ctx context.Context) error {
+	d.mu.Lock()
 	checkpoint := d.opts.Projector.Checkpoint()
 	for id, seq := range d.settling {
 		if seq <= checkpoint {
 			delete(d.settling, id)
 		}
 	}
+	var gen int64
+	for _, t := range candidateEvents {
+		gen += d.opts.Projector.Seen(t)
+	}
+	free := d.max - d.procs
+	readCands := free > 0 && (gen != d.cacheGen || d.dry)
+	seen := d.opts.Projector.Seen(events.JobCancelRequested)
+	checkCancels := len(d.running) > 0 && seen != d.cancelsSeen
+	d.cancelsSeen = seen
+	// Read past the jobs we own or are settling, plus room to skip capped plugins.
+	limit := int64(free + len(d.running) + len(d.settling) + 256)
 	d.mu.Unlock()
-
-	cands, cancels, err := d.readQueue(ctx, free)
+	if !readCands && !checkCancels {
+		return nil
+	}
+	var ready, retries []candidate
+	var cancels []string
+	err := d.opts.Ledger.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+		if readCands {
+			err := queries.ListReadyJobs(conn, limit, func(r queries.ListReadyJobsRow) error {
+				ready = append(ready, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey)})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			err = queries.ListWaitingRetries(conn, func(r queries.ListWaitingRetriesRow) error {
+				at, err := time.Parse(time.RFC3339Nano, deref(r.NextRetryAt))
+				if err != nil {
+					return fmt.Errorf("job %s: next_retry_at: %w", r.ID, err)
+				}
+				retries = append(retries, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey), retryAt: at})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if !checkCancels {
+			return nil
+		}
+		return queries.ListCancelRequested(conn, func(id string) error {
+			cancels = append(cancels, id)
+			return nil
+		})
+	})
 	if err != nil {
-		return time.Time{}, err
+		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if readCands {
+		d.ready, d.retries, d.cacheGen, d.dry = ready, retries, gen, false
+		d.truncated = int64(len(ready)) == limit
+	}
 	for _, id := range cancels {
 		if r, ok := d.running[id]; ok {
 			r.cancel(errCanceledByUser)
 		}
 	}
-	now := d.opts.Now()
-	var next time.Time
-	for _, c := range cands {
-		if _, busy := d.running[c.id]; busy {
-			continue
-		}
-		if _, done := d.settling[c.id]; done {
-			continue
-		}
-		if c.retryAt.After(now) {
-			if next.IsZero() || c.retryAt.Before(next) {
-				next = c.retryAt
-			}
-			continue
-		}
-		if len(d.running) >= d.max {
-			continue // keep scanning: a retry timer may still be needed
-		}
-		if d.perPlug[c.plugin] >= d.capacity(c.plugin) {
-			continue // smart dequeue: this plugin is at its cap, others may run
-		}
-		if c.dedupeKey != "" && d.sameKeyRunning(c) {
-			continue
-		}
-		rctx, cancel := context.WithCancelCause(d.runCtx)
-		d.running[c.id] = &run{candidate: c, cancel: cancel}
-		d.perPlug[c.plugin]++
-		d.wg.Add(1)
-		go d.work(rctx, c)
-	}
-	return next, nil
+	return nil
+}
+
+// launch hands a job to a new worker. Called with d.mu held.
+func (d *Dispatcher) launch(c candidate) {
+	rctx, cancel := context.WithCancelCause(d.runCtx)
+	d.running[c.id] = &run{candidate: c, active: true, cancel: cancel}
+	d.procs++
+	d.perPlug[c.plugin]++
+	d.wg.Add(1)
+	go d.work(rctx, c)
 }
 
 // capacity is a plugin's parallelism cap: config parallelism (0: only the
@@ -247,69 +342,47 @@ func (d *Dispatcher) capacity(plugin string) int {
 
 func (d *Dispatcher) sameKeyRunning(c candidate) bool {
 	for _, r := range d.running {
-		if r.dedupeKey == c.dedupeKey && r.plugin == c.plugin && r.command == c.command {
+		if r.active && r.dedupeKey == c.dedupeKey && r.plugin == c.plugin && r.command == c.command {
 			return true
 		}
 	}
 	return false
 }
 
-// readQueue reads dispatch candidates (ready jobs, oldest first, and jobs
-// waiting for a retry) and running jobs with a cancel request, in one
-// snapshot.
-func (d *Dispatcher) readQueue(ctx context.Context, free int) (cands []candidate, cancels []string, err error) {
+// exited frees the job's worker slot once its plugin process is gone (or
+// never started), so the next job can start while this one's outcome is
+// still being recorded.
+func (d *Dispatcher) exited(c candidate) {
 	d.mu.Lock()
-	// Read past the jobs we already run or are settling, plus room to skip
-	// capped plugins.
-	limit := int64(free + len(d.running) + len(d.settling) + 64)
-	hasRunning := len(d.running) > 0
+	if r, ok := d.running[c.id]; ok && r.active {
+		r.active = false
+		d.procs--
+		d.perPlug[c.plugin]--
+	}
 	d.mu.Unlock()
-	err = d.opts.Ledger.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
-		if free > 0 {
-			err := queries.ListReadyJobs(conn, limit, func(r queries.ListReadyJobsRow) error {
-				cands = append(cands, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey)})
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		err := queries.ListWaitingRetries(conn, func(r queries.ListWaitingRetriesRow) error {
-			at, err := time.Parse(time.RFC3339Nano, deref(r.NextRetryAt))
-			if err != nil {
-				return fmt.Errorf("job %s: next_retry_at: %w", r.ID, err)
-			}
-			cands = append(cands, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey), retryAt: at})
-			return nil
-		})
-		if err != nil || !hasRunning {
-			return err
-		}
-		return queries.ListCancelRequested(conn, func(id string) error {
-			cancels = append(cancels, id)
-			return nil
-		})
-	})
-	sort.Slice(cands, func(i, j int) bool { return cands[i].seq < cands[j].seq })
-	return cands, cancels, err
+	d.wake()
 }
 
-// finish forgets a job once its worker is done; settleSeq is the seq of its
-// completion (0 if nothing was appended), which the projector must reach
+// finish forgets a job once its outcome is recorded; settleSeq is the seq of
+// that record (0 if nothing was appended), which the projector must reach
 // before the job can be considered again.
 func (d *Dispatcher) finish(c candidate, settleSeq int64) {
+	d.exited(c)
 	d.mu.Lock()
 	delete(d.running, c.id)
-	d.perPlug[c.plugin]--
 	if settleSeq > 0 {
 		d.settling[c.id] = settleSeq
 	}
 	d.mu.Unlock()
+	d.wake()
+	d.wg.Done()
+}
+
+func (d *Dispatcher) wake() {
 	select {
 	case d.freed <- struct{}{}:
 	default:
 	}
-	d.wg.Done()
 }
 
 // work runs one job: start, run the plugin, complete.
@@ -326,13 +399,15 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) {
 	wctx := context.WithoutCancel(ctx)
 
 	timeout := d.opts.Config.Timeout(c.plugin, c.command)
-	job, err := commands.StartJob(wctx, d.opts.Ledger, commands.Start{JobID: c.id, Timeout: timeout, PID: os.Getpid(), Now: d.opts.Now()})
+	st, err := commands.StartJob(wctx, d.opts.Ledger, commands.Start{JobID: c.id, Timeout: timeout, PID: os.Getpid(), Now: d.opts.Now()})
 	if err != nil {
 		// Not startable any more (canceled, or started elsewhere): nothing to do.
 		log.Debug("job not started", "err", err)
 		return
 	}
-	res, outcome := d.runPlugin(ctx, job, timeout, log)
+	job := st.Job
+	res, outcome := d.runPlugin(ctx, job, st.State, timeout, log)
+	d.exited(c)
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: d.opts.Now()}
 	if outcome.Kind == commands.OutcomeOK {
 		d.addRoutingAndFacts(&complete, job, res, log)
@@ -347,7 +422,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) {
 }
 
 // runPlugin runs the job's plugin and turns the result into an Outcome.
-func (d *Dispatcher) runPlugin(ctx context.Context, job *commands.Job, timeout time.Duration, log *slog.Logger) (pluginhost.Result, commands.Outcome) {
+func (d *Dispatcher) runPlugin(ctx context.Context, job *commands.Job, state json.RawMessage, timeout time.Duration, log *slog.Logger) (pluginhost.Result, commands.Outcome) {
 	p, ok := d.opts.Plugins.Get(job.Plugin)
 	if !ok {
 		msg := fmt.Sprintf("plugin %q is not installed or failed to load (see: ductile plugin list)", job.Plugin)
@@ -360,10 +435,6 @@ func (d *Dispatcher) runPlugin(ctx context.Context, job *commands.Job, timeout t
 	cfgJSON, err := json.Marshal(d.opts.Config.Plugin(job.Plugin).Config)
 	if err != nil {
 		return pluginhost.Result{}, commands.Outcome{Kind: commands.OutcomeError, Error: "encode plugin config: " + err.Error()}
-	}
-	state, err := d.pluginState(ctx, job.Plugin)
-	if err != nil {
-		return pluginhost.Result{}, commands.Outcome{Kind: commands.OutcomeError, Retryable: true, Error: "read plugin state: " + err.Error()}
 	}
 	req := pluginhost.Request{
 		Protocol: pluginhost.ProtocolVersion, JobID: job.JobID, Command: job.Command,
@@ -447,17 +518,6 @@ func (d *Dispatcher) logOutcome(log *slog.Logger, job *commands.Job, out command
 	default:
 		log.Error("job is dead", append(attrs, "kind", res.Kind, "error", out.Error)...)
 	}
-}
-
-func (d *Dispatcher) pluginState(ctx context.Context, plugin string) (json.RawMessage, error) {
-	state := json.RawMessage("{}")
-	err := d.opts.Ledger.Read(ctx, func(conn *sqlite.Conn) error {
-		return queries.GetPluginState(conn, plugin, func(s string) error {
-			state = json.RawMessage(s)
-			return nil
-		})
-	})
-	return state, err
 }
 
 // JobFor is an Enqueue for plugin and command with the config's retry and

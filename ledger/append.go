@@ -322,11 +322,13 @@ func (l *Ledger) runExclusive(r *request) {
 			}
 		}()
 		if r.relaxed && l.opts.Synchronous != "NORMAL" {
-			if err := sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = NORMAL;", nil); err != nil {
+			// Both statements are constant text, so they are prepared once
+			// and cached on the connection.
+			if err := sqlitex.Execute(conn, "PRAGMA synchronous = NORMAL;", nil); err != nil {
 				return err
 			}
 			defer func() {
-				if rerr := sqlitex.ExecuteTransient(conn, "PRAGMA synchronous = "+l.opts.Synchronous+";", nil); rerr != nil && err == nil {
+				if rerr := sqlitex.Execute(conn, l.syncPragma, nil); rerr != nil && err == nil {
 					err = rerr
 				}
 			}()

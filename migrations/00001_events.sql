@@ -15,8 +15,6 @@ CREATE TABLE events (
     UNIQUE (stream, version)
 ) STRICT;
 
-CREATE INDEX events_type_seq ON events (type, seq);
-
 -- +goose StatementBegin
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 BEGIN

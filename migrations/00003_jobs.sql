@@ -26,9 +26,11 @@ CREATE TABLE job_queue (
 ) STRICT;
 
 CREATE INDEX job_queue_status_seq ON job_queue (status, seq);
+-- The few queued jobs waiting for a retry, without scanning the whole queue
+-- (next_retry_at is set only while a job waits for its retry).
+CREATE INDEX job_queue_waiting_retry ON job_queue (seq) WHERE next_retry_at IS NOT NULL;
 CREATE INDEX job_queue_plugin_seq ON job_queue (plugin, seq);
 CREATE INDEX job_queue_parent ON job_queue (parent_job_id) WHERE parent_job_id IS NOT NULL;
-CREATE INDEX job_queue_correlation ON job_queue (correlation_id, seq);
 
 -- One row per attempt: what the plugin said and how long it took.
 CREATE TABLE job_log (

@@ -36,6 +36,7 @@ type Projector struct {
 
 	mu         sync.Mutex
 	checkpoint int64
+	seen       map[string]int64 // events applied by this projector, by type
 	progress   chan struct{} // closed and replaced whenever checkpoint moves
 	lastErr    error
 
@@ -60,6 +61,7 @@ func New(l *ledger.Ledger, opts Options, ps ...Projection) *Projector {
 		batch:    opts.BatchSize,
 		log:      opts.Logger.With("component", "projector"),
 		progress: make(chan struct{}),
+		seen:     map[string]int64{},
 	}
 }
 
@@ -118,39 +120,54 @@ func (p *Projector) run(ctx context.Context) {
 
 // RunOnce applies at most one batch of new events and returns how many.
 func (p *Projector) RunOnce(ctx context.Context) (int, error) {
-	head, err := p.l.LastSeq(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if head <= p.Checkpoint() {
-		return 0, nil
+	// This process's own commits are known without a query; a read is
+	// needed only to learn of other processes' appends.
+	if p.l.Head() <= p.Checkpoint() {
+		head, err := p.l.LastSeq(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if head <= p.Checkpoint() {
+			return 0, nil
+		}
 	}
 	var applied int
 	var cp int64
-	err = p.l.WriteProjections(ctx, func(conn *sqlite.Conn) error {
-		// The checkpoint read here, inside the write transaction, is the
-		// truth: another process may have projected since we last looked.
+	types := map[string]int64{}
+	err := p.l.WriteProjections(ctx, func(conn *sqlite.Conn) error {
+		clear(types) // a retried transaction starts over
+		// The checkpoint and head read here, inside the write transaction,
+		// are the truth: another process may have projected since we last
+		// looked, and appends queued behind us are in by now.
 		var err error
-		cp, err = readCheckpoint(conn)
+		if cp, err = readCheckpoint(conn); err != nil {
+			return err
+		}
+		head, err := queries.MaxSeq(conn)
 		if err != nil {
 			return err
 		}
 		start := cp
-		cp, err = apply(conn, p.ps, start, min(head, start+int64(p.batch)))
+		cp, err = apply(conn, p.ps, start, min(head, start+int64(p.batch)), func(ev ledger.Event) { types[ev.Type]++ })
 		applied = int(cp - start)
 		return err
 	})
-	p.setResult(cp, err)
+	p.setResult(cp, types, err)
 	if err != nil {
 		return 0, err
 	}
 	return applied, nil
 }
 
-func (p *Projector) setResult(cp int64, err error) {
+func (p *Projector) setResult(cp int64, types map[string]int64, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.lastErr = err
+	if err == nil {
+		for t, n := range types {
+			p.seen[t] += n
+		}
+	}
 	if err == nil && cp > p.checkpoint {
 		p.checkpoint = cp
 		close(p.progress)
@@ -160,9 +177,12 @@ func (p *Projector) setResult(cp int64, err error) {
 
 // apply folds events after < seq <= until into ps and moves the checkpoint,
 // returning the new checkpoint. The caller owns the transaction.
-func apply(conn *sqlite.Conn, ps []Projection, after, until int64) (int64, error) {
+func apply(conn *sqlite.Conn, ps []Projection, after, until int64, observe func(ledger.Event)) (int64, error) {
 	last := after
 	err := ledger.ReadRange(conn, after, until, func(ev ledger.Event) error {
+		if observe != nil {
+			observe(ev)
+		}
 		for _, pr := range ps {
 			if err := pr.Apply(conn, ev); err != nil {
 				return fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
@@ -198,6 +218,15 @@ func (p *Projector) Checkpoint() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.checkpoint
+}
+
+// Seen is how many events of type typ this projector has applied since it
+// was created: a cheap way for a consumer to learn that something it cares
+// about happened (the dispatcher watches job.cancel_requested).
+func (p *Projector) Seen(typ string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[typ]
 }
 
 // Progressed returns a channel closed the next time the checkpoint moves.
@@ -277,7 +306,7 @@ func Rebuild(ctx context.Context, l *ledger.Ledger, until int64, ps ...Projectio
 			return err
 		}
 		var err error
-		cp, err = apply(conn, ps, 0, until)
+		cp, err = apply(conn, ps, 0, until, nil)
 		return err
 	})
 	if err != nil {

@@ -14,7 +14,7 @@ WHERE id = @id;
 -- name: SetJobEnded :exec
 -- A terminal status: succeeded, dead or canceled.
 UPDATE job_queue
-SET status = @status, completed_at = @at, last_error = @last_error, updated_seq = @seq
+SET status = @status, completed_at = @at, last_error = @last_error, next_retry_at = NULL, updated_seq = @seq
 WHERE id = @id;
 
 -- name: SetJobRetry :exec
@@ -24,7 +24,7 @@ WHERE id = @id;
 
 -- name: SetJobDead :exec
 UPDATE job_queue
-SET status = 'dead', completed_at = @at, last_error = coalesce(last_error, @reason), updated_seq = @seq
+SET status = 'dead', completed_at = @at, last_error = coalesce(last_error, @reason), next_retry_at = NULL, updated_seq = @seq
 WHERE id = @id;
 
 -- name: SetJobLastError :exec
@@ -136,10 +136,12 @@ ORDER BY seq
 LIMIT @max_jobs;
 
 -- name: ListWaitingRetries :many
--- Queued jobs waiting for their retry time (few: one per failing job).
+-- Queued jobs waiting for their retry time (few: one per failing job). The
+-- unary + keeps the planner on the small partial index job_queue_waiting_retry
+-- instead of scanning every queued job through job_queue_status_seq.
 SELECT id, seq, plugin, command, dedupe_key, next_retry_at
 FROM job_queue
-WHERE status = 'queued' AND next_retry_at IS NOT NULL
+WHERE next_retry_at IS NOT NULL AND +status = 'queued'
 ORDER BY seq;
 
 -- name: ListCancelRequested :many

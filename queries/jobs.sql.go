@@ -126,7 +126,7 @@ func SetJobStarted(conn *sqlite.Conn, arg SetJobStartedParams) (err error) {
 }
 
 const setJobEnded = `UPDATE job_queue
-SET status = ?1, completed_at = ?2, last_error = ?3, updated_seq = ?4
+SET status = ?1, completed_at = ?2, last_error = ?3, next_retry_at = NULL, updated_seq = ?4
 WHERE id = ?5`
 
 type SetJobEndedParams struct {
@@ -215,7 +215,7 @@ func SetJobRetry(conn *sqlite.Conn, arg SetJobRetryParams) (err error) {
 }
 
 const setJobDead = `UPDATE job_queue
-SET status = 'dead', completed_at = ?1, last_error = coalesce(last_error, ?2), updated_seq = ?3
+SET status = 'dead', completed_at = ?1, last_error = coalesce(last_error, ?2), next_retry_at = NULL, updated_seq = ?3
 WHERE id = ?4`
 
 type SetJobDeadParams struct {
@@ -1486,7 +1486,7 @@ func ListReadyJobs(conn *sqlite.Conn, maxJobs int64, fn func(ListReadyJobsRow) e
 
 const listWaitingRetries = `SELECT id, seq, plugin, command, dedupe_key, next_retry_at
 FROM job_queue
-WHERE status = 'queued' AND next_retry_at IS NOT NULL
+WHERE next_retry_at IS NOT NULL AND +status = 'queued'
 ORDER BY seq`
 
 type ListWaitingRetriesRow struct {
@@ -1498,7 +1498,9 @@ type ListWaitingRetriesRow struct {
 	NextRetryAt *string
 }
 
-// Queued jobs waiting for their retry time (few: one per failing job).
+// Queued jobs waiting for their retry time (few: one per failing job). The
+// unary + keeps the planner on the small partial index job_queue_waiting_retry
+// instead of scanning every queued job through job_queue_status_seq.
 func ListWaitingRetries(conn *sqlite.Conn, fn func(ListWaitingRetriesRow) error) (err error) {
 	stmt, err := conn.Prepare(listWaitingRetries)
 	if err != nil {

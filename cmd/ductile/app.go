@@ -90,7 +90,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"DUCTILE_STATE_DIR"}, Usage: "state `DIR` holding the ledger and lock (default: config's state_dir, else $XDG_STATE_HOME/ductile)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log debug detail to stderr"},
 		},
-		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), queueCommand(), configCommand()},
+		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), queueCommand(), configCommand(), benchCommand()},
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,

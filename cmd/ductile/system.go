@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -44,6 +45,9 @@ func systemMigrate(c *cli.Context) error {
 	e, err := loadEnv(c)
 	if err != nil {
 		return err
+	}
+	if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
+		return failf("create state dir: %v", err)
 	}
 	path := daemon.DBPath(e.stateDir)
 	current, latest, err := migrations.Status(c.Context, path)
