@@ -27,9 +27,9 @@ import (
 type BenchOptions struct {
 	Jobs      int
 	Workers   int
-	Enqueuers int              // concurrent producers (default 8)
-	Progress  func(string)     // optional progress lines
-	TempDir   string           // parent of the scratch state dir (default os.TempDir())
+	Enqueuers int          // concurrent producers (default 8)
+	Progress  func(string) // optional progress lines
+	TempDir   string       // parent of the scratch state dir (default os.TempDir())
 }
 
 // BenchResult is what ductile bench prints.

@@ -45,7 +45,7 @@ type Ledger struct {
 
 	writer     *sqlite.Conn // owned by the writer goroutine once Open returns
 	syncPragma string       // restores the append durability level after a relaxed write
-	reads  *sqlitex.Pool
+	reads      *sqlitex.Pool
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on reqs
 	closed bool

@@ -37,7 +37,7 @@ type Projector struct {
 	mu         sync.Mutex
 	checkpoint int64
 	seen       map[string]int64 // events applied by this projector, by type
-	progress   chan struct{} // closed and replaced whenever checkpoint moves
+	progress   chan struct{}    // closed and replaced whenever checkpoint moves
 	lastErr    error
 
 	cancel context.CancelFunc

@@ -11,12 +11,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// argsApp is the real app plus a leaf that takes positional arguments (the
-// real commands do not, yet), shaped like the planned `plugin run NAME`.
+// argsApp is the real app plus a leaf that takes positional arguments and
+// whose flags this test controls, shaped like `plugin run NAME --payload`.
 func argsApp() *cli.App {
 	app := newApp(io.Discard, io.Discard)
 	app.Commands = append(app.Commands, &cli.Command{
-		Name: "plugin",
+		Name: "widget",
 		Subcommands: []*cli.Command{{
 			Name: "run",
 			Flags: []cli.Flag{
@@ -55,24 +55,24 @@ func TestNormalizeArgs(t *testing.T) {
 		// Bool flags never take the next token as their value.
 		{"bool global before the noun", "ductile -v ledger tail", "ductile -v ledger tail", ""},
 		{"bool global after the leaf", "ductile ledger tail --verbose -n 3", "ductile --verbose ledger tail -n 3", ""},
-		{"bool leaf flag before a positional", "ductile plugin run --dry-run echo", "ductile plugin run --dry-run echo", ""},
-		{"bool leaf flag after a positional", "ductile plugin run echo --dry-run extra", "ductile plugin run --dry-run echo extra", ""},
+		{"bool leaf flag before a positional", "ductile widget run --dry-run echo", "ductile widget run --dry-run echo", ""},
+		{"bool leaf flag after a positional", "ductile widget run echo --dry-run extra", "ductile widget run --dry-run echo extra", ""},
 		{"bool leaf alias", "ductile ledger tail -f --json", "ductile ledger tail -f --json", ""},
 
 		// A leaf's own flags move in front of its positionals, with their values.
-		{"leaf flag after a positional", "ductile plugin run echo --payload {}", "ductile plugin run --payload {} echo", ""},
-		{"leaf alias after a positional", "ductile plugin run echo -p {}", "ductile plugin run -p {} echo", ""},
-		{"leaf flag with = after a positional", "ductile plugin run echo --payload={}", "ductile plugin run --payload={} echo", ""},
+		{"leaf flag after a positional", "ductile widget run echo --payload {}", "ductile widget run --payload {} echo", ""},
+		{"leaf alias after a positional", "ductile widget run echo -p {}", "ductile widget run -p {} echo", ""},
+		{"leaf flag with = after a positional", "ductile widget run echo --payload={}", "ductile widget run --payload={} echo", ""},
 		{"leaf value that names a command", "ductile ledger tail --stream ledger --type tail", "ductile ledger tail --stream ledger --type tail", ""},
 		{"leaf value that looks like a flag", "ductile ledger tail --type --json", "ductile ledger tail --type --json", ""},
-		{"positionals keep their order", "ductile plugin run a --dry-run b -p x c", "ductile plugin run --dry-run -p x a b c", ""},
-		{"everything at once", "ductile plugin -v run echo --payload {} --state-dir=X x", "ductile -v --state-dir=X plugin run --payload {} echo x", ""},
+		{"positionals keep their order", "ductile widget run a --dry-run b -p x c", "ductile widget run --dry-run -p x a b c", ""},
+		{"everything at once", "ductile widget -v run echo --payload {} --state-dir=X x", "ductile -v --state-dir=X widget run --payload {} echo x", ""},
 
 		// "--" ends flag handling: what follows stays positional and in place.
-		{"-- keeps later flags positional", "ductile plugin run echo -- --payload x", "ductile plugin run echo -- --payload x", ""},
-		{"-- keeps later globals positional", "ductile plugin run echo --state-dir X -- -v --state-dir Y", "ductile --state-dir X plugin run echo -- -v --state-dir Y", ""},
-		{"flags before -- still move", "ductile plugin run echo -p x -- y", "ductile plugin run -p x echo -- y", ""},
-		{"a lone - is a positional", "ductile plugin run - --dry-run", "ductile plugin run --dry-run -", ""},
+		{"-- keeps later flags positional", "ductile widget run echo -- --payload x", "ductile widget run echo -- --payload x", ""},
+		{"-- keeps later globals positional", "ductile widget run echo --state-dir X -- -v --state-dir Y", "ductile --state-dir X widget run echo -- -v --state-dir Y", ""},
+		{"flags before -- still move", "ductile widget run echo -p x -- y", "ductile widget run -p x echo -- y", ""},
+		{"a lone - is a positional", "ductile widget run - --dry-run", "ductile widget run --dry-run -", ""},
 
 		// Help flags stay with the command they follow.
 		{"help on the app", "ductile --help", "ductile --help", ""},
@@ -115,7 +115,7 @@ func fields(s string) []string {
 // TestNormalizeArgsKeepsTheInput checks the caller's slice is not modified.
 func TestNormalizeArgsKeepsTheInput(t *testing.T) {
 	t.Parallel()
-	in := fields("ductile plugin run echo --payload {} --state-dir X")
+	in := fields("ductile widget run echo --payload {} --state-dir X")
 	keep := append([]string(nil), in...)
 	_ = normalizeArgs(argsApp(), in)
 	require.Equal(t, keep, in)
@@ -137,11 +137,11 @@ func TestNormalizedArgsParse(t *testing.T) {
 		want parsed
 		bug  string // as in TestNormalizeArgs
 	}{
-		{"flags everywhere", "ductile plugin run echo --payload {} extra --state-dir X --dry-run -v",
+		{"flags everywhere", "ductile widget run echo --payload {} extra --state-dir X --dry-run -v",
 			parsed{StateDir: "X", Payload: "{}", DryRun: true, Verbose: true, Args: []string{"echo", "extra"}}, ""},
-		{"-- with no positional before it", "ductile plugin run --dry-run -- --not-a-flag -v",
+		{"-- with no positional before it", "ductile widget run --dry-run -- --not-a-flag -v",
 			parsed{DryRun: true, Args: []string{"--not-a-flag", "-v"}}, ""},
-		{"-- after a positional", "ductile plugin run echo -p x -- --not-a-flag",
+		{"-- after a positional", "ductile widget run echo -p x -- --not-a-flag",
 			parsed{Payload: "x", Args: []string{"echo", "--not-a-flag"}},
 			"positionals are placed before the \"--\", so flag parsing stops at them and the \"--\" itself reaches the command as an argument"},
 	} {
