@@ -38,6 +38,9 @@ type Options struct {
 	MaxWorkers int
 	// Grace between SIGTERM and SIGKILL of a plugin (default 5s).
 	Grace time.Duration
+	// DrainTimeout is how long Close lets running jobs finish before
+	// interrupting them (default 10s).
+	DrainTimeout time.Duration
 }
 
 // Daemon is a running Ductile: it holds the state directory's lock.
@@ -98,7 +101,7 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	d.Projector.Start(ctx)
 	d.Dispatcher = dispatch.New(dispatch.Options{
 		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: d.Plugins, Logger: log,
-		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace,
+		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout,
 	})
 	d.Dispatcher.Start(ctx)
 	return d, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -59,6 +60,7 @@ type Dispatcher struct {
 	truncated   bool        // ready was cut at the read limit
 	dry         bool        // free workers but nothing eligible in a truncated cache
 	cacheGen    int64
+	cacheCapped string // the capped plugins the cache was read without (JSON)
 	cancelsSeen int64 // job.cancel_requested events applied at our last look
 
 	freed  chan struct{}
@@ -232,14 +234,10 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 	}
 	d.retries = take(d.retries)
 	d.ready = take(d.ready)
-	if d.procs < d.max && d.truncated && (skipped || !started) {
-		// Free workers, and the cache may be hiding eligible jobs past its end.
-		d.dry = true
-		select {
-		case d.freed <- struct{}{}:
-		default:
-		}
-	}
+	// Free workers, and eligible jobs may lie past the end of a truncated
+	// cache: read again at the next wake-up (a finishing job always brings
+	// one, since only running jobs make others ineligible).
+	d.dry = d.procs < d.max && d.truncated && (skipped || !started)
 	return next, nil
 }
 
@@ -258,7 +256,8 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 		gen += d.opts.Projector.Seen(t)
 	}
 	free := d.max - d.procs
-	readCands := free > 0 && (gen != d.cacheGen || d.dry)
+	capped := d.cappedPlugins()
+	readCands := free > 0 && (gen != d.cacheGen || d.dry || capped != d.cacheCapped)
 	seen := d.opts.Projector.Seen(events.JobCancelRequested)
 	checkCancels := len(d.running) > 0 && seen != d.cancelsSeen
 	d.cancelsSeen = seen
@@ -272,7 +271,7 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 	var cancels []string
 	err := d.opts.Ledger.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		if readCands {
-			err := queries.ListReadyJobs(conn, limit, func(r queries.ListReadyJobsRow) error {
+			err := queries.ListReadyJobs(conn, queries.ListReadyJobsParams{CappedPlugins: capped, MaxJobs: limit}, func(r queries.ListReadyJobsRow) error {
 				ready = append(ready, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey)})
 				return nil
 			})
@@ -305,7 +304,7 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if readCands {
-		d.ready, d.retries, d.cacheGen, d.dry = ready, retries, gen, false
+		d.ready, d.retries, d.cacheGen, d.cacheCapped, d.dry = ready, retries, gen, capped, false
 		d.truncated = int64(len(ready)) == limit
 	}
 	for _, id := range cancels {
@@ -338,6 +337,24 @@ func (d *Dispatcher) capacity(plugin string) int {
 		capacity = d.max
 	}
 	return capacity
+}
+
+// cappedPlugins is a JSON array of the plugins at their parallelism cap
+// now, sorted, for the candidate query to leave out. Called with d.mu held.
+func (d *Dispatcher) cappedPlugins() string {
+	var names []string
+	for name, n := range d.perPlug {
+		// A cap as large as the pool never excludes anything the pool allows.
+		if capacity := d.capacity(name); capacity < d.max && n >= capacity {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "[]"
+	}
+	slices.Sort(names)
+	b, _ := json.Marshal(names)
+	return string(b)
 }
 
 func (d *Dispatcher) sameKeyRunning(c candidate) bool {

@@ -128,10 +128,12 @@ FROM job_queue WHERE status IN ('queued', 'running', 'cancel_requested')
 GROUP BY plugin, status ORDER BY plugin, status;
 
 -- name: ListReadyJobs :many
--- Dispatch candidates that are not waiting for a retry, oldest first.
+-- Dispatch candidates that are not waiting for a retry, oldest first,
+-- leaving out plugins at their parallelism cap (a JSON array of names).
 SELECT id, seq, plugin, command, dedupe_key
 FROM job_queue
 WHERE status = 'queued' AND next_retry_at IS NULL
+  AND plugin NOT IN (SELECT value FROM json_each(CAST(@capped_plugins AS TEXT)))
 ORDER BY seq
 LIMIT @max_jobs;
 

@@ -1438,8 +1438,14 @@ func CountActiveByPlugin(conn *sqlite.Conn, fn func(CountActiveByPluginRow) erro
 const listReadyJobs = `SELECT id, seq, plugin, command, dedupe_key
 FROM job_queue
 WHERE status = 'queued' AND next_retry_at IS NULL
+  AND plugin NOT IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY seq
-LIMIT ?1`
+LIMIT ?2`
+
+type ListReadyJobsParams struct {
+	CappedPlugins string
+	MaxJobs       int64
+}
 
 type ListReadyJobsRow struct {
 	ID        string
@@ -1449,8 +1455,9 @@ type ListReadyJobsRow struct {
 	DedupeKey *string
 }
 
-// Dispatch candidates that are not waiting for a retry, oldest first.
-func ListReadyJobs(conn *sqlite.Conn, maxJobs int64, fn func(ListReadyJobsRow) error) (err error) {
+// Dispatch candidates that are not waiting for a retry, oldest first,
+// leaving out plugins at their parallelism cap (a JSON array of names).
+func ListReadyJobs(conn *sqlite.Conn, arg ListReadyJobsParams, fn func(ListReadyJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listReadyJobs)
 	if err != nil {
 		return fmt.Errorf("ListReadyJobs: %w", err)
@@ -1460,7 +1467,8 @@ func ListReadyJobs(conn *sqlite.Conn, maxJobs int64, fn func(ListReadyJobsRow) e
 			err = fmt.Errorf("ListReadyJobs: %w", resetErr)
 		}
 	}()
-	stmt.BindInt64(1, maxJobs)
+	stmt.BindText(1, arg.CappedPlugins)
+	stmt.BindInt64(2, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {

@@ -1,0 +1,281 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+	"zombiezen.com/go/sqlite"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/dispatch"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/queries"
+)
+
+// pluginRoot holds the test plugins, written once before any test runs (a
+// script written while other tests fork can fail with "text file busy").
+var pluginRoot string
+
+// gate blocks until a line is written to the FIFO named by the job's
+// payload ("fifo"), then succeeds: a plugin the test releases at will,
+// without sleeping.
+const gateScript = `#!/bin/sh
+req=$(cat)
+fifo=$(printf '%s' "$req" | sed -n 's/.*"fifo":"\([^"]*\)".*/\1/p')
+read line < "$fifo"
+printf '{"status":"ok","result":"released %s"}\n' "$line"
+`
+
+func manifest(name string, safe bool) string {
+	return fmt.Sprintf(`manifest_spec: ductile.plugin
+manifest_version: 1
+name: %s
+version: 1.0.0
+protocol: 2
+entrypoint: run.sh
+concurrency_safe: %v
+commands:
+  poll: {type: read}
+`, name, safe)
+}
+
+func TestMain(m *testing.M) {
+	// Reap orphaned plugin processes here, so tests can prove they are gone.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		panic(err)
+	}
+	dir, err := os.MkdirTemp("", "dispatch-plugins-")
+	if err != nil {
+		panic(err)
+	}
+	pluginRoot = dir
+	for _, p := range []struct {
+		name string
+		safe bool
+	}{{"gate", true}, {"solo", false}, {"other", true}} {
+		d := filepath.Join(dir, p.name)
+		must(os.MkdirAll(d, 0o755))
+		must(os.WriteFile(filepath.Join(d, "manifest.yaml"), []byte(manifest(p.name, p.safe)), 0o644))
+		must(os.WriteFile(filepath.Join(d, "run.sh"), []byte(gateScript), 0o755))
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+type testBundle struct {
+	t   *testing.T
+	ctx context.Context
+	d   *daemon.Daemon
+	dir string
+}
+
+func setup(t *testing.T, maxWorkers int, tune func(cfg *config.Config)) *testBundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	cfg := config.Default()
+	cfg.PluginRoots = []string{pluginRoot}
+	cfg.Service.MaxWorkers = maxWorkers
+	if tune != nil {
+		tune(cfg)
+	}
+	dir := t.TempDir()
+	d, err := daemon.Open(ctx, daemon.Options{
+		StateDir: dir, Config: cfg, Grace: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ledger: ledger.Options{Synchronous: "NORMAL"},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	return &testBundle{t: t, ctx: ctx, d: d, dir: dir}
+}
+
+// gated enqueues a job whose plugin waits on a fresh FIFO; release lets it finish.
+func (b *testBundle) gated(plugin, dedupeKey string) (id string, release func()) {
+	b.t.Helper()
+	fifo := filepath.Join(b.dir, fmt.Sprintf("fifo-%d", time.Now().UnixNano()))
+	require.NoError(b.t, syscall.Mkfifo(fifo, 0o600))
+	payload, _ := json.Marshal(map[string]string{"fifo": fifo})
+	enq := dispatch.JobFor(b.d.Config, plugin, "poll", commands.ByCLI)
+	enq.Payload, enq.DedupeKey = payload, dedupeKey
+	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, enq)
+	require.NoError(b.t, err)
+	return res.JobID, func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0) // blocks until the plugin opens it
+		require.NoError(b.t, err)
+		_, err = f.WriteString("go\n")
+		require.NoError(b.t, err)
+		require.NoError(b.t, f.Close())
+	}
+}
+
+// statuses reads job statuses from the projection.
+func (b *testBundle) statuses(ids ...string) []string {
+	b.t.Helper()
+	out := make([]string, len(ids))
+	err := b.d.Ledger.Read(b.ctx, func(conn *sqlite.Conn) error {
+		for i, id := range ids {
+			if err := queries.GetJob(conn, id, func(r queries.GetJobRow) error { out[i] = r.Status; return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(b.t, err)
+	return out
+}
+
+// waitFor blocks, on projector progress, until every job has its status.
+func (b *testBundle) waitFor(want map[string]string) {
+	b.t.Helper()
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	for {
+		progressed := b.d.Projector.Progressed()
+		got := b.statuses(ids...)
+		ok := true
+		for i, id := range ids {
+			ok = ok && got[i] == want[id]
+		}
+		if ok {
+			return
+		}
+		select {
+		case <-b.ctx.Done():
+			b.t.Fatalf("waiting for %v: have %v for %v", want, got, ids)
+		case <-progressed:
+		}
+	}
+}
+
+func (b *testBundle) startOrder(ids ...string) []int64 {
+	seqs := make([]int64, len(ids))
+	err := b.d.Ledger.Read(b.ctx, func(conn *sqlite.Conn) error {
+		for i, id := range ids {
+			err := queries.ListJobAttempts(conn, id, func(r queries.ListJobAttemptsRow) error { seqs[i] = r.StartedSeq; return nil })
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(b.t, err)
+	return seqs
+}
+
+func TestSmartDequeueRunsOtherPluginsPastACappedOne(t *testing.T) {
+	b := setup(t, 2, func(cfg *config.Config) {
+		pc := config.DefaultPlugin()
+		pc.Parallelism = 1
+		cfg.Plugins = map[string]config.PluginConfig{"gate": pc}
+	})
+	// Given three jobs of a plugin capped at 1, queued before one of another plugin,
+	g1, rel1 := b.gated("gate", "")
+	g2, rel2 := b.gated("gate", "")
+	g3, rel3 := b.gated("gate", "")
+	o1, relO := b.gated("other", "")
+
+	// the other plugin's job runs beside the first capped one, ahead of
+	// the capped plugin's queue (FIFO only among what may run).
+	b.waitFor(map[string]string{g1: "running", o1: "running"})
+	require.Equal(t, []string{"queued", "queued"}, b.statuses(g2, g3))
+	relO()
+	b.waitFor(map[string]string{o1: "succeeded"})
+	require.Equal(t, []string{"running", "queued", "queued"}, b.statuses(g1, g2, g3))
+
+	// Released one by one, the capped jobs run in FIFO order, one at a time.
+	rel1()
+	b.waitFor(map[string]string{g1: "succeeded", g2: "running"})
+	require.Equal(t, []string{"queued"}, b.statuses(g3))
+	rel2()
+	rel3()
+	b.waitFor(map[string]string{g2: "succeeded", g3: "succeeded"})
+	order := b.startOrder(g1, g2, g3)
+	require.Less(t, order[0], order[1])
+	require.Less(t, order[1], order[2])
+}
+
+func TestNotConcurrencySafePluginRunsOneAtATime(t *testing.T) {
+	b := setup(t, 3, nil)
+	s1, rel1 := b.gated("solo", "")
+	s2, rel2 := b.gated("solo", "")
+	b.waitFor(map[string]string{s1: "running"})
+	require.Equal(t, []string{"queued"}, b.statuses(s2), "manifest concurrency_safe: false caps it at 1")
+	rel1()
+	b.waitFor(map[string]string{s1: "succeeded", s2: "running"})
+	rel2()
+	b.waitFor(map[string]string{s2: "succeeded"})
+}
+
+func TestSameDedupeKeyAndTargetDoNotRunTogether(t *testing.T) {
+	b := setup(t, 3, nil)
+	k1, rel1 := b.gated("gate", "same")
+	k2, rel2 := b.gated("gate", "same")  // no TTL override: enqueued, but not run beside k1
+	x1, relX := b.gated("other", "same") // another target with the key runs freely
+	b.waitFor(map[string]string{k1: "running", x1: "running"})
+	require.Equal(t, []string{"queued"}, b.statuses(k2))
+	relX()
+	rel1()
+	b.waitFor(map[string]string{k1: "succeeded", k2: "running", x1: "succeeded"})
+	rel2()
+	b.waitFor(map[string]string{k2: "succeeded"})
+}
+
+func TestCancelStopsARunningJob(t *testing.T) {
+	b := setup(t, 2, nil)
+	id, _ := b.gated("gate", "") // never released
+	b.waitFor(map[string]string{id: "running"})
+	status, err := commands.CancelJob(b.ctx, b.d.Ledger, commands.Cancel{JobID: id, Reason: "test", Now: time.Now()})
+	require.NoError(t, err)
+	require.Equal(t, "cancel_requested", status)
+	b.waitFor(map[string]string{id: "canceled"})
+}
+
+func TestStopInterruptsJobsAfterTheDrainTimeout(t *testing.T) {
+	b := setup(t, 2, func(cfg *config.Config) {
+		pc := config.DefaultPlugin()
+		pc.Retry.BackoffBase = time.Hour // so it stays queued for its retry
+		cfg.Plugins = map[string]config.PluginConfig{"gate": pc}
+	})
+	id, _ := b.gated("gate", "")
+	b.waitFor(map[string]string{id: "running"})
+	// Closing the daemon drains for DrainTimeout, then interrupts what still runs.
+	start := time.Now()
+	require.NoError(t, b.d.Close())
+	t.Logf("closed in %v", time.Since(start))
+	l, err := ledger.Open(context.Background(), daemon.DBPath(b.dir), ledger.Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	defer l.Close()
+	evs, err := l.ReadStream(context.Background(), "job/"+id)
+	require.NoError(t, err)
+	j, err := commands.FoldJob(evs)
+	require.NoError(t, err)
+	require.Equal(t, "queued", j.Status, "an interrupted attempt is retried later")
+	require.Equal(t, 2, j.Attempt)
+	require.Equal(t, "job.retry_scheduled", evs[len(evs)-1].Type)
+	var failed struct{ Kind string }
+	require.NoError(t, json.Unmarshal(evs[len(evs)-2].Data, &failed))
+	require.Equal(t, "interrupted", failed.Kind)
+}
