@@ -27,10 +27,13 @@ type Started struct {
 }
 
 // StartJob appends job.started with the job stream's expected version, so
-// no two workers can ever start the same attempt.
+// no two workers can ever start the same attempt. The start is a relaxed
+// append (no fsync of its own): losing it to a power cut only means the job
+// runs again, which at-least-once delivery allows, while waiting for a disk
+// flush before every spawn would idle the worker.
 func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error) {
 	var st Started
-	_, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	_, err := l.DecideWith(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err

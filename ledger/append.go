@@ -14,8 +14,9 @@ import (
 )
 
 // A request is one unit of work for the writer goroutine: either an append
-// (decide), batched with others, or a transaction of its own (exclusive),
-// committed with synchronous=NORMAL when relaxed.
+// (decide), batched with others, or a transaction of its own (exclusive).
+// A relaxed request does not need its commit fsynced (synchronous=NORMAL);
+// a batch is relaxed only if all its requests are.
 type request struct {
 	ctx       context.Context
 	decide    func(tx *Tx) ([]NewEvent, error)
@@ -48,17 +49,37 @@ func (l *Ledger) Append(ctx context.Context, events ...NewEvent) ([]int64, error
 	return l.Decide(ctx, func(*Tx) ([]NewEvent, error) { return events, nil })
 }
 
+// Durability says when an append may return.
+type Durability int
+
+const (
+	// Durable appends return once fsynced (synchronous=FULL by default).
+	Durable Durability = iota
+	// Relaxed appends return once committed, without waiting for an fsync of
+	// their own: a process crash cannot lose them (the WAL is written), a
+	// power loss can, and the next durable commit syncs them along (the WAL
+	// is sequential, so no durable event ever outlives an earlier relaxed
+	// one). For events whose loss only means work is redone, like a job's
+	// start under at-least-once delivery.
+	Relaxed
+)
+
+// DecideWith is Decide with a chosen durability.
+func (l *Ledger) DecideWith(ctx context.Context, d Durability, decide func(tx *Tx) ([]NewEvent, error)) ([]int64, error) {
+	r := &request{ctx: ctx, decide: decide, relaxed: d == Relaxed, done: make(chan struct{})}
+	if err := l.submit(r); err != nil {
+		return nil, err
+	}
+	return r.seqs, r.err
+}
+
 // Decide runs decide inside the write transaction and appends what it
 // returns, atomically. decide reads streams through tx and must be quick and
 // free of other I/O: it runs on the single writer goroutine. If decide fails,
 // nothing of this call is appended and its error is returned; other callers
 // sharing the batch are unaffected. Decide may return no events.
 func (l *Ledger) Decide(ctx context.Context, decide func(tx *Tx) ([]NewEvent, error)) ([]int64, error) {
-	r := &request{ctx: ctx, decide: decide, done: make(chan struct{})}
-	if err := l.submit(r); err != nil {
-		return nil, err
-	}
-	return r.seqs, r.err
+	return l.DecideWith(ctx, Durable, decide)
 }
 
 // WriteProjections runs fn in its own IMMEDIATE transaction on the writer
@@ -178,12 +199,22 @@ type chainHead struct {
 func (l *Ledger) commitBatch(batch []*request) {
 	conn := l.writer
 	var lastSeq int64
+	relaxed := true
+	for _, r := range batch {
+		relaxed = relaxed && r.relaxed
+	}
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("append: panic: %v", p)
 			}
 		}()
+		if relaxed {
+			if err := l.relax(); err != nil {
+				return err
+			}
+			defer l.unrelax(&err)
+		}
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
 			return fmt.Errorf("append: begin: %w", err)
@@ -321,17 +352,11 @@ func (l *Ledger) runExclusive(r *request) {
 				err = fmt.Errorf("write: panic: %v", p)
 			}
 		}()
-		if r.relaxed && l.opts.Synchronous != "NORMAL" {
-			// Both statements are constant text, so they are prepared once
-			// and cached on the connection.
-			if err := sqlitex.Execute(conn, "PRAGMA synchronous = NORMAL;", nil); err != nil {
+		if r.relaxed {
+			if err := l.relax(); err != nil {
 				return err
 			}
-			defer func() {
-				if rerr := sqlitex.Execute(conn, l.syncPragma, nil); rerr != nil && err == nil {
-					err = rerr
-				}
-			}()
+			defer l.unrelax(&err)
 		}
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
@@ -353,4 +378,23 @@ func (tx *Tx) LastEvent(stream string) (ev Event, ok bool, err error) {
 		return err
 	})
 	return ev, ok, err
+}
+
+// relax makes the next commit skip its fsync; unrelax restores the
+// configured level. Both statements are constant text, so they are prepared
+// once and cached on the connection.
+func (l *Ledger) relax() error {
+	if l.opts.Synchronous == "NORMAL" {
+		return nil
+	}
+	return sqlitex.Execute(l.writer, "PRAGMA synchronous = NORMAL;", nil)
+}
+
+func (l *Ledger) unrelax(errp *error) {
+	if l.opts.Synchronous == "NORMAL" {
+		return
+	}
+	if err := sqlitex.Execute(l.writer, l.syncPragma, nil); err != nil && *errp == nil {
+		*errp = err
+	}
 }
