@@ -45,7 +45,7 @@ func (cmd Cancel) decide(j *Job) ([]ledger.NewEvent, string, error) {
 	switch j.Status {
 	case events.StatusQueued:
 		evs := []ledger.NewEvent{j.next(events.JobCanceled, data, "", actor)}
-		return append(evs, releaseKey(j, events.StatusCanceled, cmd.Now)...), events.StatusCanceled, nil
+		return append(evs, releaseKey(j, events.StatusCanceled, cmd.Now, actor)...), events.StatusCanceled, nil
 	case events.StatusRunning:
 		return []ledger.NewEvent{j.next(events.JobCancelRequested, data, "", actor)}, events.StatusCancelRequested, nil
 	case events.StatusCancelRequested:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -102,12 +103,14 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	out := cmd.Outcome
 	var stateEvs []ledger.NewEvent
 	if out.Kind == OutcomeOK {
-		if stateEvs, err = cmd.stateEvents(tx, j); err != nil {
-			kind := OutcomeBadState
-			if err == errStateTooLarge {
-				kind = OutcomeStateTooLarge
-			}
-			out.Kind, out.Retryable, out.Error = kind, true, err.Error()
+		stateEvs, err = cmd.stateEvents(tx, j)
+		var se *stateError
+		switch {
+		case errors.As(err, &se):
+			// The plugin's output is at fault: the attempt fails.
+			out.Kind, out.Retryable, out.Error = se.kind, true, se.msg
+		case err != nil:
+			return nil, res, err // the ledger is: nothing is appended
 		}
 	}
 	ended := events.AttemptEnded{
@@ -125,6 +128,11 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		evs = append(evs, cmd.release(j, events.StatusSucceeded)...)
 		res.Status = events.StatusSucceeded
 		reserved := reservations{}
+		if j.DedupeKey != "" {
+			// A child routed back to this job's own plugin, command and key
+			// is a duplicate of the success being recorded.
+			reserved[events.DedupeStream(j.Plugin, j.Command, j.DedupeKey)] = pendingKey{jobID: j.JobID, succeeded: true}
+		}
 		for _, child := range cmd.Children {
 			child.Now, child.ParentJobID, child.Correlation = cmd.Now, j.JobID, j.Correlation
 			if child.SubmittedBy == "" {
@@ -167,7 +175,10 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	return evs, res, nil
 }
 
-// backoff is base·2^(attempt−1) + random(0, base) (spec §5.7).
+// MaxBackoff caps a retry delay, so a large max_attempts cannot overflow it.
+const MaxBackoff = 24 * time.Hour
+
+// backoff is base·2^(attempt−1) + random(0, base) (spec §5.7), at most MaxBackoff.
 func (cmd Complete) backoff(j *Job) time.Duration {
 	base := time.Duration(j.BackoffBaseMS) * time.Millisecond
 	jitter := cmd.Jitter
@@ -179,15 +190,22 @@ func (cmd Complete) backoff(j *Job) time.Duration {
 			return rand.N(b)
 		}
 	}
-	return base<<(j.Attempt-1) + jitter(base)
+	delay := base
+	for range j.Attempt - 1 {
+		if delay >= MaxBackoff {
+			break
+		}
+		delay *= 2
+	}
+	return min(delay+jitter(base), MaxBackoff)
 }
 
 // release frees the job's dedupe key once it is terminal.
 func (cmd Complete) release(j *Job, status string) []ledger.NewEvent {
-	return releaseKey(j, status, cmd.Now)
+	return releaseKey(j, status, cmd.Now, "dispatcher")
 }
 
-func releaseKey(j *Job, status string, now time.Time) []ledger.NewEvent {
+func releaseKey(j *Job, status string, now time.Time, actor string) []ledger.NewEvent {
 	if j.DedupeKey == "" {
 		return nil
 	}
@@ -196,11 +214,19 @@ func releaseKey(j *Job, status string, now time.Time) []ledger.NewEvent {
 		ExpectedVersion: ledger.AnyVersion, // decided inside the write transaction
 		Type:            events.DedupeReleased,
 		Data:            events.DedupeReleasedData{JobID: j.JobID, Status: status, CompletedAt: Time(now)},
-		Meta:            ledger.Meta{CorrelationID: j.Correlation, Actor: "dispatcher"},
+		Meta:            ledger.Meta{CorrelationID: j.Correlation, Actor: actor},
 	}}
 }
 
-var errStateTooLarge = fmt.Errorf("state update exceeds the %d byte limit", DefaultMaxStateBytes)
+// stateError is a problem with the state a plugin emitted: it fails the
+// attempt, unlike an error reading the ledger, which fails the command.
+type stateError struct{ kind, msg string }
+
+func (e *stateError) Error() string { return e.msg }
+
+func tooLarge(limit int) error {
+	return &stateError{kind: OutcomeStateTooLarge, msg: fmt.Sprintf("state update exceeds the %d byte limit", limit)}
+}
 
 // stateEvents turns the plugin's state_updates into facts (when a
 // fact_outputs rule matches) or a write-through shallow merge.
@@ -211,7 +237,7 @@ func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(updates, &obj); err != nil {
-		return nil, fmt.Errorf("state_updates must be a JSON object: %v", err)
+		return nil, &stateError{kind: OutcomeBadState, msg: fmt.Sprintf("state_updates must be a JSON object: %v", err)}
 	}
 	limit := cmd.MaxStateBytes
 	if limit <= 0 {
@@ -221,7 +247,7 @@ func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error
 	stream := events.PluginStream(j.Plugin)
 	if len(cmd.Facts) > 0 {
 		if len(updates) > limit {
-			return nil, errStateTooLarge
+			return nil, tooLarge(limit)
 		}
 		var evs []ledger.NewEvent
 		for _, rule := range cmd.Facts {
@@ -242,7 +268,7 @@ func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error
 		return nil, err
 	}
 	if len(merged) > limit {
-		return nil, errStateTooLarge
+		return nil, tooLarge(limit)
 	}
 	return []ledger.NewEvent{{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: events.PluginStateMerged,
 		Data: events.StateMerged{JobID: j.JobID, Command: j.Command, Updates: updates, State: merged}, Meta: meta}}, nil

@@ -72,9 +72,16 @@ func EnqueueJob(ctx context.Context, l *ledger.Ledger, cmd Enqueue) (EnqueueResu
 	return res, nil
 }
 
-// reservations tracks dedupe streams reserved earlier in the same decision
-// (a completion routing two events with one key to one target).
-type reservations map[string]string
+// reservations tracks the dedupe streams touched earlier in the same
+// decision: a completion releases its own key and may route children to
+// streams it or a sibling already touched. Those appends are not readable
+// yet, so the decision consults this instead.
+type reservations map[string]pendingKey
+
+type pendingKey struct {
+	jobID     string
+	succeeded bool // released by a success in this decision (else: reserved)
+}
 
 func (cmd *Enqueue) validate() error {
 	switch {
@@ -90,6 +97,8 @@ func (cmd *Enqueue) validate() error {
 		return fmt.Errorf("%w: dedupe TTL must not be negative", ErrInvalidCommand)
 	case len(cmd.Payload) > 0 && !json.Valid(cmd.Payload):
 		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalidCommand)
+	case len(cmd.Event) > 0 && !json.Valid(cmd.Event):
+		return fmt.Errorf("%w: event is not valid JSON", ErrInvalidCommand)
 	}
 	return nil
 }
@@ -115,8 +124,13 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 	var evs []ledger.NewEvent
 	if cmd.DedupeKey != "" {
 		stream := events.DedupeStream(cmd.Plugin, cmd.Command, cmd.DedupeKey)
-		if existing, ok := reserved[stream]; ok && cmd.DedupeTTL > 0 {
-			return nil, EnqueueResult{Deduped: true, ExistingJobID: existing}, nil
+		pending, touched := reserved[stream]
+		if touched {
+			// Succeeded just now, within any window; or reserved by a
+			// sibling, in flight, which only the TTL override guards.
+			if (pending.succeeded && cmd.window() > 0) || (!pending.succeeded && cmd.DedupeTTL > 0) {
+				return nil, EnqueueResult{Deduped: true, ExistingJobID: pending.jobID}, nil
+			}
 		}
 		d, err := loadDedupe(tx, stream)
 		if err != nil {
@@ -126,11 +140,11 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 			return nil, EnqueueResult{Deduped: true, ExistingJobID: existing}, nil
 		}
 		version := d.version
+		if touched {
+			version = ledger.AnyVersion // appended to earlier in this decision
+		}
 		if reserved != nil {
-			if _, ok := reserved[stream]; ok {
-				version = ledger.AnyVersion // a sibling reserved it in this decision
-			}
-			reserved[stream] = id
+			reserved[stream] = pendingKey{jobID: id}
 		}
 		evs = append(evs, ledger.NewEvent{Stream: stream, ExpectedVersion: version, Type: events.DedupeReserved,
 			Data: events.DedupeReservedData{JobID: id}, Meta: meta})
@@ -154,6 +168,14 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 	}
 	evs = append([]ledger.NewEvent{{Stream: events.JobStream(id), ExpectedVersion: 0, Type: events.JobEnqueued, Data: data, Meta: meta}}, evs...)
 	return evs, EnqueueResult{JobID: id}, nil
+}
+
+// window is the effective dedupe window (spec §3.6).
+func (cmd *Enqueue) window() time.Duration {
+	if cmd.DedupeTTL > 0 {
+		return cmd.DedupeTTL
+	}
+	return cmd.DefaultDedupeTTL
 }
 
 // dedupeState is a dedupe stream folded: which jobs hold the key and how

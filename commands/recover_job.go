@@ -54,7 +54,7 @@ func (cmd Recover) decide(j *Job) ([]ledger.NewEvent, RecoverResult) {
 	}
 	if j.Status == events.StatusCancelRequested {
 		evs := []ledger.NewEvent{j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: "cancel requested; " + reason}, "", "recovery")}
-		evs = append(evs, releaseKey(j, events.StatusCanceled, cmd.Now)...)
+		evs = append(evs, releaseKey(j, events.StatusCanceled, cmd.Now, "recovery")...)
 		return evs, RecoverResult{Recovered: true, Status: events.StatusCanceled, Attempt: j.Attempt, NextAttempt: j.Attempt}
 	}
 	next := j.Attempt + 1
@@ -63,7 +63,7 @@ func (cmd Recover) decide(j *Job) ([]ledger.NewEvent, RecoverResult) {
 	res := RecoverResult{Recovered: true, Status: events.StatusQueued, Attempt: j.Attempt, NextAttempt: next}
 	if !requeued {
 		evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: fmt.Sprintf("%s, and it had used all %d attempts", reason, j.MaxAttempts)}, "", "recovery"))
-		evs = append(evs, releaseKey(j, events.StatusDead, cmd.Now)...)
+		evs = append(evs, releaseKey(j, events.StatusDead, cmd.Now, "recovery")...)
 		res.Status = events.StatusDead
 	}
 	return evs, res
