@@ -41,6 +41,9 @@ type Options struct {
 	// DrainTimeout is how long Close lets running jobs finish before
 	// interrupting them (default 10s).
 	DrainTimeout time.Duration
+	// NoDispatch opens everything but the dispatch loop: the caller runs
+	// jobs itself with Dispatcher.RunJob (plugin run without a daemon).
+	NoDispatch bool
 }
 
 // Daemon is a running Ductile: it holds the state directory's lock.
@@ -103,7 +106,9 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: d.Plugins, Logger: log,
 		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout,
 	})
-	d.Dispatcher.Start(ctx)
+	if !opts.NoDispatch {
+		d.Dispatcher.Start(ctx)
+	}
 	return d, nil
 }
 

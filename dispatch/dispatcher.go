@@ -112,7 +112,10 @@ func New(opts Options) *Dispatcher {
 	if max <= 0 {
 		max = 1
 	}
+	runCtx, stopRn := context.WithCancel(context.Background())
 	return &Dispatcher{
+		runCtx:   runCtx,
+		stopRn:   stopRn,
 		opts:     opts,
 		log:      opts.Logger.With("component", "dispatcher"),
 		max:      max,
@@ -126,7 +129,6 @@ func New(opts Options) *Dispatcher {
 
 // Start runs the dispatch loop in the background and returns at once.
 func (d *Dispatcher) Start(ctx context.Context) {
-	d.runCtx, d.stopRn = context.WithCancel(context.WithoutCancel(ctx))
 	ctx, d.cancel = context.WithCancel(ctx)
 	d.done = make(chan struct{})
 	go d.loop(ctx)
@@ -136,6 +138,7 @@ func (d *Dispatcher) Start(ctx context.Context) {
 // interrupts the rest (their attempt is recorded as interrupted and retried
 // later), and waits for every worker to record its outcome.
 func (d *Dispatcher) Stop() {
+	defer d.stopRn()
 	if d.cancel == nil {
 		return
 	}
@@ -156,7 +159,53 @@ func (d *Dispatcher) Stop() {
 		d.mu.Unlock()
 		<-finished
 	}
-	d.stopRn()
+}
+
+// RunJob runs one job in the calling goroutine until it is terminal,
+// retries included (waiting for each retry's time), without the dispatch
+// loop: what plugin run does when no daemon is running. The caller holds the
+// state directory's lock, so nothing else runs the job. Canceling ctx
+// cancels the job.
+func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
+	for {
+		evs, err := d.opts.Ledger.ReadStream(ctx, events.JobStream(id))
+		if err != nil {
+			return err
+		}
+		j, err := commands.FoldJob(evs)
+		if err != nil {
+			return fmt.Errorf("run job %s: %w", id, err)
+		}
+		if j.Terminal() {
+			return nil
+		}
+		if j.Status != events.StatusQueued {
+			return fmt.Errorf("run job %s: it is %s elsewhere", id, j.Status)
+		}
+		if wait := j.NextRetryAt.Sub(d.opts.Now()); wait > 0 {
+			d.log.Info("waiting for the retry", "job_id", id, "attempt", j.Attempt, "next_retry_at", commands.Time(j.NextRetryAt))
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				_, err := commands.CancelJob(context.WithoutCancel(ctx), d.opts.Ledger, commands.Cancel{JobID: id, Reason: "interrupted while waiting for a retry", Now: d.opts.Now()})
+				return errors.Join(ctx.Err(), err)
+			case <-t.C:
+			}
+		}
+		c := candidate{id: id, plugin: j.Plugin, command: j.Command, dedupeKey: j.DedupeKey, seq: 0}
+		rctx, cancel := context.WithCancelCause(d.runCtx)
+		stop := context.AfterFunc(ctx, func() { cancel(errCanceledByUser) })
+		d.mu.Lock()
+		d.running[id] = &run{candidate: c, active: true, cancel: cancel}
+		d.procs++
+		d.perPlug[c.plugin]++
+		d.wg.Add(1)
+		d.mu.Unlock()
+		d.work(rctx, c)
+		stop()
+		cancel(nil)
+	}
 }
 
 // Running is how many jobs this dispatcher owns now (running, or recording
@@ -443,6 +492,10 @@ func (d *Dispatcher) runPlugin(ctx context.Context, job *commands.Job, state jso
 	p, ok := d.opts.Plugins.Get(job.Plugin)
 	if !ok {
 		msg := fmt.Sprintf("plugin %q is not installed or failed to load (see: ductile plugin list)", job.Plugin)
+		return pluginhost.Result{}, commands.Outcome{Kind: commands.OutcomeError, Error: msg}
+	}
+	if !d.opts.Config.Plugin(job.Plugin).Enabled {
+		msg := fmt.Sprintf("plugin %q is disabled in the config (plugins.%s.enabled: false)", job.Plugin, job.Plugin)
 		return pluginhost.Result{}, commands.Outcome{Kind: commands.OutcomeError, Error: msg}
 	}
 	if _, ok := p.Command(job.Command); !ok {

@@ -169,7 +169,7 @@ func pluginRun(c *cli.Context) error {
 	var d *daemon.Daemon
 	if !running {
 		// No daemon: be one until this job is finished.
-		d, err = daemon.Open(ctx, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: e.quietLogger()})
+		d, err = daemon.Open(ctx, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: e.quietLogger(), NoDispatch: true})
 		var le *daemon.LockError
 		if errors.As(err, &le) {
 			running, pid = true, le.PID // a daemon started meanwhile
@@ -180,6 +180,9 @@ func pluginRun(c *cli.Context) error {
 			l, out.RanBy = d.Ledger, "cli"
 			if _, ok := d.Plugins.Get(name); !ok {
 				return failf("no plugin named %q (see: ductile plugin list)", name)
+			}
+			if !e.cfg.Plugin(name).Enabled {
+				return failf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
 			}
 		}
 	}
@@ -212,7 +215,18 @@ func pluginRun(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "follow it with: ductile job inspect %s\n", res.JobID)
 		return nil
 	}
-	j, last, err := waitJob(ctx, l, res.JobID)
+	if d != nil {
+		// No daemon: run this one job here, retries included. Jobs it routes
+		// stay queued for the daemon.
+		if err := d.Dispatcher.RunJob(ctx, res.JobID); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+	waitCtx := ctx
+	if d != nil {
+		waitCtx = context.WithoutCancel(ctx) // the job is finished (or canceled by the interrupt)
+	}
+	j, last, err := waitJob(waitCtx, l, res.JobID)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return failf("stopped waiting for job %s; it goes on (see: ductile job inspect %s)", res.JobID, res.JobID)
