@@ -49,7 +49,7 @@ func TestFoldJob(t *testing.T) {
 		{name: "cancel requested", given: job(jobID).started(1).cancelRequested(1),
 			status: events.StatusCancelRequested, attempt: 1, version: 3},
 		{name: "canceled", given: job(jobID).canceled(1),
-			status: events.StatusCanceled, attempt: 1, version: 2, terminal: true},
+			status: events.StatusCanceled, attempt: 1, version: 2, terminal: true, lastError: "stop"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -123,7 +123,14 @@ func (j *Job) apply(ev ledger.Event) error {
 	case events.JobCancelRequested:
 		j.Status = events.StatusCancelRequested
 	case events.JobCanceled:
+		var d events.Canceled
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
 		j.Status = events.StatusCanceled
+		if d.Reason != "" {
+			j.LastError = d.Reason
+		}
 	default:
 		return fmt.Errorf("unknown job event type %q", ev.Type)
 	}
