@@ -61,7 +61,7 @@ type Dispatcher struct {
 	dry         bool        // free workers but nothing eligible in a truncated cache
 	cacheGen    int64
 	cacheCapped string // the capped plugins the cache was read without (JSON)
-	cancelsSeen int64 // job.cancel_requested events applied at our last look
+	cancelsSeen int64  // job.cancel_requested events applied at our last look
 
 	freed  chan struct{}
 	cancel context.CancelFunc
