@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -57,6 +58,9 @@ type Daemon struct {
 
 	log  *slog.Logger
 	lock *Lock
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Open takes the lock, opens and migrates the ledger, loads plugins, brings
@@ -112,20 +116,30 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	return d, nil
 }
 
-// Close drains the dispatcher, stops the projector, closes the ledger and
-// releases the lock, in that order.
+// Close drains the dispatcher, stops the projector and brings the
+// projections up to date one last time (so what the last jobs recorded is
+// readable at once), closes the ledger and releases the lock, in that order.
 func (d *Daemon) Close() error {
+	d.closeOnce.Do(func() { d.closeErr = d.close() })
+	return d.closeErr
+}
+
+func (d *Daemon) close() error {
 	if d.Dispatcher != nil {
 		d.Dispatcher.Stop()
 	}
+	var errs []error
 	if d.Projector != nil {
 		d.Projector.Stop()
+		if _, err := d.Projector.CatchUp(context.Background()); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	var err error
 	if d.Ledger != nil {
-		err = d.Ledger.Close()
+		errs = append(errs, d.Ledger.Close())
 	}
-	return errors.Join(err, d.lock.Release())
+	errs = append(errs, d.lock.Release())
+	return errors.Join(errs...)
 }
 
 // Run opens a daemon, blocks until ctx is done, then closes it.

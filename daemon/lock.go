@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -45,7 +46,16 @@ func AcquireLock(stateDir string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	// A CLI probing with Holder holds a shared lock for microseconds; retry
+	// briefly so such a probe never keeps a daemon from starting.
+	for attempt := 0; ; attempt++ {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) || attempt == 10 {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, &LockError{Path: path, PID: readPID(path)}
@@ -73,20 +83,26 @@ func (l *Lock) Release() error {
 }
 
 // Holder reports whether a daemon holds the state directory's lock, and its
-// PID if so. It never blocks and never takes the lock for longer than the check.
+// PID if so. It never blocks, never writes, and holds a shared lock only for
+// the instant of the check (AcquireLock retries past such a probe).
 func Holder(stateDir string) (running bool, pid int, err error) {
-	if _, err := os.Stat(stateDir); errors.Is(err, os.ErrNotExist) {
+	path := LockPath(stateDir)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
 		return false, 0, nil
 	}
-	l, err := AcquireLock(stateDir)
-	var le *LockError
-	switch {
-	case errors.As(err, &le):
-		return true, le.PID, nil
-	case err != nil:
-		return false, 0, err
+	if err != nil {
+		return false, 0, fmt.Errorf("check lock: %w", err)
 	}
-	return false, 0, l.Release()
+	defer f.Close()
+	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	switch {
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return true, readPID(path), nil
+	case err != nil:
+		return false, 0, fmt.Errorf("check lock %s: %w", path, err)
+	}
+	return false, 0, unix.Flock(int(f.Fd()), unix.LOCK_UN)
 }
 
 func readPID(path string) int {

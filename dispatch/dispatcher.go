@@ -257,10 +257,12 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 	take := func(list []candidate) []candidate {
 		kept := list[:0]
 		for _, c := range list {
-			if _, mine := d.running[c.id]; mine {
-				continue // started by us: drop it from the cache
-			}
-			if _, done := d.settling[c.id]; done {
+			_, mine := d.running[c.id]
+			_, settling := d.settling[c.id]
+			if mine || settling {
+				// Ours, still finishing, or the projection has not caught up
+				// with its end: skip it, but keep it, since a retry may make it
+				// a candidate again without another read.
 				kept = append(kept, c)
 				continue
 			}

@@ -4,58 +4,7 @@
 
 package queries
 
-import (
-	"errors"
-	"fmt"
-
-	"zombiezen.com/go/sqlite"
-)
+import "errors"
 
 // ErrNoRows is returned by :one queries that find no row.
 var ErrNoRows = errors.New("queries: no rows in result set")
-
-// bindAny binds a parameter whose SQL type sqlc could not determine.
-func bindAny(stmt *sqlite.Stmt, param int, v any) error {
-	switch v := v.(type) {
-	case nil:
-		stmt.BindNull(param)
-	case int:
-		stmt.BindInt64(param, int64(v))
-	case int64:
-		stmt.BindInt64(param, v)
-	case float64:
-		stmt.BindFloat(param, v)
-	case string:
-		stmt.BindText(param, v)
-	case []byte:
-		if v == nil {
-			stmt.BindNull(param)
-		} else {
-			stmt.BindBytes(param, v)
-		}
-	case bool:
-		stmt.BindBool(param, v)
-	default:
-		return fmt.Errorf("parameter %d: unsupported type %T", param, v)
-	}
-	return nil
-}
-
-// columnAny reads a column whose SQL type sqlc could not determine:
-// int64, float64, string, []byte or nil, following the value's storage class.
-func columnAny(stmt *sqlite.Stmt, col int) any {
-	switch stmt.ColumnType(col) {
-	case sqlite.TypeInteger:
-		return stmt.ColumnInt64(col)
-	case sqlite.TypeFloat:
-		return stmt.ColumnFloat(col)
-	case sqlite.TypeText:
-		return stmt.ColumnText(col)
-	case sqlite.TypeBlob:
-		b := make([]byte, stmt.ColumnLen(col))
-		stmt.ColumnBytes(col, b)
-		return b
-	default:
-		return nil
-	}
-}

@@ -34,8 +34,8 @@ LIMIT @max_events;
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
 WHERE seq > @after_seq
-  AND (@type = '' OR type = @type)
-  AND (@stream = '' OR stream = @stream)
+  AND (CAST(@type AS TEXT) = '' OR type = @type)
+  AND (CAST(@stream AS TEXT) = '' OR stream = @stream)
 ORDER BY seq
 LIMIT @max_events;
 

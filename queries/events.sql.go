@@ -258,15 +258,15 @@ func ReadFrom(conn *sqlite.Conn, arg ReadFromParams, fn func(ReadFromRow) error)
 const readFromFiltered = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
 WHERE seq > ?1
-  AND (?2 = '' OR type = ?2)
-  AND (?3 = '' OR stream = ?3)
+  AND (CAST(?2 AS TEXT) = '' OR type = ?2)
+  AND (CAST(?3 AS TEXT) = '' OR stream = ?3)
 ORDER BY seq
 LIMIT ?4`
 
 type ReadFromFilteredParams struct {
 	AfterSeq  int64
-	Type      any
-	Stream    any
+	Type      string
+	Stream    string
 	MaxEvents int64
 }
 
@@ -294,12 +294,8 @@ func ReadFromFiltered(conn *sqlite.Conn, arg ReadFromFilteredParams, fn func(Rea
 		}
 	}()
 	stmt.BindInt64(1, arg.AfterSeq)
-	if err := bindAny(stmt, 2, arg.Type); err != nil {
-		return fmt.Errorf("ReadFromFiltered: %w", err)
-	}
-	if err := bindAny(stmt, 3, arg.Stream); err != nil {
-		return fmt.Errorf("ReadFromFiltered: %w", err)
-	}
+	stmt.BindText(2, arg.Type)
+	stmt.BindText(3, arg.Stream)
 	stmt.BindInt64(4, arg.MaxEvents)
 	for {
 		hasRow, err := stmt.Step()

@@ -103,7 +103,7 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
 FROM job_queue
-WHERE (@status = '' OR status = @status) AND (@plugin = '' OR plugin = @plugin)
+WHERE (CAST(@status AS TEXT) = '' OR status = @status) AND (CAST(@plugin AS TEXT) = '' OR plugin = @plugin)
 ORDER BY seq DESC
 LIMIT @max_jobs;
 

@@ -1046,13 +1046,13 @@ const listJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
 FROM job_queue
-WHERE (?1 = '' OR status = ?1) AND (?2 = '' OR plugin = ?2)
+WHERE (CAST(?1 AS TEXT) = '' OR status = ?1) AND (CAST(?2 AS TEXT) = '' OR plugin = ?2)
 ORDER BY seq DESC
 LIMIT ?3`
 
 type ListJobsParams struct {
-	Status  any
-	Plugin  any
+	Status  string
+	Plugin  string
 	MaxJobs int64
 }
 
@@ -1089,12 +1089,8 @@ func ListJobs(conn *sqlite.Conn, arg ListJobsParams, fn func(ListJobsRow) error)
 			err = fmt.Errorf("ListJobs: %w", resetErr)
 		}
 	}()
-	if err := bindAny(stmt, 1, arg.Status); err != nil {
-		return fmt.Errorf("ListJobs: %w", err)
-	}
-	if err := bindAny(stmt, 2, arg.Plugin); err != nil {
-		return fmt.Errorf("ListJobs: %w", err)
-	}
+	stmt.BindText(1, arg.Status)
+	stmt.BindText(2, arg.Plugin)
 	stmt.BindInt64(3, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()

@@ -67,19 +67,11 @@ func exitCode(err error, stderr io.Writer) int {
 		return exitFailure
 	}
 	fmt.Fprintf(stderr, "ductile: %v\n", err)
-	var le *daemon.LockError
-	if errors.As(err, &le) {
-		return exitFailure
-	}
-	if strings.HasPrefix(err.Error(), "flag provided but not defined") ||
-		strings.HasPrefix(err.Error(), "invalid value") {
-		return exitUsage
-	}
 	return exitFailure
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "ductile",
 		Usage: "run personal automations unattended",
 		Description: "Ductile keeps one durable queue of jobs, runs plugins as subprocesses and records\n" +
@@ -97,29 +89,41 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // exitCode reports errors
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usagef("%v (see --help)", err)
+			return usagef("%v (see: ductile --help)", err)
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("unknown command %q (see: ductile --help)", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
 		},
 	}
+	finishTree(app.Commands, "")
+	return app
 }
 
 // normalizeArgs lets flags go anywhere, as users expect: global flags are
 // moved in front of the command, and a leaf command's own flags in front of
 // its positional arguments (urfave/cli v2 stops parsing flags at the first
 // positional, so `plugin run echo --payload {}` would otherwise lose the flag).
-// A literal "--" ends flag handling; what follows stays positional.
+// A literal "--" ends flag handling; what follows stays positional. A word
+// that is not a command ends command matching, so urfave reports it.
 func normalizeArgs(app *cli.App, args []string) []string {
 	if len(args) == 0 {
 		return args
 	}
 	globals := flagKinds(app.Flags)
-	var front, path, leafFlags, positional []string
+	delete(globals, "help") // --help belongs to the command it follows
+	delete(globals, "h")
+	var front, path, leafFlags, positional, afterDashes, dangling []string
 	var leaf *cli.Command
 	cmds := app.Commands
+	matching := true
 	rest := args[1:]
 	for i := 0; i < len(rest); i++ {
 		tok := rest[i]
 		if tok == "--" {
-			positional = append(positional, rest[i:]...)
+			afterDashes = append([]string{"--"}, rest[i+1:]...)
 			break
 		}
 		if name, hasValue, ok := parseFlag(tok); ok {
@@ -129,34 +133,77 @@ func normalizeArgs(app *cli.App, args []string) []string {
 				dst = &leafFlags
 				takesValue = leaf != nil && flagKinds(leaf.Flags)[name]
 				if leaf == nil {
-					// A flag of a command we have not reached (e.g. --help): keep its place.
-					dst = &path
+					dst = &path // a flag of a command we have not reached: keep its place
 				}
 			}
-			*dst = append(*dst, tok)
-			if takesValue && !hasValue && i+1 < len(rest) {
+			switch {
+			case takesValue && !hasValue && i+1 == len(rest):
+				dangling = append(dangling, tok) // last, so the parser reports the missing value
+			case takesValue && !hasValue:
+				*dst = append(*dst, tok, rest[i+1])
 				i++
-				*dst = append(*dst, rest[i])
+			default:
+				*dst = append(*dst, tok)
 			}
 			continue
 		}
-		if leaf == nil {
-			if c := findCommand(cmds, tok); c != nil {
-				path = append(path, tok)
-				if len(c.Subcommands) > 0 {
-					cmds = c.Subcommands
-				} else {
-					leaf = c
-				}
-				continue
+		if matching && leaf == nil {
+			path = append(path, tok)
+			c := findCommand(cmds, tok)
+			switch {
+			case c == nil:
+				matching = false // unknown: urfave reports it; the rest is positional
+			case len(c.Subcommands) > 0:
+				cmds = c.Subcommands
+			default:
+				leaf = c
 			}
+			continue
 		}
 		positional = append(positional, tok)
 	}
 	out := append([]string{args[0]}, front...)
 	out = append(out, path...)
 	out = append(out, leafFlags...)
-	return append(out, positional...)
+	if len(afterDashes) > 0 {
+		out = append(out, "--") // flags end here: everything after is an argument
+		out = append(out, positional...)
+		out = append(out, afterDashes[1:]...)
+	} else {
+		out = append(out, positional...)
+	}
+	return append(out, dangling...)
+}
+
+// finishTree gives every command the same handling of usage errors (exit 2,
+// a one-line message, no help dump on stdout), makes an unknown subcommand a
+// usage error, and rejects positional arguments where a command takes none.
+func finishTree(cmds []*cli.Command, parent string) {
+	for _, c := range cmds {
+		name := strings.TrimSpace(parent + " " + c.Name)
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usagef("%v (see: ductile %s --help)", err, name)
+		}
+		if len(c.Subcommands) > 0 {
+			finishTree(c.Subcommands, name)
+			c.Action = func(ctx *cli.Context) error {
+				if ctx.NArg() > 0 {
+					return usagef("unknown command %q for %q (see: ductile %s --help)", ctx.Args().First(), name, name)
+				}
+				return cli.ShowSubcommandHelp(ctx)
+			}
+			continue
+		}
+		if c.ArgsUsage == "" && c.Action != nil {
+			action := c.Action
+			c.Action = func(ctx *cli.Context) error {
+				if ctx.NArg() > 0 {
+					return usagef("%s takes no arguments, got %q (see: ductile %s --help)", name, ctx.Args().Slice(), name)
+				}
+				return action(ctx)
+			}
+		}
+	}
 }
 
 // flagKinds maps every name and alias of flags to whether it takes a value.

@@ -68,10 +68,11 @@ func TestNormalizeArgs(t *testing.T) {
 		{"positionals keep their order", "ductile widget run a --dry-run b -p x c", "ductile widget run --dry-run -p x a b c", ""},
 		{"everything at once", "ductile widget -v run echo --payload {} --state-dir=X x", "ductile -v --state-dir=X widget run --payload {} echo x", ""},
 
-		// "--" ends flag handling: what follows stays positional and in place.
-		{"-- keeps later flags positional", "ductile widget run echo -- --payload x", "ductile widget run echo -- --payload x", ""},
-		{"-- keeps later globals positional", "ductile widget run echo --state-dir X -- -v --state-dir Y", "ductile --state-dir X widget run echo -- -v --state-dir Y", ""},
-		{"flags before -- still move", "ductile widget run echo -p x -- y", "ductile widget run -p x echo -- y", ""},
+		// "--" ends flag handling: it moves ahead of the positionals, so urfave
+		// stops parsing flags there and what follows stays positional, in order.
+		{"-- keeps later flags positional", "ductile widget run echo -- --payload x", "ductile widget run -- echo --payload x", ""},
+		{"-- keeps later globals positional", "ductile widget run echo --state-dir X -- -v --state-dir Y", "ductile --state-dir X widget run -- echo -v --state-dir Y", ""},
+		{"flags before -- still move", "ductile widget run echo -p x -- y", "ductile widget run -p x -- echo y", ""},
 		{"a lone - is a positional", "ductile widget run - --dry-run", "ductile widget run --dry-run -", ""},
 
 		// Help flags stay with the command they follow.

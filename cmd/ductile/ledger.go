@@ -116,6 +116,9 @@ func ledgerTail(c *cli.Context) error {
 				return printEvent(e.stdout, ev, c.Bool("json"))
 			})
 			if err != nil {
+				if c.Bool("follow") && ctx.Err() != nil {
+					return nil // interrupted: that is how --follow ends
+				}
 				return err
 			}
 			if last == after {
@@ -266,11 +269,11 @@ func ledgerReplay(c *cli.Context) error {
 		return err
 	}
 	out, until, dry := c.String("out"), c.Int64("until"), c.Bool("dry-run")
-	if until != 0 && out == "" {
-		return usagef("--until needs --out FILE: in place, projections always follow the whole log")
-	}
 	if until < 0 {
 		return usagef("--until must be a positive seq")
+	}
+	if until != 0 && out == "" {
+		return usagef("--until needs --out FILE: in place, projections always follow the whole log")
 	}
 	if out != "" {
 		if _, err := os.Stat(out); err == nil {

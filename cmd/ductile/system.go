@@ -46,8 +46,10 @@ func systemMigrate(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
-		return failf("create state dir: %v", err)
+	if !c.Bool("dry-run") {
+		if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
+			return failf("create state dir: %v", err)
+		}
 	}
 	path := daemon.DBPath(e.stateDir)
 	current, latest, err := migrations.Status(c.Context, path)

@@ -39,15 +39,7 @@ func TestSystemStartStopsCleanlyOnSignal(t *testing.T) {
 			// Given no config at all and an empty state dir, when the daemon starts,
 			d, started := startDaemon(t, dir)
 
-			// then it logs JSON lines with the spec's keys,
-			lines, _ := d.snapshot()
-			for _, line := range lines {
-				var keys map[string]any
-				require.NoError(t, json.Unmarshal([]byte(line), &keys), "not a JSON line: %s", line)
-				for _, k := range []string{"timestamp", "level", "message", "component"} {
-					require.Contains(t, keys, k, "line: %s", line)
-				}
-			}
+			// then it says so in a JSON line,
 			require.Equal(t, "ductile started", started.Message)
 			require.Equal(t, "INFO", started.Level)
 			require.Equal(t, "daemon", started.Component)
@@ -72,6 +64,16 @@ func TestSystemStartStopsCleanlyOnSignal(t *testing.T) {
 			require.Equal(t, "daemon", stopping.Component)
 			require.Equal(t, tc.reason, stopping.Reason)
 			require.Empty(t, d.stderr.String(), "nothing on stderr at INFO level")
+
+			// Every line it logged is JSON with the spec's keys.
+			lines, _ := d.snapshot()
+			for _, line := range lines {
+				var keys map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &keys), "not a JSON line: %s", line)
+				for _, k := range []string{"timestamp", "level", "message", "component"} {
+					require.Contains(t, keys, k, "line: %s", line)
+				}
+			}
 
 			// The lock went with it.
 			require.False(t, stats(t, dir).Daemon)
@@ -197,8 +199,6 @@ func TestSystemMigrate(t *testing.T) {
 	t.Parallel()
 	latest := latestMigration(t)
 
-	// The state dir must exist: see the report on `system migrate` and a
-	// missing directory.
 	dir := t.TempDir()
 	db := daemon.DBPath(dir)
 
@@ -219,8 +219,8 @@ func TestSystemMigrate(t *testing.T) {
 	r = mustRun(t, nil, "system", "migrate", "--dry-run", "--json", "--state-dir", dir)
 	require.JSONEq(t, fmt.Sprintf(`{"database":%q,"version_before":%d,"version":%d,"latest":%d,"dry_run":true}`, db, latest, latest, latest), r.stdout)
 
-	// Plain output of a real migration.
-	dir2 := t.TempDir()
+	// Plain output of a real migration, into a state dir that does not exist yet.
+	dir2 := filepath.Join(t.TempDir(), "new", "state")
 	r = mustRun(t, nil, "system", "migrate", "--state-dir", dir2)
 	require.Equal(t, fmt.Sprintf("migrated %s from version 0 to %d\n", daemon.DBPath(dir2), latest), r.stdout)
 	// The result is a usable ledger.
