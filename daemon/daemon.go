@@ -78,7 +78,11 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	lock, err := AcquireLock(opts.StateDir)
+	role := RoleDaemon
+	if opts.NoDispatch {
+		role = RoleCLI
+	}
+	lock, err := AcquireLock(opts.StateDir, role)
 	if err != nil {
 		return nil, err
 	}

@@ -15,16 +15,26 @@ import (
 // ErrLocked means another process holds the state directory's lock.
 var ErrLocked = errors.New("another ductile daemon is running on this state directory")
 
+// Lock holder roles, written after the PID in the lock file.
+const (
+	RoleDaemon = "daemon" // system start: runs every job
+	RoleCLI    = "cli"    // plugin run without a daemon: runs only its own job
+)
+
 // LockError says which process holds the lock.
 type LockError struct {
 	Path string
-	PID  int // 0 if unknown
+	PID  int    // 0 if unknown
+	Role string // RoleDaemon or RoleCLI ("" if unknown)
 }
 
 func (e *LockError) Error() string {
 	who := "another process"
 	if e.PID > 0 {
 		who = "process " + strconv.Itoa(e.PID)
+	}
+	if e.Role == RoleCLI {
+		who += " (a ductile plugin run)"
 	}
 	return fmt.Sprintf("%v: %s holds %s (stop it, or use another --state-dir)", ErrLocked, who, e.Path)
 }
@@ -40,7 +50,7 @@ func LockPath(stateDir string) string { return filepath.Join(stateDir, "ductile.
 
 // AcquireLock takes the state directory's lock without waiting and writes
 // our PID into it, or fails with a *LockError.
-func AcquireLock(stateDir string) (*Lock, error) {
+func AcquireLock(stateDir, role string) (*Lock, error) {
 	path := LockPath(stateDir)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -58,12 +68,13 @@ func AcquireLock(stateDir string) (*Lock, error) {
 	if err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &LockError{Path: path, PID: readPID(path)}
+			pid, holder := readHolder(path)
+			return nil, &LockError{Path: path, PID: pid, Role: holder}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+" "+role+"\n"), 0)
 		if err != nil {
 			f.Close()
 			return nil, fmt.Errorf("write pid to %s: %w", path, err)
@@ -85,31 +96,49 @@ func (l *Lock) Release() error {
 // Holder reports whether a daemon holds the state directory's lock, and its
 // PID if so. It never blocks, never writes, and holds a shared lock only for
 // the instant of the check (AcquireLock retries past such a probe).
-func Holder(stateDir string) (running bool, pid int, err error) {
+func Holder(stateDir string) (h LockHolder, err error) {
 	path := LockPath(stateDir)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return false, 0, nil
+		return LockHolder{}, nil
 	}
 	if err != nil {
-		return false, 0, fmt.Errorf("check lock: %w", err)
+		return LockHolder{}, fmt.Errorf("check lock: %w", err)
 	}
 	defer f.Close()
 	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
 	switch {
 	case errors.Is(err, unix.EWOULDBLOCK):
-		return true, readPID(path), nil
+		pid, role := readHolder(path)
+		return LockHolder{Held: true, PID: pid, Role: role}, nil
 	case err != nil:
-		return false, 0, fmt.Errorf("check lock %s: %w", path, err)
+		return LockHolder{}, fmt.Errorf("check lock %s: %w", path, err)
 	}
-	return false, 0, unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return LockHolder{}, unix.Flock(int(f.Fd()), unix.LOCK_UN)
 }
 
-func readPID(path string) int {
+// LockHolder is who holds a state directory's lock, if anyone.
+type LockHolder struct {
+	Held bool
+	PID  int
+	Role string // RoleDaemon or RoleCLI
+}
+
+// Daemon reports whether the holder is a daemon that will run queued jobs.
+func (h LockHolder) Daemon() bool { return h.Held && h.Role != RoleCLI }
+
+// readHolder parses "PID ROLE" (an older lock file holds just the PID).
+func readHolder(path string) (pid int, role string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0
+		return 0, ""
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
+	fields := strings.Fields(string(b))
+	if len(fields) > 0 {
+		pid, _ = strconv.Atoi(fields[0])
+	}
+	if len(fields) > 1 {
+		role = fields[1]
+	}
+	return pid, role
 }

@@ -486,7 +486,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) {
 		return
 	}
 	settle = cres.Seqs[len(cres.Seqs)-1]
-	d.logOutcome(log, job, outcome, cres)
+	d.logOutcome(log, job, outcome, cres, complete.Children)
 }
 
 // runPlugin runs the job's plugin and turns the result into an Outcome.
@@ -572,15 +572,17 @@ func (d *Dispatcher) addRoutingAndFacts(complete *commands.Complete, job *comman
 	}
 }
 
-func (d *Dispatcher) logOutcome(log *slog.Logger, job *commands.Job, out commands.Outcome, res commands.CompleteResult) {
+func (d *Dispatcher) logOutcome(log *slog.Logger, job *commands.Job, out commands.Outcome, res commands.CompleteResult, children []commands.Enqueue) {
 	attrs := []any{"attempt", job.Attempt, "duration_ms", out.Duration.Milliseconds(), "status", res.Status}
 	switch res.Status {
 	case "succeeded":
 		routed := 0
-		for _, c := range res.Children {
+		for i, c := range res.Children {
 			if !c.Deduped {
 				routed++
+				continue
 			}
+			log.Info("routed job dropped as a duplicate", "to", children[i].Plugin, "dedupe_key", children[i].DedupeKey, "existing_job_id", c.ExistingJobID)
 		}
 		log.Info("job succeeded", append(attrs, "children", routed)...)
 	case "queued":

@@ -396,7 +396,9 @@ func ledgerStats(c *cli.Context) error {
 		return err
 	}
 	out.Lag = st.LastSeq - out.Checkpoint
-	out.Daemon, out.DaemonPID, _ = daemon.Holder(e.stateDir)
+	if h, err := daemon.Holder(e.stateDir); err == nil && h.Daemon() {
+		out.Daemon, out.DaemonPID = true, h.PID
+	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}

@@ -148,14 +148,14 @@ func pluginRun(c *cli.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
 	}
-	running, pid, err := daemon.Holder(e.stateDir)
-	if err != nil {
-		return err
-	}
 	out := runOutput{Plugin: name, Command: enq.Command, RanBy: "daemon"}
 	if c.Bool("dry-run") {
+		h, err := daemon.Holder(e.stateDir)
+		if err != nil {
+			return err
+		}
 		out.Status, out.DryRun = "would enqueue", true
-		if !running {
+		if !h.Daemon() {
 			out.RanBy = "cli"
 		}
 		if c.Bool("json") {
@@ -166,24 +166,19 @@ func pluginRun(c *cli.Context) error {
 	}
 
 	var l *ledger.Ledger
-	var d *daemon.Daemon
-	if !running {
-		// No daemon: be one until this job is finished.
-		d, err = daemon.Open(ctx, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: e.quietLogger(), NoDispatch: true})
-		var le *daemon.LockError
-		if errors.As(err, &le) {
-			running, pid = true, le.PID // a daemon started meanwhile
-		} else if err != nil {
-			return err
-		} else {
-			defer d.Close()
-			l, out.RanBy = d.Ledger, "cli"
-			if _, ok := d.Plugins.Get(name); !ok {
-				return failf("no plugin named %q (see: ductile plugin list)", name)
-			}
-			if !e.cfg.Plugin(name).Enabled {
-				return failf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
-			}
+	d, holder, err := openRunner(ctx, e)
+	if err != nil {
+		return err
+	}
+	running, pid := d == nil, holder.PID
+	if d != nil {
+		defer d.Close()
+		l, out.RanBy = d.Ledger, "cli"
+		if _, ok := d.Plugins.Get(name); !ok {
+			return failf("no plugin named %q (see: ductile plugin list)", name)
+		}
+		if !e.cfg.Plugin(name).Enabled {
+			return failf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
 		}
 	}
 	if l == nil {
@@ -199,6 +194,7 @@ func pluginRun(c *cli.Context) error {
 	}
 	out.JobID, out.Deduped, out.ExistingJobID = res.JobID, res.Deduped, res.ExistingJobID
 	if res.Deduped {
+		e.quietLogger().Info("job dropped as a duplicate", "component", "cli", "plugin", name, "dedupe_key", enq.DedupeKey, "existing_job_id", res.ExistingJobID)
 		out.Status = "deduped"
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
@@ -261,6 +257,37 @@ func printRunResult(e *env, out runOutput, last events.AttemptEnded) {
 			fmt.Fprintf(e.stdout, "stderr:\n%s\n", strings.TrimRight(last.Stderr, "\n"))
 		}
 		fmt.Fprintf(e.stdout, "details: ductile job inspect %s\n", out.JobID)
+	}
+}
+
+// openRunner returns the parts of a daemon, opened here without its
+// dispatch loop, when no daemon holds the state directory; or nil and the
+// daemon that holds it. Another plugin run holding the lock runs only its own
+// job, so this one waits for it to finish and then takes its place. (That
+// wait polls the lock every 20 ms: flock cannot wait under a context.)
+func openRunner(ctx context.Context, e *env) (*daemon.Daemon, daemon.LockHolder, error) {
+	for {
+		h, err := daemon.Holder(e.stateDir)
+		switch {
+		case err != nil:
+			return nil, h, err
+		case h.Daemon():
+			return nil, h, nil
+		case !h.Held:
+			d, err := daemon.Open(ctx, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: e.quietLogger(), NoDispatch: true})
+			var le *daemon.LockError
+			if !errors.As(err, &le) {
+				return d, h, err
+			}
+			continue // taken meanwhile: look at who took it
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, h, ctx.Err()
+		case <-t.C:
+		}
 	}
 }
 

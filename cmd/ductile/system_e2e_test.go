@@ -52,7 +52,7 @@ func TestSystemStartStopsCleanlyOnSignal(t *testing.T) {
 			require.FileExists(t, daemon.DBPath(dir))
 			pid, err := os.ReadFile(daemon.LockPath(dir))
 			require.NoError(t, err)
-			require.Equal(t, strconv.Itoa(d.pid())+"\n", string(pid), "the lock file holds the daemon's PID")
+			require.Equal(t, strconv.Itoa(d.pid())+" daemon\n", string(pid), "the lock file holds the daemon's PID and role")
 
 			// and when it gets the signal, it says why it stops and exits 0 promptly.
 			begin := time.Now()
