@@ -319,6 +319,23 @@ func (e *env) openLedger(ctx context.Context) (*ledger.Ledger, error) {
 	return ledger.Open(ctx, daemon.DBPath(e.stateDir), ledger.Options{Logger: e.quietLogger()})
 }
 
+// withLedger is the prologue of every command that reads or writes the
+// ledger: resolve the environment, open the ledger, close it afterwards.
+func withLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		e, err := loadEnv(c)
+		if err != nil {
+			return err
+		}
+		l, err := e.openLedger(c.Context)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		return fn(c, e, l)
+	}
+}
+
 func (e *env) quietLogger() *slog.Logger {
 	level := slog.LevelWarn
 	if e.verbose {

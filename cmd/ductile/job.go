@@ -28,7 +28,7 @@ func jobCommand() *cli.Command {
 					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` jobs"},
 					jsonFlag,
 				},
-				Action: jobList,
+				Action: withLedger(jobList),
 			},
 			{
 				Name:      "inspect",
@@ -81,16 +81,8 @@ func toJobRow(r queries.GetJobRow) jobRow {
 		r.SourceEventID, r.CorrelationID, r.UpdatedSeq}
 }
 
-func jobList(c *cli.Context) error {
-	e, err := loadEnv(c)
-	if err != nil {
-		return err
-	}
-	l, err := e.openLedger(c.Context)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
+func jobList(c *cli.Context, e *env, l *ledger.Ledger) error {
+	var err error
 	rows := []jobRow{}
 	err = l.Read(c.Context, func(conn *sqlite.Conn) error {
 		return queries.ListJobs(conn, queries.ListJobsParams{Status: c.String("status"), Plugin: c.String("plugin"), MaxJobs: int64(c.Int("limit"))},
@@ -302,20 +294,12 @@ func queueCommand() *cli.Command {
 		Name:   "queue",
 		Usage:  "show pending and running jobs, and counts by status",
 		Flags:  []cli.Flag{jsonFlag},
-		Action: queueShow,
+		Action: withLedger(queueShow),
 	}
 }
 
-func queueShow(c *cli.Context) error {
-	e, err := loadEnv(c)
-	if err != nil {
-		return err
-	}
-	l, err := e.openLedger(c.Context)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
+func queueShow(c *cli.Context, e *env, l *ledger.Ledger) error {
+	var err error
 	out := struct {
 		Counts map[string]int64 `json:"counts"`
 		Active []jobRow         `json:"active"`

@@ -33,13 +33,13 @@ func ledgerCommand() *cli.Command {
 					&cli.StringFlag{Name: "stream", Usage: "only events of stream `S`"},
 					jsonFlag,
 				},
-				Action: ledgerTail,
+				Action: withLedger(ledgerTail),
 			},
 			{
 				Name:   "verify",
 				Usage:  "check the hash chain and that projections match a fresh replay (exit 1 on any problem)",
 				Flags:  []cli.Flag{jsonFlag},
-				Action: ledgerVerify,
+				Action: withLedger(ledgerVerify),
 			},
 			{
 				Name:  "replay",
@@ -56,7 +56,7 @@ func ledgerCommand() *cli.Command {
 				Name:   "stats",
 				Usage:  "summarise the log, its streams and event types, and projector lag",
 				Flags:  []cli.Flag{jsonFlag},
-				Action: ledgerStats,
+				Action: withLedger(ledgerStats),
 			},
 		},
 	}
@@ -88,16 +88,8 @@ func printEvent(w io.Writer, ev ledger.Event, asJSON bool) error {
 	return err
 }
 
-func ledgerTail(c *cli.Context) error {
-	e, err := loadEnv(c)
-	if err != nil {
-		return err
-	}
-	l, err := e.openLedger(c.Context)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
+func ledgerTail(c *cli.Context, e *env, l *ledger.Ledger) error {
+	var err error
 	ctx := c.Context
 	filter := ledger.Filter{Type: c.String("type"), Stream: c.String("stream")}
 	var after int64
@@ -171,16 +163,7 @@ func scanAll(ctx context.Context, l *ledger.Ledger, f ledger.Filter, fn func(led
 	}
 }
 
-func ledgerVerify(c *cli.Context) error {
-	e, err := loadEnv(c)
-	if err != nil {
-		return err
-	}
-	l, err := e.openLedger(c.Context)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
+func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 	asJSON := c.Bool("json")
 	progress := func(stage string) func(int64) {
 		if asJSON {
@@ -343,16 +326,8 @@ func ledgerReplay(c *cli.Context) error {
 	return nil
 }
 
-func ledgerStats(c *cli.Context) error {
-	e, err := loadEnv(c)
-	if err != nil {
-		return err
-	}
-	l, err := e.openLedger(c.Context)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
+func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
+	var err error
 	st, err := l.Stats(c.Context)
 	if err != nil {
 		return err
