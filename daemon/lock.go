@@ -125,7 +125,9 @@ type LockHolder struct {
 }
 
 // Daemon reports whether the holder is a daemon that will run queued jobs.
-func (h LockHolder) Daemon() bool { return h.Held && h.Role != RoleCLI }
+// A holder that has not written its role yet (it does so just after taking
+// the lock) is not known to be one: look again.
+func (h LockHolder) Daemon() bool { return h.Held && h.Role == RoleDaemon }
 
 // readHolder parses "PID ROLE" (an older lock file holds just the PID).
 func readHolder(path string) (pid int, role string) {
