@@ -1,0 +1,79 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/ductile/ductile/daemon"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestLockKeepsASecondHolderOut(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+
+	h, err := daemon.Holder(dir)
+	require.NoError(t, err)
+	require.Equal(t, daemon.LockHolder{}, h, "no lock file: nobody holds it")
+
+	first, err := daemon.AcquireLock(dir, daemon.RoleCLI)
+	require.NoError(t, err)
+	b, err := os.ReadFile(daemon.LockPath(dir))
+	require.NoError(t, err)
+	require.Equal(t, strconv.Itoa(os.Getpid())+" cli\n", string(b))
+
+	// A second holder is refused, told who holds it.
+	_, err = daemon.AcquireLock(dir, daemon.RoleDaemon)
+	var le *daemon.LockError
+	require.ErrorAs(t, err, &le)
+	require.True(t, errors.Is(err, daemon.ErrLocked))
+	require.Equal(t, os.Getpid(), le.PID)
+	require.Equal(t, daemon.RoleCLI, le.Role)
+	require.Contains(t, err.Error(), "(a ductile plugin run)")
+
+	// A probe sees the holder, and a CLI is not a daemon.
+	h, err = daemon.Holder(dir)
+	require.NoError(t, err)
+	require.Equal(t, daemon.LockHolder{Held: true, PID: os.Getpid(), Role: daemon.RoleCLI}, h)
+	require.False(t, h.Daemon())
+
+	// Released, it can be taken again, and the probe left it untouched.
+	require.NoError(t, first.Release())
+	second, err := daemon.AcquireLock(dir, daemon.RoleDaemon)
+	require.NoError(t, err)
+	h, err = daemon.Holder(dir)
+	require.NoError(t, err)
+	require.True(t, h.Daemon())
+	require.NoError(t, second.Release())
+}
+
+func TestBenchReportsEveryNumber(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a daemon and spawns 2×50 processes")
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tmp := t.TempDir()
+	res, err := daemon.Bench(ctx, daemon.BenchOptions{Jobs: 50, Workers: 2, TempDir: tmp})
+	require.NoError(t, err)
+	require.Equal(t, 50, res.Jobs)
+	require.Equal(t, 2, res.Workers)
+	require.Positive(t, res.JobsPerSec)
+	require.Positive(t, res.SpawnPerSec)
+	require.InDelta(t, res.JobsPerSec/res.SpawnPerSec, res.Ratio, 1e-9)
+	require.Positive(t, res.P50MS)
+	require.LessOrEqual(t, res.P50MS, res.P99MS)
+	require.Positive(t, res.EnqueueMS)
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	require.Empty(t, left, "the scratch state directory is removed")
+}
