@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -154,7 +156,19 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d.log.Info("ductile started", "state_dir", opts.StateDir, "pid", os.Getpid(),
 		"head", d.Ledger.Head(), "plugins", len(d.Plugins.List()), "max_workers", d.Config.Service.MaxWorkers)
-	<-ctx.Done()
+	// SIGHUP means "reload the config" (spec §11.3). Until reload exists, it
+	// must at least not kill the daemon, which is Go's default for SIGHUP.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for waiting := true; waiting; {
+		select {
+		case <-hup:
+			d.log.Warn("SIGHUP received, but config reload is not implemented yet: restart ductile to apply config changes")
+		case <-ctx.Done():
+			waiting = false
+		}
+	}
 	d.log.Info("ductile stopping", "reason", context.Cause(ctx).Error())
 	err = d.Close()
 	d.log.Info("ductile stopped")

@@ -2,13 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"zombiezen.com/go/sqlite"
 
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/queries"
@@ -36,6 +39,16 @@ func jobCommand() *cli.Command {
 				ArgsUsage: "JOB_ID",
 				Flags:     []cli.Flag{jsonFlag},
 				Action:    jobInspect,
+			},
+			{
+				Name:      "cancel",
+				Usage:     "cancel a job: a queued one at once, a running one by stopping its plugin",
+				ArgsUsage: "JOB_ID",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "reason", Value: "canceled from the CLI", Usage: "why, recorded with the job"},
+					jsonFlag, dryRunFlag,
+				},
+				Action: withLedger(jobCancel),
 			},
 			{
 				Name:      "logs",
@@ -350,4 +363,46 @@ func oneLine(s string, n int) string {
 		return s[:n-1] + "…"
 	}
 	return s
+}
+
+func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
+	id := c.Args().First()
+	if id == "" || c.NArg() > 1 {
+		return usagef("job cancel needs exactly one JOB_ID (see: ductile job list)")
+	}
+	evs, err := l.ReadStream(c.Context, events.JobStream(id))
+	if err != nil {
+		return err
+	}
+	j, err := commands.FoldJob(evs)
+	if errors.Is(err, commands.ErrJobNotFound) {
+		return failf("no job %s (see: ductile job list)", id)
+	}
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"job_id": id, "status_before": j.Status, "dry_run": c.Bool("dry-run")}
+	status := j.Status
+	if !c.Bool("dry-run") {
+		status, err = commands.CancelJob(c.Context, l, commands.Cancel{JobID: id, Reason: c.String("reason"), Actor: commands.ByCLI, Now: time.Now()})
+		if errors.Is(err, commands.ErrInvalidTransition) {
+			return failf("job %s is %s: only a queued or running job can be canceled", id, j.Status)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	out["status"] = status
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	switch {
+	case c.Bool("dry-run"):
+		fmt.Fprintf(e.stdout, "would cancel job %s, now %s (run without --dry-run to do it)\n", id, j.Status)
+	case status == events.StatusCancelRequested:
+		fmt.Fprintf(e.stdout, "job %s: cancel requested; the daemon stops its plugin (see: ductile job inspect %s)\n", id, id)
+	default:
+		fmt.Fprintf(e.stdout, "job %s is %s\n", id, status)
+	}
+	return nil
 }

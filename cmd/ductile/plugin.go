@@ -131,6 +131,9 @@ func pluginRun(c *cli.Context) error {
 	if name == "" || c.NArg() > 1 {
 		return usagef("plugin run needs exactly one PLUGIN (see: ductile plugin list)")
 	}
+	if !e.cfg.Plugin(name).Enabled {
+		return failf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
+	}
 	enq := dispatch.JobFor(e.cfg, name, c.String("command"), commands.ByCLI)
 	if p := c.String("payload"); p != "" {
 		if !json.Valid([]byte(p)) {
@@ -176,9 +179,6 @@ func pluginRun(c *cli.Context) error {
 		l, out.RanBy = d.Ledger, "cli"
 		if _, ok := d.Plugins.Get(name); !ok {
 			return failf("no plugin named %q (see: ductile plugin list)", name)
-		}
-		if !e.cfg.Plugin(name).Enabled {
-			return failf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
 		}
 	}
 	if l == nil {

@@ -1,0 +1,56 @@
+package main_test
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestJobCancelAndSIGHUP cancels a running job from the CLI (the daemon
+// stops its plugin) and a queued one (at once), and checks a SIGHUP leaves
+// the daemon running.
+func TestJobCancelAndSIGHUP(t *testing.T) {
+	t.Parallel()
+	w := newJobWorld(t, `
+plugin_roots: ["$PLUGINS"]
+service: {max_workers: 1}
+plugins:
+  echo: {config: {mode: hang}, timeouts: {poll: 1m}}
+`)
+	d := w.startDaemon()
+	var running, queued runView
+	w.runJSON(0, &running, "plugin", "run", "echo", "--json")
+	w.runJSON(0, &queued, "plugin", "run", "echo", "--json")
+	w.waitInspect(running.JobID, "running", func(in inspectView) bool { return in.Job.Status == "running" })
+
+	// A SIGHUP is logged and ignored (config reload does not exist yet).
+	require.NoError(t, syscall.Kill(d.pid(), syscall.SIGHUP))
+	d.waitLine(t, 0, func(l string) bool { return strings.Contains(l, "SIGHUP received") })
+
+	// --dry-run changes nothing.
+	var dry map[string]any
+	w.runJSON(0, &dry, "job", "cancel", queued.JobID, "--dry-run", "--json")
+	require.Equal(t, map[string]any{"job_id": queued.JobID, "status_before": "queued", "status": "queued", "dry_run": true}, dry)
+	require.Equal(t, "queued", w.inspect(queued.JobID).Job.Status)
+
+	// A queued job is canceled at once.
+	var out map[string]any
+	w.runJSON(0, &out, "job", "cancel", queued.JobID, "--reason", "not needed", "--json")
+	require.Equal(t, "canceled", out["status"])
+
+	// A running one gets a cancel request; the daemon stops its plugin.
+	w.runJSON(0, &out, "job", "cancel", running.JobID, "--json")
+	require.Equal(t, "cancel_requested", out["status"])
+	in := w.waitInspect(running.JobID, "canceled", func(in inspectView) bool { return in.Job.Status == "canceled" })
+	require.Equal(t, "canceled", in.Attempts[0].Status)
+
+	// Canceling a finished job is refused.
+	r := w.run("job", "cancel", running.JobID)
+	require.Equal(t, 1, r.code, "%s", r)
+	require.Contains(t, r.stderr, "only a queued or running job can be canceled")
+
+	w.stopDaemon(d)
+	w.replayAndVerify()
+}
