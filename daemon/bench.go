@@ -176,27 +176,15 @@ func spawnRate(ctx context.Context, p *pluginhost.Plugin, n, workers int) (float
 }
 
 // waitSucceeded waits, on projector progress, until n jobs have succeeded.
-// It counts job.succeeded events as the event_counts projection holds them:
-// one row, so the bench's own watching costs next to nothing.
+// It counts from the projector's own tally of applied events, so the
+// bench's watching costs no database reads.
 func waitSucceeded(ctx context.Context, d *Daemon, n int) error {
 	for {
 		progressed := d.Projector.Progressed()
-		var ok, dead int64
-		err := d.Ledger.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
-			var err error
-			if ok, err = queries.CountEventsOfType(conn, events.JobSucceeded); err != nil {
-				return err
-			}
-			dead, err = queries.CountEventsOfType(conn, events.JobDead)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		if ok >= int64(n) {
+		if d.Projector.Seen(events.JobSucceeded) >= int64(n) {
 			return nil
 		}
-		if dead > 0 {
+		if dead := d.Projector.Seen(events.JobDead); dead > 0 {
 			return fmt.Errorf("%d bench jobs failed", dead)
 		}
 		select {

@@ -467,15 +467,45 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) {
 	wctx := context.WithoutCancel(ctx)
 
 	timeout := d.opts.Config.Timeout(c.plugin, c.command)
-	st, err := commands.StartJob(wctx, d.opts.Ledger, commands.Start{JobID: c.id, Timeout: timeout, PID: os.Getpid(), Now: d.opts.Now()})
-	if err != nil {
-		// Not startable any more (canceled, or started elsewhere): nothing to do.
-		log.Debug("job not started", "err", err)
-		return
+	start := func() (commands.Started, error) {
+		return commands.StartJob(wctx, d.opts.Ledger, commands.Start{JobID: c.id, Timeout: timeout, PID: os.Getpid(), Now: d.opts.Now()})
 	}
-	job := st.Job
-	res, outcome := d.runPlugin(ctx, job, st.State, timeout, log)
+	var st commands.Started
+	var res pluginhost.Result
+	var outcome commands.Outcome
+	p, cfgJSON, problem := d.runnable(c)
+	if problem != "" {
+		var err error
+		if st, err = start(); err != nil {
+			log.Debug("job not started", "err", err)
+			return
+		}
+		outcome = commands.Outcome{Kind: commands.OutcomeError, Error: problem}
+	} else {
+		// The process starts while the start is being recorded; it gets its
+		// request (with the state read in the start's transaction) after.
+		started := false
+		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
+			var err error
+			if st, err = start(); err != nil {
+				return pluginhost.Request{}, err
+			}
+			started = true
+			return pluginhost.Request{
+				Protocol: pluginhost.ProtocolVersion, JobID: st.JobID, Command: st.Command,
+				Config: cfgJSON, State: st.State, Context: json.RawMessage("{}"), Event: st.Event,
+				DeadlineAt: d.opts.Now().Add(timeout),
+			}, nil
+		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace})
+		if !started {
+			// Not startable any more (canceled, or started elsewhere): nothing to do.
+			log.Debug("job not started", "err", res.Err)
+			return
+		}
+		outcome = d.outcome(ctx, res, log)
+	}
 	d.exited(c)
+	job := st.Job
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: d.opts.Now()}
 	if outcome.Kind == commands.OutcomeOK {
 		d.addRoutingAndFacts(&complete, job, res, log)
@@ -489,31 +519,28 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) {
 	d.logOutcome(log, job, outcome, cres, complete.Children)
 }
 
-// runPlugin runs the job's plugin and turns the result into an Outcome.
-func (d *Dispatcher) runPlugin(ctx context.Context, job *commands.Job, state json.RawMessage, timeout time.Duration, log *slog.Logger) (pluginhost.Result, commands.Outcome) {
-	p, ok := d.opts.Plugins.Get(job.Plugin)
+// runnable finds the job's plugin and its config, or says why it cannot run.
+func (d *Dispatcher) runnable(c candidate) (*pluginhost.Plugin, json.RawMessage, string) {
+	p, ok := d.opts.Plugins.Get(c.plugin)
 	if !ok {
-		msg := fmt.Sprintf("plugin %q is not installed or failed to load (see: ductile plugin list)", job.Plugin)
-		return pluginhost.Result{}, commands.Outcome{Kind: commands.OutcomeError, Error: msg}
+		return nil, nil, fmt.Sprintf("plugin %q is not installed or failed to load (see: ductile plugin list)", c.plugin)
 	}
-	if !d.opts.Config.Plugin(job.Plugin).Enabled {
-		msg := fmt.Sprintf("plugin %q is disabled in the config (plugins.%s.enabled: false)", job.Plugin, job.Plugin)
-		return pluginhost.Result{}, commands.Outcome{Kind: commands.OutcomeError, Error: msg}
+	if !d.opts.Config.Plugin(c.plugin).Enabled {
+		return nil, nil, fmt.Sprintf("plugin %q is disabled in the config (plugins.%s.enabled: false)", c.plugin, c.plugin)
 	}
-	if _, ok := p.Command(job.Command); !ok {
-		msg := fmt.Sprintf("plugin %q has no command %q", job.Plugin, job.Command)
-		return pluginhost.Result{}, commands.Outcome{Kind: commands.OutcomeError, Error: msg}
+	if _, ok := p.Command(c.command); !ok {
+		return nil, nil, fmt.Sprintf("plugin %q has no command %q", c.plugin, c.command)
 	}
-	cfgJSON, err := json.Marshal(d.opts.Config.Plugin(job.Plugin).Config)
+	cfgJSON, err := json.Marshal(d.opts.Config.Plugin(c.plugin).Config)
 	if err != nil {
-		return pluginhost.Result{}, commands.Outcome{Kind: commands.OutcomeError, Error: "encode plugin config: " + err.Error()}
+		return nil, nil, "encode plugin config: " + err.Error()
 	}
-	req := pluginhost.Request{
-		Protocol: pluginhost.ProtocolVersion, JobID: job.JobID, Command: job.Command,
-		Config: cfgJSON, State: state, Context: json.RawMessage("{}"), Event: job.Event,
-		DeadlineAt: d.opts.Now().Add(timeout),
-	}
-	res := pluginhost.Run(ctx, p, req, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace})
+	return p, cfgJSON, ""
+}
+
+// outcome turns a plugin run into the Outcome to record, and logs what the
+// plugin wrote to stderr and its logs.
+func (d *Dispatcher) outcome(ctx context.Context, res pluginhost.Result, log *slog.Logger) commands.Outcome {
 	out := commands.Outcome{
 		Kind: string(res.Kind), Retryable: res.Retryable, Error: res.Err, ExitCode: res.ExitCode,
 		Duration: res.Duration, Stderr: string(res.Stderr), StderrTruncated: res.StderrTruncated,
@@ -539,7 +566,7 @@ func (d *Dispatcher) runPlugin(ctx context.Context, job *commands.Job, state jso
 			log.Log(ctx, pluginLevel(l.Level), l.Message, "source", "plugin")
 		}
 	}
-	return res, out
+	return out
 }
 
 func (d *Dispatcher) addRoutingAndFacts(complete *commands.Complete, job *commands.Job, res pluginhost.Result, log *slog.Logger) {

@@ -203,6 +203,7 @@ func (l *Ledger) commitBatch(batch []*request) {
 	for _, r := range batch {
 		relaxed = relaxed && r.relaxed
 	}
+	var committed func() // the inline projection's, run once the batch is durable
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -224,13 +225,15 @@ func (l *Ledger) commitBatch(batch []*request) {
 		if err != nil {
 			return err
 		}
-		now := l.opts.Now().UTC().Format(TimeFormat)
+		nowTime := l.opts.Now().UTC()
+		now := nowTime.Format(TimeFormat)
+		var appended []Event
 		for _, r := range batch {
 			if err := r.ctx.Err(); err != nil {
 				r.err = err
 				continue
 			}
-			next, seqs, rerr := l.applyOne(conn, r, head, now)
+			next, stored, rerr := l.applyOne(conn, r, head, now)
 			if conn.AutocommitEnabled() {
 				// SQLite rolled the whole transaction back (I/O error, disk
 				// full…): nothing in this batch is in, so all of it fails.
@@ -243,9 +246,18 @@ func (l *Ledger) commitBatch(batch []*request) {
 				r.err = rerr
 				continue
 			}
-			r.seqs, head = seqs, next
+			r.seqs = make([]int64, len(stored))
+			for i := range stored {
+				stored[i].RecordedAt = nowTime
+				r.seqs[i] = stored[i].Seq
+			}
+			appended = append(appended, stored...)
+			head = next
 		}
 		lastSeq = head.seq
+		if committed, err = l.projectInline(conn, appended); err != nil {
+			return err
+		}
 		return nil
 	}()
 	for _, r := range batch {
@@ -255,13 +267,58 @@ func (l *Ledger) commitBatch(batch []*request) {
 		close(r.done)
 	}
 	if err == nil && lastSeq > 0 {
+		if committed != nil {
+			committed()
+		}
 		l.notify.committed(lastSeq)
 	}
 }
 
+// InlineProjection is run by the writer inside each append transaction,
+// after the batch's events are in, with those events (oldest first). It may
+// write the projection tables on conn and returns a function the writer
+// calls once the transaction has committed.
+type InlineProjection func(conn *sqlite.Conn, appended []Event) (committed func(), err error)
+
+// SetInlineProjection installs (or, with nil, removes) the inline projection.
+// Only the projector calls it: projections then follow this process's
+// appends in the same transaction, with no second transaction and no re-read.
+func (l *Ledger) SetInlineProjection(fn InlineProjection) {
+	l.inline.Store(&fn)
+}
+
+// projectInline runs the inline projection in a savepoint: if it fails, what
+// it wrote is rolled back and the appends still commit (the projector
+// goroutine catches up later). Only a transaction lost as a whole fails the batch.
+func (l *Ledger) projectInline(conn *sqlite.Conn, appended []Event) (committed func(), err error) {
+	fn := l.inline.Load()
+	if fn == nil || *fn == nil || len(appended) == 0 {
+		return nil, nil
+	}
+	perr := func() (perr error) {
+		release := sqlitex.Save(conn)
+		defer release(&perr)
+		defer func() {
+			if p := recover(); p != nil {
+				perr = fmt.Errorf("inline projection panicked: %v", p)
+			}
+		}()
+		committed, perr = (*fn)(conn, appended)
+		return perr
+	}()
+	if conn.AutocommitEnabled() {
+		return nil, fmt.Errorf("append: inline projection: transaction rolled back: %w", perr)
+	}
+	if perr != nil {
+		l.log.Warn("inline projection failed; the projector will catch up", "err", perr)
+		return nil, nil
+	}
+	return committed, nil
+}
+
 // applyOne runs one request's decision and inserts its events inside a
 // savepoint, returning the new chain head.
-func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now string) (next chainHead, seqs []int64, err error) {
+func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now string) (next chainHead, stored []Event, err error) {
 	release := sqlitex.Save(conn)
 	defer release(&err)
 	defer func() {
@@ -273,40 +330,41 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 	if err != nil {
 		return head, nil, err
 	}
-	seqs = make([]int64, 0, len(events))
+	stored = make([]Event, 0, len(events))
 	for i, ev := range events {
-		if head, err = insertEvent(conn, head, ev, now); err != nil {
+		var e Event
+		if head, e, err = insertEvent(conn, head, ev, now); err != nil {
 			return head, nil, fmt.Errorf("append event %d (%s %s): %w", i, ev.Stream, ev.Type, err)
 		}
-		seqs = append(seqs, head.seq)
+		stored = append(stored, e)
 	}
-	return head, seqs, nil
+	return head, stored, nil
 }
 
-func insertEvent(conn *sqlite.Conn, head chainHead, ev NewEvent, now string) (chainHead, error) {
+func insertEvent(conn *sqlite.Conn, head chainHead, ev NewEvent, now string) (chainHead, Event, error) {
 	if ev.Stream == "" {
-		return head, fmt.Errorf("%w: empty stream", ErrInvalidEvent)
+		return head, Event{}, fmt.Errorf("%w: empty stream", ErrInvalidEvent)
 	}
 	if ev.Type == "" {
-		return head, fmt.Errorf("%w: empty type", ErrInvalidEvent)
+		return head, Event{}, fmt.Errorf("%w: empty type", ErrInvalidEvent)
 	}
 	if ev.ExpectedVersion < AnyVersion {
-		return head, fmt.Errorf("%w: expected version %d", ErrInvalidEvent, ev.ExpectedVersion)
+		return head, Event{}, fmt.Errorf("%w: expected version %d", ErrInvalidEvent, ev.ExpectedVersion)
 	}
 	data, err := encodeData(ev.Data)
 	if err != nil {
-		return head, err
+		return head, Event{}, err
 	}
 	meta, err := json.Marshal(ev.Meta)
 	if err != nil {
-		return head, fmt.Errorf("%w: meta: %v", ErrInvalidEvent, err)
+		return head, Event{}, fmt.Errorf("%w: meta: %v", ErrInvalidEvent, err)
 	}
 	current, err := queries.StreamVersion(conn, ev.Stream)
 	if err != nil {
-		return head, err
+		return head, Event{}, err
 	}
 	if ev.ExpectedVersion != AnyVersion && ev.ExpectedVersion != current {
-		return head, &VersionConflictError{Stream: ev.Stream, Expected: ev.ExpectedVersion, Actual: current}
+		return head, Event{}, &VersionConflictError{Stream: ev.Stream, Expected: ev.ExpectedVersion, Actual: current}
 	}
 	next := chainHead{seq: head.seq + 1}
 	next.hash = chainHash(head.hash, next.seq, ev.Stream, current+1, ev.Type, data, string(meta), now)
@@ -322,9 +380,12 @@ func insertEvent(conn *sqlite.Conn, head chainHead, ev NewEvent, now string) (ch
 		Hash:       next.hash,
 	})
 	if err != nil {
-		return head, err
+		return head, Event{}, err
 	}
-	return next, nil
+	return next, Event{
+		Seq: next.seq, Stream: ev.Stream, Version: current + 1, Type: ev.Type,
+		Data: []byte(data), Meta: meta, PrevHash: head.hash, Hash: next.hash, recordedAt: now,
+	}, nil
 }
 
 func readHead(conn *sqlite.Conn) (chainHead, error) {

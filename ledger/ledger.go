@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -54,6 +55,7 @@ type Ledger struct {
 
 	notify  notifier
 	watcher *walWatcher
+	inline  atomic.Pointer[InlineProjection]
 }
 
 // Open migrates the SQLite file at path (creating it and its directory if

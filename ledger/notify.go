@@ -13,13 +13,14 @@ import (
 // replaced) at the next commit, so any number of goroutines can wait on it
 // without polling, and a commit never blocks on a slow waiter.
 type notifier struct {
-	mu   sync.Mutex
-	head int64 // newest seq committed by this process (or found at open)
-	ch   chan struct{}
-	shut bool
+	mu       sync.Mutex
+	head     int64         // newest seq committed by this process (or found at open)
+	ch       chan struct{} // any commit
+	external chan struct{} // only hints of other processes' commits
+	shut     bool
 }
 
-func (n *notifier) init() { n.ch = make(chan struct{}) }
+func (n *notifier) init() { n.ch, n.external = make(chan struct{}), make(chan struct{}) }
 
 func (n *notifier) committed(seq int64) {
 	n.mu.Lock()
@@ -34,7 +35,17 @@ func (n *notifier) committed(seq int64) {
 func (n *notifier) poke() {
 	n.mu.Lock()
 	n.wakeLocked()
+	if !n.shut {
+		close(n.external)
+		n.external = make(chan struct{})
+	}
 	n.mu.Unlock()
+}
+
+func (n *notifier) waitExternal() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.external
 }
 
 func (n *notifier) wakeLocked() {
@@ -63,6 +74,7 @@ func (n *notifier) close() {
 	if !n.shut {
 		n.shut = true
 		close(n.ch)
+		close(n.external)
 	}
 }
 
@@ -70,6 +82,12 @@ func (n *notifier) close() {
 // this process or another one. Waiters re-check what they care about; a
 // wake-up without news is possible, a missed commit is not.
 func (l *Ledger) Changed() <-chan struct{} { return l.notify.wait() }
+
+// External returns a channel closed at the next hint that another process
+// may have committed (a write to the WAL file that may not be ours). Waiters
+// that already follow this process's own commits by other means use it
+// instead of Changed.
+func (l *Ledger) External() <-chan struct{} { return l.notify.waitExternal() }
 
 // Head is the newest seq this process has committed or seen at open. Events
 // appended by other processes are found by reading (see ReadFrom, LastSeq).
@@ -84,7 +102,8 @@ func (l *Ledger) Head() int64 { return l.notify.lastSeq() }
 // a waiter woken by the write itself may look too early. After a burst of
 // writes the watcher therefore wakes waiters again 2 ms, 20 ms and 200 ms
 // after the last one: cheap (a waiter re-reads one number) and it covers a
-// writer that is descheduled between the two steps.
+// writer that is descheduled between the two steps. Up-front wake-ups are
+// limited to one per 5 ms, since one commit is many writes.
 type walWatcher struct {
 	w    *fsnotify.Watcher
 	done chan struct{}
@@ -110,6 +129,7 @@ func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error)
 		timer.Stop()
 		defer timer.Stop()
 		step := len(trailing) // no trailing wake-up pending
+		var lastPoke time.Time
 		for {
 			select {
 			case <-timer.C:
@@ -122,7 +142,12 @@ func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error)
 					return
 				}
 				if ev.Name == wal && ev.Has(fsnotify.Write|fsnotify.Create) {
-					poke()
+					// A commit is several writes: wake waiters at most once per
+					// burst up front; the trailing wake-ups cover the rest.
+					if now := time.Now(); now.Sub(lastPoke) > 5*time.Millisecond {
+						poke()
+						lastPoke = now
+					}
 					step = 0
 					timer.Reset(trailing[0])
 				}

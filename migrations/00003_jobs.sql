@@ -29,7 +29,6 @@ CREATE INDEX job_queue_status_seq ON job_queue (status, seq);
 -- The few queued jobs waiting for a retry, without scanning the whole queue
 -- (next_retry_at is set only while a job waits for its retry).
 CREATE INDEX job_queue_waiting_retry ON job_queue (seq) WHERE next_retry_at IS NOT NULL;
-CREATE INDEX job_queue_plugin_seq ON job_queue (plugin, seq);
 CREATE INDEX job_queue_parent ON job_queue (parent_job_id) WHERE parent_job_id IS NOT NULL;
 
 -- One row per attempt: what the plugin said and how long it took.
@@ -57,8 +56,6 @@ CREATE TABLE job_log (
     ended_seq        INTEGER,
     PRIMARY KEY (job_id, attempt)
 ) STRICT;
-
-CREATE INDEX job_log_plugin ON job_log (plugin, started_seq);
 
 -- Append-only durable plugin record (primary); seq is the event's seq.
 CREATE TABLE plugin_facts (

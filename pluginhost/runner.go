@@ -143,6 +143,46 @@ type Result struct {
 // command: nothing outlives its run).
 func Run(ctx context.Context, p *Plugin, req Request, opts RunOptions) Result {
 	opts = opts.withDefaults(req.Command)
+	if req.DeadlineAt.IsZero() {
+		req.DeadlineAt = time.Now().Add(opts.Timeout)
+	}
+	payload, err := req.MarshalJSON()
+	if err != nil {
+		return Result{Kind: KindError, ExitCode: -1, Err: "encode request: " + err.Error()}
+	}
+	return run(ctx, p, req.Command, func() ([]byte, error) { return payload, nil }, opts)
+}
+
+// NotStartedError is the Err prefix of a RunPrepared whose prepare failed.
+const NotStartedError = "not started: "
+
+// RunPrepared is Run for a request only known once the work is claimed: it
+// starts the plugin's process first, then calls prepare while the child is
+// still starting up, and writes the request prepare returns. This takes the
+// caller's own bookkeeping (recording the job's start) off the critical path
+// of a spawn. If prepare fails, the process group is killed before it has
+// received anything, and the result is KindCanceled with Err starting with
+// NotStartedError. The timeout counts from the moment the request is written.
+func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() (Request, error), opts RunOptions) Result {
+	opts = opts.withDefaults(command)
+	return run(ctx, p, command, func() ([]byte, error) {
+		req, err := prepare()
+		if err != nil {
+			return nil, err
+		}
+		if req.DeadlineAt.IsZero() {
+			req.DeadlineAt = time.Now().Add(opts.Timeout)
+		}
+		payload, err := req.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		return payload, nil
+	}, opts)
+}
+
+// run starts the process, then gets the request bytes from payload.
+func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte, error), opts RunOptions) Result {
 	start := time.Now()
 	res := Result{ExitCode: -1}
 	finish := func() Result {
@@ -154,21 +194,25 @@ func Run(ctx context.Context, p *Plugin, req Request, opts RunOptions) Result {
 		res.Kind, res.Err = KindCanceled, "canceled before start: "+err.Error()
 		return finish()
 	}
-	if req.DeadlineAt.IsZero() {
-		req.DeadlineAt = start.Add(opts.Timeout)
-	}
-	payload, err := req.MarshalJSON()
-	if err != nil {
-		res.Kind, res.Err = KindError, "encode request: "+err.Error()
-		return finish()
-	}
-
-	pr, err := startProcess(p, append(payload, '\n'), opts)
+	pr, err := startProcess(p, opts)
 	if err != nil {
 		res.Kind, res.Err, res.Retryable = KindError, err.Error(), true
 		return finish()
 	}
 	res.PID = pr.pid
+
+	request, err := payload()
+	if err != nil {
+		// Nothing was written to the plugin: end it before it can act (kill
+		// first, so it never even sees its stdin close).
+		pr.signal(syscall.SIGKILL)
+		pr.send(nil)
+		<-pr.exited
+		pr.finish(opts.WaitDelay)
+		res.Kind, res.Err = KindCanceled, NotStartedError+err.Error()
+		return finish()
+	}
+	pr.send(append(request, '\n'))
 	if opts.OnStart != nil {
 		opts.OnStart(pr.pid)
 	}
@@ -203,9 +247,13 @@ type process struct {
 	readers    sync.WaitGroup
 	readerDone chan struct{} // closed when both readers have hit EOF or been closed
 	writerDone chan struct{} // closed when the request writer has returned
+	payload    chan []byte   // the request, once known (nil: none)
 }
 
-func startProcess(p *Plugin, payload []byte, opts RunOptions) (*process, error) {
+// send hands the request to the stdin writer (nil: close stdin unwritten).
+func (pr *process) send(payload []byte) { pr.payload <- payload }
+
+func startProcess(p *Plugin, opts RunOptions) (*process, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -256,6 +304,7 @@ func startProcess(p *Plugin, payload []byte, opts RunOptions) (*process, error) 
 		exited:     make(chan struct{}),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
+		payload:    make(chan []byte, 1),
 	}
 	var once sync.Once
 	pr.closeStdin = func() { once.Do(func() { _ = inW.Close() }) }
@@ -264,8 +313,10 @@ func startProcess(p *Plugin, payload []byte, opts RunOptions) (*process, error) 
 		defer close(pr.writerDone)
 		// An error here (EPIPE: the plugin exited without reading, or
 		// ErrClosed: forced close) is not an outcome; the exit status and
-		// stdout decide.
-		_, _ = inW.Write(payload)
+		// stdout decide. A nil payload means the run was called off.
+		if payload := <-pr.payload; payload != nil {
+			_, _ = inW.Write(payload)
+		}
 		pr.closeStdin()
 	}()
 	pr.readers.Add(2)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"regexp"
 	"strconv"
@@ -303,4 +304,27 @@ func BenchmarkRunEcho(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "spawns/s")
+}
+
+func TestRunPreparedWritesTheRequestPreparedAfterTheSpawn(t *testing.T) {
+	t.Parallel()
+	res := pluginhost.RunPrepared(context.Background(), fixture(t, "request"), "poll", func() (pluginhost.Request, error) {
+		req := pollRequest()
+		req.JobID = "prepared-late"
+		return req, nil
+	}, pluginhost.RunOptions{})
+	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Contains(t, string(res.Stdout), "prepared-late", "the plugin got the prepared request")
+}
+
+func TestRunPreparedKillsThePluginWhenPrepareFails(t *testing.T) {
+	t.Parallel()
+	res := pluginhost.RunPrepared(context.Background(), fixture(t, "request"), "poll", func() (pluginhost.Request, error) {
+		return pluginhost.Request{}, errors.New("job already started elsewhere")
+	}, pluginhost.RunOptions{})
+	require.Equal(t, pluginhost.KindCanceled, res.Kind)
+	require.Equal(t, pluginhost.NotStartedError+"job already started elsewhere", res.Err)
+	require.False(t, res.Retryable)
+	require.Empty(t, res.Stdout, "the plugin never received a request to answer")
+	requireGroupGone(t, res.PID)
 }

@@ -42,6 +42,7 @@ type Projector struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	kick   chan struct{} // the inline projection fell behind: catch up
 }
 
 // New returns a projector for ps over l (Default() when ps is empty).
@@ -62,14 +63,18 @@ func New(l *ledger.Ledger, opts Options, ps ...Projection) *Projector {
 		log:      opts.Logger.With("component", "projector"),
 		progress: make(chan struct{}),
 		seen:     map[string]int64{},
+		kick:     make(chan struct{}, 1),
 	}
 }
 
-// Start catches up in the background and then follows the log, waking on
-// every commit. It returns at once; Stop ends it.
+// Start makes the projector follow the log. This process's own appends are
+// projected inside their append transactions (see inline); a goroutine
+// catches up on what that did not cover and on other processes' appends,
+// waking on hints that another process wrote. It returns at once; Stop ends it.
 func (p *Projector) Start(ctx context.Context) {
 	ctx, p.cancel = context.WithCancel(ctx)
 	p.done = make(chan struct{})
+	p.l.SetInlineProjection(p.inline)
 	go p.run(ctx)
 }
 
@@ -79,8 +84,60 @@ func (p *Projector) Stop() {
 	if p.cancel == nil {
 		return
 	}
+	p.l.SetInlineProjection(nil)
 	p.cancel()
 	<-p.done
+}
+
+// inline applies a batch of this process's appends inside their own
+// transaction. If the projections are behind (other processes' appends not
+// yet projected), it first applies those, up to one batch; further behind, it
+// leaves everything to the goroutine.
+func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committed func(), err error) {
+	defer func() {
+		if err != nil {
+			p.wake() // rolled back: the goroutine catches up after this commit
+		}
+	}()
+	cp, err := readCheckpoint(conn)
+	if err != nil {
+		return nil, err
+	}
+	first := appended[0].Seq
+	if first-1-cp > int64(p.batch) {
+		p.wake()
+		return nil, nil
+	}
+	types := map[string]int64{}
+	observe := func(ev ledger.Event) { types[ev.Type]++ }
+	if cp < first-1 {
+		if cp, err = apply(conn, p.ps, cp, first-1, observe); err != nil {
+			return nil, err
+		}
+	}
+	for _, ev := range appended {
+		if ev.Seq <= cp {
+			continue
+		}
+		for _, pr := range p.ps {
+			if err := pr.Apply(conn, ev); err != nil {
+				return nil, fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
+			}
+		}
+		observe(ev)
+		cp = ev.Seq
+	}
+	if err := queries.SetCheckpoint(conn, queries.SetCheckpointParams{Name: checkpointName, Seq: cp}); err != nil {
+		return nil, err
+	}
+	return func() { p.setResult(cp, types, nil) }, nil
+}
+
+func (p *Projector) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (p *Projector) run(ctx context.Context) {
@@ -88,8 +145,9 @@ func (p *Projector) run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for {
 		// Take the wake-up channel before looking, so a commit that lands
-		// while we apply is never missed.
-		changed := p.l.Changed()
+		// while we apply is never missed. Our own commits are projected
+		// inline; only other processes' need this goroutine.
+		changed := p.l.External()
 		n, err := p.RunOnce(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -114,6 +172,7 @@ func (p *Projector) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-changed:
+		case <-p.kick:
 		}
 	}
 }
