@@ -59,8 +59,9 @@ type Dispatcher struct {
 	retries     []candidate // queued, waiting for a retry
 	truncated   bool        // ready was cut at the read limit
 	dry         bool        // free workers but nothing eligible in a truncated cache
-	cacheGen    int64
-	cacheCapped string // the capped plugins the cache was read without (JSON)
+	cacheGen      int64  // requeue events applied when the cache was read
+	cacheEnqueued int64  // job.enqueued events applied when the cache was read
+	cacheCapped   string // the capped plugins the cache was read without (JSON)
 	cancelsSeen int64  // job.cancel_requested events applied at our last look
 
 	freed  chan struct{}
@@ -83,8 +84,10 @@ type candidate struct {
 	retryAt                        time.Time
 }
 
-// candidateEvents can add dispatch candidates when the projector applies them.
-var candidateEvents = []string{events.JobEnqueued, events.JobRetryScheduled, events.JobRecovered}
+// requeueEvents put a job back in the queue at its old place in FIFO order,
+// so they can add a candidate anywhere in the queue; a new job.enqueued only
+// ever adds one after every job already queued.
+var requeueEvents = []string{events.JobRetryScheduled, events.JobRecovered}
 
 var (
 	errCanceledByUser = errors.New("canceled by request")
@@ -303,12 +306,16 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 		}
 	}
 	var gen int64
-	for _, t := range candidateEvents {
+	for _, t := range requeueEvents {
 		gen += d.opts.Projector.Seen(t)
 	}
+	enqueued := d.opts.Projector.Seen(events.JobEnqueued)
 	free := d.max - d.procs
 	capped := d.cappedPlugins()
-	readCands := free > 0 && (gen != d.cacheGen || d.dry || capped != d.cacheCapped)
+	// A truncated cache already holds the oldest jobs: new ones queue behind
+	// them and matter only once it runs dry.
+	newJobs := enqueued != d.cacheEnqueued && !d.truncated
+	readCands := free > 0 && (gen != d.cacheGen || newJobs || d.dry || capped != d.cacheCapped)
 	seen := d.opts.Projector.Seen(events.JobCancelRequested)
 	checkCancels := len(d.running) > 0 && seen != d.cancelsSeen
 	d.cancelsSeen = seen
@@ -356,6 +363,7 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 	defer d.mu.Unlock()
 	if readCands {
 		d.ready, d.retries, d.cacheGen, d.cacheCapped, d.dry = ready, retries, gen, capped, false
+		d.cacheEnqueued = enqueued
 		d.truncated = int64(len(ready)) == limit
 	}
 	for _, id := range cancels {

@@ -30,16 +30,43 @@ type request struct {
 
 // Tx is what a decision sees inside the write transaction: the streams as
 // they are at that instant, including events appended earlier in the same batch.
-type Tx struct{ conn *sqlite.Conn }
+type Tx struct {
+	conn *sqlite.Conn
+	// versions remembers the streams this decision has read, so appending
+	// to them needs no second look (nothing else writes during a decision).
+	versions map[string]int64
+}
+
+func (tx *Tx) remember(stream string, version int64) {
+	if tx.versions == nil {
+		tx.versions = map[string]int64{}
+	}
+	tx.versions[stream] = version
+}
 
 // StreamVersion is the stream's current version (0 if it has no events).
 func (tx *Tx) StreamVersion(stream string) (int64, error) {
-	return queries.StreamVersion(tx.conn, stream)
+	if v, ok := tx.versions[stream]; ok {
+		return v, nil
+	}
+	v, err := queries.StreamVersion(tx.conn, stream)
+	if err == nil {
+		tx.remember(stream, v)
+	}
+	return v, err
 }
 
 // ReadStream returns the stream's events, oldest first.
 func (tx *Tx) ReadStream(stream string) ([]Event, error) {
-	return readStream(tx.conn, stream)
+	evs, err := readStream(tx.conn, stream)
+	if err == nil {
+		var v int64
+		if len(evs) > 0 {
+			v = evs[len(evs)-1].Version
+		}
+		tx.remember(stream, v)
+	}
+	return evs, err
 }
 
 // Append appends events atomically (all or none) and returns their seqs.
@@ -233,7 +260,11 @@ func (l *Ledger) commitBatch(batch []*request) {
 				r.err = err
 				continue
 			}
-			next, stored, rerr := l.applyOne(conn, r, head, now)
+			isolated := len(batch) > 1
+			next, stored, rerr := l.applyOne(conn, r, head, now, isolated)
+			if !isolated && rerr != nil {
+				return rerr // the transaction holds nothing else: roll it back
+			}
 			if conn.AutocommitEnabled() {
 				// SQLite rolled the whole transaction back (I/O error, disk
 				// full…): nothing in this batch is in, so all of it fails.
@@ -318,22 +349,27 @@ func (l *Ledger) projectInline(conn *sqlite.Conn, appended []Event) (committed f
 
 // applyOne runs one request's decision and inserts its events inside a
 // savepoint, returning the new chain head.
-func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now string) (next chainHead, stored []Event, err error) {
-	release := sqlitex.Save(conn)
-	defer release(&err)
+// A batch of one needs no savepoint (isolated is false): its failure rolls
+// back the whole transaction, which holds nothing else.
+func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now string, isolated bool) (next chainHead, stored []Event, err error) {
+	if isolated {
+		release := sqlitex.Save(conn)
+		defer release(&err)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("append: decision panicked: %v", p)
 		}
 	}()
-	events, err := r.decide(&Tx{conn: conn})
+	tx := &Tx{conn: conn}
+	events, err := r.decide(tx)
 	if err != nil {
 		return head, nil, err
 	}
 	stored = make([]Event, 0, len(events))
 	for i, ev := range events {
 		var e Event
-		if head, e, err = insertEvent(conn, head, ev, now); err != nil {
+		if head, e, err = insertEvent(tx, head, ev, now); err != nil {
 			return head, nil, fmt.Errorf("append event %d (%s %s): %w", i, ev.Stream, ev.Type, err)
 		}
 		stored = append(stored, e)
@@ -341,7 +377,8 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 	return head, stored, nil
 }
 
-func insertEvent(conn *sqlite.Conn, head chainHead, ev NewEvent, now string) (chainHead, Event, error) {
+func insertEvent(tx *Tx, head chainHead, ev NewEvent, now string) (chainHead, Event, error) {
+	conn := tx.conn
 	if ev.Stream == "" {
 		return head, Event{}, fmt.Errorf("%w: empty stream", ErrInvalidEvent)
 	}
@@ -359,7 +396,7 @@ func insertEvent(conn *sqlite.Conn, head chainHead, ev NewEvent, now string) (ch
 	if err != nil {
 		return head, Event{}, fmt.Errorf("%w: meta: %v", ErrInvalidEvent, err)
 	}
-	current, err := queries.StreamVersion(conn, ev.Stream)
+	current, err := tx.StreamVersion(ev.Stream)
 	if err != nil {
 		return head, Event{}, err
 	}
@@ -382,6 +419,7 @@ func insertEvent(conn *sqlite.Conn, head chainHead, ev NewEvent, now string) (ch
 	if err != nil {
 		return head, Event{}, err
 	}
+	tx.remember(ev.Stream, current+1)
 	return next, Event{
 		Seq: next.seq, Stream: ev.Stream, Version: current + 1, Type: ev.Type,
 		Data: []byte(data), Meta: meta, PrevHash: head.hash, Hash: next.hash, recordedAt: now,
