@@ -55,14 +55,14 @@ type Dispatcher struct {
 	// The candidate cache: what the projection said was queued at our last
 	// read. It is read again only when the projector has applied something
 	// that can add candidates, or when it ran dry.
-	ready       []candidate // queued, not waiting for a retry, oldest first
-	retries     []candidate // queued, waiting for a retry
-	truncated   bool        // ready was cut at the read limit
-	dry         bool        // free workers but nothing eligible in a truncated cache
-	cacheGen      int64  // requeue events applied when the cache was read
-	cacheEnqueued int64  // job.enqueued events applied when the cache was read
-	cacheCapped   string // the capped plugins the cache was read without (JSON)
-	cancelsSeen int64  // job.cancel_requested events applied at our last look
+	ready         []candidate // queued, not waiting for a retry, oldest first
+	retries       []candidate // queued, waiting for a retry
+	truncated     bool        // ready was cut at the read limit
+	dry           bool        // free workers but nothing eligible in a truncated cache
+	cacheGen      int64       // requeue events applied when the cache was read
+	cacheEnqueued int64       // job.enqueued events applied when the cache was read
+	cacheCapped   string      // the capped plugins the cache was read without (JSON)
+	cancelsSeen   int64       // job.cancel_requested events applied at our last look
 
 	freed  chan struct{}
 	cancel context.CancelFunc
