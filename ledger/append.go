@@ -15,8 +15,8 @@ import (
 
 // A request is one unit of work for the writer goroutine: either an append
 // (decide), batched with others, or a transaction of its own (exclusive).
-// A relaxed request does not need its commit fsynced (synchronous=NORMAL);
-// a batch is relaxed only if all its requests are.
+// A relaxed request is answered once committed; any other, once the syncer
+// has made its commit durable (see sync.go).
 type request struct {
 	ctx       context.Context
 	decide    func(tx *Tx) ([]NewEvent, error)
@@ -49,7 +49,8 @@ func (tx *Tx) StreamVersion(stream string) (int64, error) {
 	if v, ok := tx.versions[stream]; ok {
 		return v, nil
 	}
-	v, err := queries.StreamVersion(tx.conn, stream)
+	var v int64
+	err := queries.StreamVersion(tx.conn, stream, func(version int64) error { v = version; return nil })
 	if err == nil {
 		tx.remember(stream, v)
 	}
@@ -226,23 +227,13 @@ type chainHead struct {
 func (l *Ledger) commitBatch(batch []*request) {
 	conn := l.writer
 	var lastSeq int64
-	relaxed := true
-	for _, r := range batch {
-		relaxed = relaxed && r.relaxed
-	}
-	var committed func() // the inline projection's, run once the batch is durable
+	var committed func() // the inline projection's, run once the batch is in
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("append: panic: %v", p)
 			}
 		}()
-		if relaxed {
-			if err := l.relax(); err != nil {
-				return err
-			}
-			defer l.unrelax(&err)
-		}
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
 			return fmt.Errorf("append: begin: %w", err)
@@ -295,7 +286,6 @@ func (l *Ledger) commitBatch(batch []*request) {
 		if err != nil {
 			r.seqs, r.err = nil, err
 		}
-		close(r.done)
 	}
 	if err == nil && lastSeq > 0 {
 		if committed != nil {
@@ -303,6 +293,7 @@ func (l *Ledger) commitBatch(batch []*request) {
 		}
 		l.notify.committed(lastSeq)
 	}
+	l.release(batch)
 }
 
 // InlineProjection is run by the writer inside each append transaction,
@@ -439,7 +430,7 @@ func readHead(conn *sqlite.Conn) (chainHead, error) {
 
 // runExclusive runs a request in a transaction of its own.
 func (l *Ledger) runExclusive(r *request) {
-	defer close(r.done)
+	defer l.release([]*request{r})
 	if err := r.ctx.Err(); err != nil {
 		r.err = err
 		return
@@ -451,12 +442,6 @@ func (l *Ledger) runExclusive(r *request) {
 				err = fmt.Errorf("write: panic: %v", p)
 			}
 		}()
-		if r.relaxed {
-			if err := l.relax(); err != nil {
-				return err
-			}
-			defer l.unrelax(&err)
-		}
 		end, err := sqlitex.ImmediateTransaction(conn)
 		if err != nil {
 			return fmt.Errorf("write: begin: %w", err)
@@ -477,23 +462,4 @@ func (tx *Tx) LastEvent(stream string) (ev Event, ok bool, err error) {
 		return err
 	})
 	return ev, ok, err
-}
-
-// relax makes the next commit skip its fsync; unrelax restores the
-// configured level. Both statements are constant text, so they are prepared
-// once and cached on the connection.
-func (l *Ledger) relax() error {
-	if l.opts.Synchronous == "NORMAL" {
-		return nil
-	}
-	return sqlitex.Execute(l.writer, "PRAGMA synchronous = NORMAL;", nil)
-}
-
-func (l *Ledger) unrelax(errp *error) {
-	if l.opts.Synchronous == "NORMAL" {
-		return
-	}
-	if err := sqlitex.Execute(l.writer, l.syncPragma, nil); err != nil && *errp == nil {
-		*errp = err
-	}
 }

@@ -11,9 +11,10 @@ import (
 	"github.com/ductile/ductile/ledger"
 )
 
-// BenchmarkAppend measures single-event appends with synchronous=FULL from
-// 1, 8 and 64 concurrent goroutines, with group commit (the default) and with
-// every append committing alone (MaxBatch=1), which is the baseline group
+// BenchmarkAppend measures single-event durable appends (each returns once
+// fsynced) from 1, 8 and 64 concurrent goroutines, with group commit (the
+// default: batched commits, flushed by the syncer) and with every append
+// committing and flushing alone (MaxBatch=1), which is the baseline group
 // commit must beat by 10× at 64 writers.
 func BenchmarkAppend(b *testing.B) {
 	for _, mode := range []struct {

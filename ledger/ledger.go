@@ -19,9 +19,9 @@ import (
 
 // Options tune a Ledger. The zero value is the production setting.
 type Options struct {
-	// Synchronous is the SQLite synchronous level for appends: "FULL"
-	// (default: an append returns only once fsynced) or "NORMAL" (benchmarks
-	// and tests that measure something else).
+	// Synchronous says when a durable append returns: "FULL" (default), once
+	// its commit is fsynced; "NORMAL", once committed (tests and benchmarks
+	// that measure something else; a power cut can lose the newest appends).
 	Synchronous string
 	// ReadConns is the size of the read pool (default 4).
 	ReadConns int
@@ -44,8 +44,7 @@ type Ledger struct {
 	opts Options
 	log  *slog.Logger
 
-	writer     *sqlite.Conn // owned by the writer goroutine once Open returns
-	syncPragma string       // restores the append durability level after a relaxed write
+	writer *sqlite.Conn // owned by the writer goroutine once Open returns
 	reads      *sqlitex.Pool
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on reqs
@@ -55,6 +54,7 @@ type Ledger struct {
 
 	notify  notifier
 	watcher *walWatcher
+	syncer  syncer
 	inline  atomic.Pointer[InlineProjection]
 }
 
@@ -64,8 +64,8 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	if opts.Synchronous == "" {
 		opts.Synchronous = "FULL"
 	}
-	if opts.Synchronous != "FULL" && opts.Synchronous != "NORMAL" && opts.Synchronous != "EXTRA" {
-		return nil, fmt.Errorf("open ledger: synchronous must be FULL, EXTRA or NORMAL, not %q", opts.Synchronous)
+	if opts.Synchronous != "FULL" && opts.Synchronous != "NORMAL" {
+		return nil, fmt.Errorf("open ledger: synchronous must be FULL or NORMAL, not %q", opts.Synchronous)
 	}
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = 4
@@ -103,15 +103,13 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		done: make(chan struct{}),
 	}
 	l.notify.init()
-	l.syncPragma = "PRAGMA synchronous = " + opts.Synchronous + ";"
 
 	l.writer, err = sqlite.OpenConn(abs, sqlite.OpenReadWrite|sqlite.OpenCreate|sqlite.OpenWAL|sqlite.OpenURI)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", abs, err)
 	}
 	// Pragmas are per connection and cannot run inside a transaction, so they
-	// are set here, once, outside any; synchronous is what makes an append
-	// durable before Append returns.
+	// are set here, once, outside any.
 	if err := l.setPragmas(l.writer, false); err != nil {
 		l.writer.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", abs, err)
@@ -132,6 +130,11 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		l.writer.Close()
 		return nil, err
 	}
+	if err := l.startSyncer(); err != nil {
+		l.reads.Close()
+		l.writer.Close()
+		return nil, fmt.Errorf("open ledger %s: %w", abs, err)
+	}
 	l.watcher, err = watchWAL(abs, l.notify.poke, l.log)
 	if err != nil {
 		// Other processes' appends will then only be seen on our own commits
@@ -149,7 +152,9 @@ func (l *Ledger) setPragmas(conn *sqlite.Conn, reader bool) error {
 	pragmas := []string{
 		"PRAGMA journal_mode = WAL;",
 		"PRAGMA foreign_keys = ON;",
-		"PRAGMA synchronous = " + l.opts.Synchronous + ";",
+		// Commits do not fsync: the syncer fsyncs the WAL for durable
+		// appends off the writer's path (sync.go). Checkpoints still sync.
+		"PRAGMA synchronous = " + l.commitSync() + ";",
 		// Reads of the main file through memory rather than a pread per page,
 		// and a 16 MiB page cache per connection.
 		"PRAGMA mmap_size = 268435456;",
@@ -164,6 +169,14 @@ func (l *Ledger) setPragmas(conn *sqlite.Conn, reader bool) error {
 		}
 	}
 	return nil
+}
+
+// commitSync is the synchronous level of the connections' commits.
+func (l *Ledger) commitSync() string {
+	if l.unbatched() && l.opts.Synchronous == "FULL" {
+		return "FULL"
+	}
+	return "NORMAL"
 }
 
 // Path is the ledger's SQLite file.
@@ -182,6 +195,7 @@ func (l *Ledger) Close() error {
 	l.mu.Unlock()
 	<-l.done
 	var errs []error
+	errs = append(errs, l.stopSyncer())
 	if l.watcher != nil {
 		errs = append(errs, l.watcher.Close())
 	}

@@ -12,8 +12,10 @@ SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1;
 -- name: MaxSeq :one
 SELECT CAST(coalesce(max(seq), 0) AS INTEGER) AS seq FROM events;
 
--- name: StreamVersion :one
-SELECT CAST(coalesce(max(version), 0) AS INTEGER) AS version FROM events WHERE stream = @stream;
+-- name: StreamVersion :many
+-- The newest version of a stream, no row if it is empty. An aggregate form
+-- of this query gets prepared again on every run, which costs more than it.
+SELECT version FROM events WHERE stream = @stream ORDER BY version DESC LIMIT 1;
 
 -- name: ReadStream :many
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash

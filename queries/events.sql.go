@@ -115,12 +115,14 @@ func MaxSeq(conn *sqlite.Conn) (v int64, err error) {
 	return v, nil
 }
 
-const streamVersion = `SELECT CAST(coalesce(max(version), 0) AS INTEGER) AS version FROM events WHERE stream = ?1`
+const streamVersion = `SELECT version FROM events WHERE stream = ?1 ORDER BY version DESC LIMIT 1`
 
-func StreamVersion(conn *sqlite.Conn, stream string) (v int64, err error) {
+// The newest version of a stream, no row if it is empty. An aggregate form
+// of this query gets prepared again on every run, which costs more than it.
+func StreamVersion(conn *sqlite.Conn, stream string, fn func(int64) error) (err error) {
 	stmt, err := conn.Prepare(streamVersion)
 	if err != nil {
-		return v, fmt.Errorf("StreamVersion: %w", err)
+		return fmt.Errorf("StreamVersion: %w", err)
 	}
 	defer func() {
 		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
@@ -128,15 +130,20 @@ func StreamVersion(conn *sqlite.Conn, stream string) (v int64, err error) {
 		}
 	}()
 	stmt.BindText(1, stream)
-	hasRow, err := stmt.Step()
-	if err != nil {
-		return v, fmt.Errorf("StreamVersion: %w", err)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("StreamVersion: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var v int64
+		v = stmt.ColumnInt64(0)
+		if err := fn(v); err != nil {
+			return err
+		}
 	}
-	if !hasRow {
-		return v, ErrNoRows
-	}
-	v = stmt.ColumnInt64(0)
-	return v, nil
 }
 
 const readStream = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash

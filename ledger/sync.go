@@ -1,0 +1,104 @@
+package ledger
+
+import (
+	"fmt"
+	"os"
+)
+
+// The syncer makes commits durable off the writer's path.
+//
+// With synchronous=FULL, SQLite fsyncs the WAL inside COMMIT, on the one
+// writer connection: every append queued behind a commit waits for that
+// disk flush, including appends that need no flush of their own (a job's
+// start). Instead, the writer commits with synchronous=NORMAL (the frames
+// are written to the WAL, not flushed) and hands the durable requests to
+// this goroutine, which fsyncs the WAL file and only then answers them.
+// Meanwhile the writer goes on with the next batch, and one fsync covers
+// every commit made before it started. Because the WAL is written in order,
+// a flush that covers a commit covers every commit before it: a caller that
+// was answered can never lose its append to a power cut, which is exactly
+// what synchronous=FULL promises. (Checkpoints, which copy the WAL into the
+// database file, still fsync as SQLite does under NORMAL.)
+type syncer struct {
+	wal   *os.File // the database's -wal file, opened for fsync only
+	queue chan []*request
+	done  chan struct{}
+}
+
+func (l *Ledger) startSyncer() error {
+	l.syncer.done = make(chan struct{})
+	if l.opts.Synchronous != "FULL" || l.unbatched() {
+		close(l.syncer.done)
+		return nil
+	}
+	// The writer has opened the database in WAL mode, so the file exists;
+	// SQLite reuses it (from offset 0) rather than replacing it.
+	wal, err := os.OpenFile(l.path+"-wal", os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open WAL for fsync: %w", err)
+	}
+	l.syncer.wal = wal
+	l.syncer.queue = make(chan []*request, l.opts.MaxBatch)
+	go l.syncLoop()
+	return nil
+}
+
+// release answers the requests of a finished transaction: failed and
+// relaxed ones at once, durable ones through the syncer.
+func (l *Ledger) release(reqs []*request) {
+	var durable []*request
+	for _, r := range reqs {
+		if r.err != nil || r.relaxed || l.syncer.queue == nil {
+			close(r.done)
+			continue
+		}
+		durable = append(durable, r)
+	}
+	if len(durable) > 0 {
+		l.syncer.queue <- durable
+	}
+}
+
+// answer releases durable requests once their flush is done.
+func (l *Ledger) answer(reqs []*request, syncErr error) {
+	for _, r := range reqs {
+		if syncErr != nil {
+			r.err = fmt.Errorf("append committed, but the fsync that makes it durable failed (it may not survive a power cut): %w", syncErr)
+		}
+		close(r.done)
+	}
+}
+
+func (l *Ledger) syncLoop() {
+	defer close(l.syncer.done)
+	for batch := range l.syncer.queue {
+	drain:
+		for len(batch) < l.opts.MaxBatch {
+			select {
+			case more, ok := <-l.syncer.queue:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, more...)
+			default:
+				break drain
+			}
+		}
+		l.answer(batch, l.syncer.wal.Sync())
+	}
+}
+
+// stopSyncer waits for the last flush; the writer has stopped.
+func (l *Ledger) stopSyncer() error {
+	if l.syncer.queue == nil {
+		return nil
+	}
+	close(l.syncer.queue)
+	<-l.syncer.done
+	return l.syncer.wal.Close()
+}
+
+// unbatched is the no-group-commit mode (MaxBatch 1): one transaction per
+// append, committed with SQLite's own synchronous=FULL, which flushes inside
+// COMMIT. It exists as the baseline group commit is measured against.
+func (l *Ledger) unbatched() bool { return l.opts.MaxBatch == 1 }
