@@ -45,7 +45,7 @@ type Ledger struct {
 	log  *slog.Logger
 
 	writer *sqlite.Conn // owned by the writer goroutine once Open returns
-	reads      *sqlitex.Pool
+	reads  *sqlitex.Pool
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on reqs
 	closed bool
