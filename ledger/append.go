@@ -344,8 +344,21 @@ func (l *Ledger) projectInline(conn *sqlite.Conn, appended []Event) (committed f
 // back the whole transaction, which holds nothing else.
 func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now string, isolated bool) (next chainHead, stored []Event, err error) {
 	if isolated {
-		release := sqlitex.Save(conn)
-		defer release(&err)
+		if err := sqlitex.Execute(conn, "SAVEPOINT caller;", nil); err != nil {
+			return head, nil, err
+		}
+		defer func() {
+			if err == nil {
+				err = sqlitex.Execute(conn, "RELEASE caller;", nil)
+				return
+			}
+			if conn.AutocommitEnabled() {
+				return // the whole transaction is gone; the batch fails
+			}
+			if rerr := errors.Join(sqlitex.Execute(conn, "ROLLBACK TO caller;", nil), sqlitex.Execute(conn, "RELEASE caller;", nil)); rerr != nil {
+				err = fmt.Errorf("%w (and undoing it failed: %v)", err, rerr)
+			}
+		}()
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -387,12 +400,18 @@ func insertEvent(tx *Tx, head chainHead, ev NewEvent, now string) (chainHead, Ev
 	if err != nil {
 		return head, Event{}, fmt.Errorf("%w: meta: %v", ErrInvalidEvent, err)
 	}
-	current, err := tx.StreamVersion(ev.Stream)
-	if err != nil {
-		return head, Event{}, err
-	}
-	if ev.ExpectedVersion != AnyVersion && ev.ExpectedVersion != current {
-		return head, Event{}, &VersionConflictError{Stream: ev.Stream, Expected: ev.ExpectedVersion, Actual: current}
+	// With an expected version, the database checks it: UNIQUE(stream,
+	// version) refuses a repeat and a trigger refuses a gap, so the common
+	// case costs no lookup. A version the decision has read is checked here.
+	current := ev.ExpectedVersion
+	known, isKnown := tx.versions[ev.Stream]
+	if ev.ExpectedVersion == AnyVersion || isKnown {
+		if current, err = tx.StreamVersion(ev.Stream); err != nil {
+			return head, Event{}, err
+		}
+		if isKnown && ev.ExpectedVersion != AnyVersion && ev.ExpectedVersion != known {
+			return head, Event{}, &VersionConflictError{Stream: ev.Stream, Expected: ev.ExpectedVersion, Actual: known}
+		}
 	}
 	next := chainHead{seq: head.seq + 1}
 	next.hash = chainHash(head.hash, next.seq, ev.Stream, current+1, ev.Type, data, string(meta), now)
@@ -408,6 +427,13 @@ func insertEvent(tx *Tx, head chainHead, ev NewEvent, now string) (chainHead, Ev
 		Hash:       next.hash,
 	})
 	if err != nil {
+		if c := sqlite.ErrCode(err); c == sqlite.ResultConstraintUnique || c == sqlite.ResultConstraintTrigger {
+			// The expected version was stale: say what the stream holds.
+			delete(tx.versions, ev.Stream)
+			if actual, verr := tx.StreamVersion(ev.Stream); verr == nil {
+				return head, Event{}, &VersionConflictError{Stream: ev.Stream, Expected: ev.ExpectedVersion, Actual: actual}
+			}
+		}
 		return head, Event{}, err
 	}
 	tx.remember(ev.Stream, current+1)

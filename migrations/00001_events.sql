@@ -15,6 +15,18 @@ CREATE TABLE events (
     UNIQUE (stream, version)
 ) STRICT;
 
+-- Versions within a stream are contiguous: an event is version 1 or follows
+-- the stream's previous version (UNIQUE(stream, version) forbids repeats).
+-- +goose StatementBegin
+CREATE TRIGGER events_contiguous_versions BEFORE INSERT ON events
+WHEN NEW.version > 1 AND NOT EXISTS (
+    SELECT 1 FROM events WHERE stream = NEW.stream AND version = NEW.version - 1
+)
+BEGIN
+    SELECT RAISE(ABORT, 'events: version gap in stream');
+END;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
 BEGIN
@@ -30,6 +42,7 @@ END;
 -- +goose StatementEnd
 
 -- +goose Down
+DROP TRIGGER events_contiguous_versions;
 DROP TRIGGER events_no_delete;
 DROP TRIGGER events_no_update;
 DROP TABLE events;
