@@ -6,15 +6,21 @@
 // next version, so [Ledger.Append] with an expected version is optimistic
 // concurrency: two writers that decided from the same state cannot both get
 // in ([ErrVersionConflict]). [Ledger.Decide] goes one step further and runs
-// the decision itself inside the write transaction.
+// the decision itself inside the write transaction. The database enforces
+// the versions too: UNIQUE(stream, version) and a trigger that refuses gaps.
 //
 // Writes go through one writer connection owned by one goroutine, which
 // group-commits: appends that arrive while a transaction is being committed
-// are batched into the next one, so many callers share one fsync. Each
-// caller's events are applied inside their own savepoint, so one caller's
-// conflict or bad event fails that caller alone, never its neighbours.
-// A caller returns only after its batch is durable (synchronous=FULL).
+// are batched into the next one. Each caller's events are applied inside
+// their own savepoint, so one caller's conflict or bad event fails that
+// caller alone, never its neighbours. Commits do not flush: a syncer
+// goroutine fsyncs the WAL and only then answers durable callers, one flush
+// for every commit before it, while the writer goes on (see sync.go).
+// [Relaxed] appends are answered once committed.
 //
-// Reads use a pool of query-only connections. [Ledger.Changed] is closed after
-// every commit, by this process or (seen through the WAL file) by another.
+// A projector may install an [InlineProjection], run inside each append
+// transaction, so projections follow this process's appends with no second
+// transaction. Reads use a pool of query-only connections. [Ledger.Changed]
+// is closed after every commit, by this process or (seen through the WAL
+// watcher) by another; [Ledger.External] only on the latter.
 package ledger
