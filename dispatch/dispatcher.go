@@ -199,6 +199,8 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 		c := candidate{id: id, plugin: j.Plugin, command: j.Command, dedupeKey: j.DedupeKey, seq: 0}
 		rctx, cancel := context.WithCancelCause(d.runCtx)
 		stop := context.AfterFunc(ctx, func() { cancel(errCanceledByUser) })
+		watched := make(chan struct{})
+		go d.watchCancel(rctx, id, cancel, watched)
 		d.mu.Lock()
 		d.running[id] = &run{candidate: c, active: true, cancel: cancel}
 		d.procs++
@@ -208,6 +210,26 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 		d.work(rctx, c)
 		stop()
 		cancel(nil)
+		<-watched
+	}
+}
+
+// watchCancel cancels a job RunJob is running when a cancel request for it
+// is appended (by job cancel, in another process), until ctx ends.
+func (d *Dispatcher) watchCancel(ctx context.Context, id string, cancel context.CancelCauseFunc, done chan<- struct{}) {
+	defer close(done)
+	for {
+		changed := d.opts.Ledger.Changed()
+		evs, err := d.opts.Ledger.ReadStream(ctx, events.JobStream(id))
+		if err == nil && len(evs) > 0 && evs[len(evs)-1].Type == events.JobCancelRequested {
+			cancel(errCanceledByUser)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
 	}
 }
 

@@ -1,9 +1,11 @@
 package main_test
 
 import (
+	"encoding/json"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -52,5 +54,41 @@ plugins:
 	require.Contains(t, r.stderr, "only a queued or running job can be canceled")
 
 	w.stopDaemon(d)
+	w.replayAndVerify()
+}
+
+// TestJobCancelStopsAPluginRunWithoutDaemon: a plugin run that runs its job
+// itself (no daemon) stops it when another process cancels the job.
+func TestJobCancelStopsAPluginRunWithoutDaemon(t *testing.T) {
+	t.Parallel()
+	w := newJobWorld(t, `
+plugin_roots: ["$PLUGINS"]
+plugins:
+  echo: {config: {mode: hang}, timeouts: {poll: 1m}}
+`)
+	run := start(t, nil, w.args("plugin", "run", "echo", "--json")...)
+	var id string
+	deadline := time.Now().Add(waitTimeout)
+	for id == "" {
+		require.True(t, time.Now().Before(deadline), "the job never showed up as running")
+		for _, j := range w.jobList() {
+			if j.Status == "running" {
+				id = j.ID
+			}
+		}
+		if id == "" {
+			time.Sleep(20 * time.Millisecond) // waiting for a process we do not control
+		}
+	}
+	var out map[string]any
+	w.runJSON(0, &out, "job", "cancel", id, "--json")
+	require.Equal(t, "cancel_requested", out["status"])
+
+	require.Equal(t, 1, run.wait(t), "plugin run reports the canceled job with exit 1")
+	lines, _ := run.snapshot()
+	var res runView
+	require.NoError(t, json.Unmarshal([]byte(strings.Join(lines, "\n")), &res))
+	require.Equal(t, runView{JobID: id, Plugin: "echo", Command: "poll", Status: "canceled", Attempt: 1, Error: "canceled by request", RanBy: "cli"}, res)
+	require.Equal(t, "canceled", w.inspect(id).Job.Status)
 	w.replayAndVerify()
 }

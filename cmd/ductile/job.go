@@ -12,8 +12,10 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/queries"
 )
 
@@ -393,6 +395,13 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 		}
 	}
 	out["status"] = status
+	if h, err := daemon.Holder(e.stateDir); err == nil && !h.Held && !c.Bool("dry-run") {
+		// Nobody else will bring the projections up to date: do it, so job
+		// list and queue show the cancel at once.
+		if _, err := projections.New(l, projections.Options{Logger: e.quietLogger()}).CatchUp(c.Context); err != nil {
+			return err
+		}
+	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
@@ -400,7 +409,7 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	case c.Bool("dry-run"):
 		fmt.Fprintf(e.stdout, "would cancel job %s, now %s (run without --dry-run to do it)\n", id, j.Status)
 	case status == events.StatusCancelRequested:
-		fmt.Fprintf(e.stdout, "job %s: cancel requested; the daemon stops its plugin (see: ductile job inspect %s)\n", id, id)
+		fmt.Fprintf(e.stdout, "job %s: cancel requested; whoever runs it stops its plugin (see: ductile job inspect %s)\n", id, id)
 	default:
 		fmt.Fprintf(e.stdout, "job %s is %s\n", id, status)
 	}
