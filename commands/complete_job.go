@@ -25,6 +25,9 @@ const (
 	OutcomeCanceled      = "canceled"
 	OutcomeStateTooLarge = "state_too_large"
 	OutcomeBadState      = "bad_state_updates"
+	// OutcomeInterrupted: the daemon stopped the plugin to shut down. The
+	// job runs again at once, and the attempt does not count.
+	OutcomeInterrupted = "interrupted"
 )
 
 // Outcome is how one attempt ended.
@@ -145,17 +148,27 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			evs = append(evs, childEvs...)
 			res.Children = append(res.Children, cres)
 		}
-	case out.Kind == OutcomeCanceled:
-		evs = append(evs, j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: out.Error}, "", "dispatcher"))
+	case out.Kind == OutcomeCanceled || j.Status == events.StatusCancelRequested:
+		// Stopped by the cancel, or it failed while a cancel was pending:
+		// either way the cancel is what the job's end records.
+		reason := out.Error
+		if out.Kind != OutcomeCanceled {
+			evs = append(evs, j.next(failedType(out.Kind), ended, "", "dispatcher"))
+			reason = "canceled (its last attempt failed: " + out.Error + ")"
+		}
+		evs = append(evs, j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: reason}, "", "dispatcher"))
 		evs = append(evs, cmd.release(j, events.StatusCanceled)...)
 		res.Status = events.StatusCanceled
+	case out.Kind == OutcomeInterrupted:
+		evs = append(evs, j.next(events.JobFailed, ended, "", "dispatcher"))
+		res.NextRetryAt = cmd.Now
+		evs = append(evs, j.next(events.JobRetryScheduled, events.RetryScheduled{
+			Attempt: j.Attempt + 1, NextRetryAt: Time(cmd.Now), MaxAttempts: j.MaxAttempts + 1,
+		}, "", "dispatcher"))
+		res.Status = events.StatusQueued
 	default:
-		typ := events.JobFailed
-		if out.Kind == OutcomeTimeout {
-			typ = events.JobTimedOut
-		}
-		evs = append(evs, j.next(typ, ended, "", "dispatcher"))
-		if out.Retryable && j.Attempt < j.MaxAttempts && j.Status != events.StatusCancelRequested {
+		evs = append(evs, j.next(failedType(out.Kind), ended, "", "dispatcher"))
+		if out.Retryable && j.Attempt < j.MaxAttempts {
 			delay := cmd.backoff(j)
 			res.NextRetryAt = cmd.Now.Add(delay)
 			evs = append(evs, j.next(events.JobRetryScheduled, events.RetryScheduled{
@@ -173,6 +186,14 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		}
 	}
 	return evs, res, nil
+}
+
+// failedType is the event recording a failed attempt of this kind.
+func failedType(kind string) string {
+	if kind == OutcomeTimeout {
+		return events.JobTimedOut
+	}
+	return events.JobFailed
 }
 
 // MaxBackoff caps a retry delay, so a large max_attempts cannot overflow it.

@@ -102,6 +102,9 @@ func (j *Job) apply(ev ledger.Event) error {
 			return err
 		}
 		j.Status, j.Attempt, j.NextRetryAt = events.StatusQueued, d.Attempt, at
+		if d.MaxAttempts > 0 {
+			j.MaxAttempts = d.MaxAttempts
+		}
 	case events.JobDead:
 		var d events.Dead
 		if err := json.Unmarshal(ev.Data, &d); err != nil {

@@ -91,3 +91,22 @@ func TestRegressionReleaseActor(t *testing.T) {
 	require.Len(t, evs, 2)
 	require.JSONEq(t, `{"correlation_id":"job-1","actor":"api"}`, string(evs[1].Meta))
 }
+
+// A shutdown that interrupts the last attempt must not bury the job: the
+// attempt does not count, and the job runs again at once.
+func TestRegressionInterruptedLastAttemptIsRequeued(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.given(t, job(jobID, withMaxAttempts(1)).started(1).events()...)
+	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: jobID, Attempt: 1, Now: now,
+		Outcome: commands.Outcome{Kind: commands.OutcomeInterrupted, Retryable: true, Error: "the daemon is shutting down"}})
+	require.NoError(t, err)
+	require.Equal(t, events.StatusQueued, res.Status)
+	require.Equal(t, now, res.NextRetryAt)
+	j := b.fold(t, jobID)
+	require.Equal(t, events.StatusQueued, j.Status)
+	require.Equal(t, 2, j.Attempt)
+	require.Equal(t, 2, j.MaxAttempts, "the interrupted attempt is given back")
+	_, err = commands.StartJob(b.ctx, b.l, commands.Start{JobID: jobID, Now: now})
+	require.NoError(t, err, "due at once")
+}

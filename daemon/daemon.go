@@ -88,10 +88,11 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d = &Daemon{Config: cfg, StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock}
+	dm := &Daemon{Config: cfg, StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock}
+	d = dm
 	defer func() {
 		if err != nil {
-			d.Close()
+			dm.Close() // d itself is nil by now: the return sets it
 		}
 	}()
 

@@ -77,3 +77,16 @@ func TestBenchReportsEveryNumber(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, left, "the scratch state directory is removed")
 }
+
+// An error after the lock is taken used to panic (a nil *Daemon closed in
+// a deferred cleanup). It is an error, and the lock is free again.
+func TestOpenErrorIsAnErrorAndReleasesTheLock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(daemon.DBPath(dir), 0o700)) // the ledger cannot open a directory
+	_, err := daemon.Open(context.Background(), daemon.Options{StateDir: dir, NoDispatch: true})
+	require.Error(t, err)
+	l, err := daemon.AcquireLock(dir, daemon.RoleDaemon)
+	require.NoError(t, err, "the lock was released")
+	require.NoError(t, l.Release())
+}

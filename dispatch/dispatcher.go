@@ -171,6 +171,7 @@ func (d *Dispatcher) Stop() {
 // cancels the job.
 func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 	for {
+		changed := d.opts.Ledger.Changed()
 		evs, err := d.opts.Ledger.ReadStream(ctx, events.JobStream(id))
 		if err != nil {
 			return err
@@ -192,7 +193,13 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 			case <-ctx.Done():
 				t.Stop()
 				_, err := commands.CancelJob(context.WithoutCancel(ctx), d.opts.Ledger, commands.Cancel{JobID: id, Reason: "interrupted while waiting for a retry", Now: d.opts.Now()})
+				if errors.Is(err, commands.ErrInvalidTransition) {
+					err = nil // it ended meanwhile
+				}
 				return errors.Join(ctx.Err(), err)
+			case <-changed:
+				t.Stop()
+				continue // look again: canceled from elsewhere?
 			case <-t.C:
 			}
 		}
@@ -207,10 +214,20 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 		d.perPlug[c.plugin]++
 		d.wg.Add(1)
 		d.mu.Unlock()
-		d.work(rctx, c)
+		started := d.work(rctx, c)
 		stop()
 		cancel(nil)
 		<-watched
+		if !started {
+			// Not started (the ledger refused for now): do not spin.
+			t := time.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
 	}
 }
 
@@ -314,6 +331,11 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 	// cache: read again at the next wake-up (a finishing job always brings
 	// one, since only running jobs make others ineligible).
 	d.dry = d.procs < d.max && d.truncated && (skipped || !started)
+	if d.dry && !skipped {
+		// The cache simply ran out: read on at once rather than wait for a
+		// wake-up that may already have been spent.
+		d.wake()
+	}
 	return next, nil
 }
 
@@ -340,7 +362,6 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 	readCands := free > 0 && (gen != d.cacheGen || newJobs || d.dry || capped != d.cacheCapped)
 	seen := d.opts.Projector.Seen(events.JobCancelRequested)
 	checkCancels := len(d.running) > 0 && seen != d.cancelsSeen
-	d.cancelsSeen = seen
 	// Read past the jobs we own or are settling, plus room to skip capped plugins.
 	limit := int64(free + len(d.running) + len(d.settling) + 256)
 	d.mu.Unlock()
@@ -383,6 +404,9 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if checkCancels {
+		d.cancelsSeen = seen // only once read: a failed read is tried again
+	}
 	if readCands {
 		d.ready, d.retries, d.cacheGen, d.cacheCapped, d.dry = ready, retries, gen, capped, false
 		d.cacheEnqueued = enqueued
@@ -483,8 +507,9 @@ func (d *Dispatcher) wake() {
 	}
 }
 
-// work runs one job: start, run the plugin, complete.
-func (d *Dispatcher) work(ctx context.Context, c candidate) {
+// work runs one job: start, run the plugin, complete. It reports whether it
+// started the job.
+func (d *Dispatcher) work(ctx context.Context, c candidate) (started bool) {
 	var settle int64
 	defer func() {
 		if p := recover(); p != nil {
@@ -497,24 +522,19 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) {
 	wctx := context.WithoutCancel(ctx)
 
 	timeout := d.opts.Config.Timeout(c.plugin, c.command)
+	var startErr error
 	start := func() (commands.Started, error) {
-		return commands.StartJob(wctx, d.opts.Ledger, commands.Start{JobID: c.id, Timeout: timeout, PID: os.Getpid(), Now: d.opts.Now()})
+		st, err := commands.StartJob(wctx, d.opts.Ledger, commands.Start{JobID: c.id, Timeout: timeout, PID: os.Getpid(), Now: d.opts.Now()})
+		startErr = err
+		return st, err
 	}
 	var st commands.Started
 	var res pluginhost.Result
 	var outcome commands.Outcome
 	p, cfgJSON, problem := d.runnable(c)
-	if problem != "" {
-		var err error
-		if st, err = start(); err != nil {
-			log.Debug("job not started", "err", err)
-			return
-		}
-		outcome = commands.Outcome{Kind: commands.OutcomeError, Error: problem}
-	} else {
+	if problem == "" {
 		// The process starts while the start is being recorded; it gets its
 		// request (with the state read in the start's transaction) after.
-		started := false
 		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
 			var err error
 			if st, err = start(); err != nil {
@@ -527,11 +547,31 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) {
 				DeadlineAt: d.opts.Now().Add(timeout),
 			}, nil
 		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace})
-		if !started {
-			// Not startable any more (canceled, or started elsewhere): nothing to do.
-			log.Debug("job not started", "err", res.Err)
-			return
+		if !started && startErr == nil {
+			// The process could not be spawned (a missing interpreter, no
+			// more processes…): the attempt fails, and is retried.
+			problem = res.Err
+			outcome.Retryable = true
 		}
+	}
+	if !started && startErr == nil {
+		if st, startErr = start(); startErr == nil {
+			started = true
+			outcome.Kind, outcome.Error = commands.OutcomeError, problem
+		}
+	}
+	if !started {
+		if errors.Is(startErr, commands.ErrInvalidTransition) || errors.Is(startErr, commands.ErrNotDue) {
+			log.Debug("job not started", "err", startErr) // canceled, or started elsewhere
+		} else {
+			// The ledger refused for now (busy, full…): look at the queue
+			// again a little later, or the job would be forgotten.
+			log.Warn("could not record the job's start; will try again", "err", startErr)
+			d.retryLater(time.Second)
+		}
+		return false
+	}
+	if outcome.Kind == "" {
 		outcome = d.outcome(ctx, res, log)
 	}
 	d.exited(c)
@@ -540,13 +580,51 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) {
 	if outcome.Kind == commands.OutcomeOK {
 		d.addRoutingAndFacts(&complete, job, res, log)
 	}
-	cres, err := commands.CompleteJob(wctx, d.opts.Ledger, complete)
-	if err != nil {
-		log.Error("recording the job's outcome failed", "err", err)
-		return
+	cres, ok := d.complete(complete, log)
+	if !ok {
+		return true
 	}
 	settle = cres.Seqs[len(cres.Seqs)-1]
 	d.logOutcome(log, job, outcome, cres, complete.Children)
+	return true
+}
+
+// complete records an attempt's outcome, trying again with backoff if the
+// ledger refuses (busy, full…): the outcome must not be lost. A transition
+// error means an earlier try did land (or the job moved on).
+func (d *Dispatcher) complete(cmd commands.Complete, log *slog.Logger) (commands.CompleteResult, bool) {
+	backoff := 100 * time.Millisecond
+	for {
+		res, err := commands.CompleteJob(context.Background(), d.opts.Ledger, cmd)
+		switch {
+		case err == nil:
+			return res, true
+		case errors.Is(err, commands.ErrInvalidTransition):
+			log.Warn("the job's outcome was not recorded: the job has moved on", "err", err)
+			return res, false
+		case errors.Is(err, ledger.ErrClosed):
+			log.Error("the job's outcome was not recorded: the ledger is closed; recovery will run it again", "err", err)
+			return res, false
+		}
+		log.Error("recording the job's outcome failed; will try again", "err", err, "retry_in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-d.runCtx.Done():
+			t.Stop()
+			log.Error("gave up recording the job's outcome at shutdown; recovery will run it again")
+			return res, false
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+// retryLater makes the next wake-up, after delay, read the queue again.
+func (d *Dispatcher) retryLater(delay time.Duration) {
+	d.mu.Lock()
+	d.cacheGen = -1
+	d.mu.Unlock()
+	time.AfterFunc(delay, d.wake)
 }
 
 // runnable finds the job's plugin and its config, or says why it cannot run.
@@ -583,7 +661,7 @@ func (d *Dispatcher) outcome(ctx context.Context, res pluginhost.Result, log *sl
 	}
 	if res.Kind == pluginhost.KindCanceled {
 		if errors.Is(context.Cause(ctx), errShutdown) {
-			out.Kind, out.Retryable, out.Error = "interrupted", true, errShutdown.Error()
+			out.Kind, out.Retryable, out.Error = commands.OutcomeInterrupted, true, errShutdown.Error()
 		} else {
 			out.Kind, out.Error = commands.OutcomeCanceled, errCanceledByUser.Error()
 		}

@@ -63,13 +63,19 @@ func TestMain(m *testing.M) {
 	}
 	pluginRoot = dir
 	for _, p := range []struct {
-		name string
-		safe bool
-	}{{"gate", true}, {"solo", false}, {"other", true}} {
+		name   string
+		safe   bool
+		script string
+	}{
+		{"gate", true, gateScript}, {"solo", false, gateScript}, {"other", true, gateScript},
+		// Executable, so discovery accepts it, but its interpreter is missing.
+		{"broken", true, "#!/nonexistent/interpreter\n"},
+		{"failing", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"error\",\"error\":\"nope\"}'\n"},
+	} {
 		d := filepath.Join(dir, p.name)
 		must(os.MkdirAll(d, 0o755))
 		must(os.WriteFile(filepath.Join(d, "manifest.yaml"), []byte(manifest(p.name, p.safe)), 0o644))
-		must(os.WriteFile(filepath.Join(d, "run.sh"), []byte(gateScript), 0o755))
+		must(os.WriteFile(filepath.Join(d, "run.sh"), []byte(p.script), 0o755))
 	}
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
@@ -91,6 +97,12 @@ type testBundle struct {
 }
 
 func setup(t *testing.T, maxWorkers int, tune func(cfg *config.Config)) *testBundle {
+	return setupWith(t, maxWorkers, tune, daemon.Options{})
+}
+
+// setupWith opens a daemon with opts (Logger, Ledger, NoDispatch) on top of
+// the test defaults.
+func setupWith(t *testing.T, maxWorkers int, tune func(cfg *config.Config), opts daemon.Options) *testBundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -101,10 +113,14 @@ func setup(t *testing.T, maxWorkers int, tune func(cfg *config.Config)) *testBun
 		tune(cfg)
 	}
 	dir := t.TempDir()
-	d, err := daemon.Open(ctx, daemon.Options{
-		StateDir: dir, Config: cfg, Grace: 200 * time.Millisecond, DrainTimeout: 300 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ledger: ledger.Options{Synchronous: "NORMAL"},
-	})
+	opts.StateDir, opts.Config, opts.Grace, opts.DrainTimeout = dir, cfg, 200*time.Millisecond, 300*time.Millisecond
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Ledger.Synchronous == "" {
+		opts.Ledger.Synchronous = "NORMAL"
+	}
+	d, err := daemon.Open(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Close()) })
 	return &testBundle{t: t, ctx: ctx, d: d, dir: dir}

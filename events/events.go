@@ -119,6 +119,9 @@ type RetryScheduled struct {
 	Attempt     int    `json:"attempt"`
 	NextRetryAt string `json:"next_retry_at"`
 	DelayMS     int64  `json:"delay_ms"`
+	// MaxAttempts, when set, is the job's new attempt budget: an attempt
+	// interrupted by a shutdown does not count against the job.
+	MaxAttempts int `json:"max_attempts,omitempty"`
 }
 
 // Dead is the data of job.dead.

@@ -164,6 +164,9 @@ func (l *Ledger) submit(r *request) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
+	if p := l.syncer.failed.Load(); p != nil {
+		return fmt.Errorf("%w: %v", ErrNotDurable, *p)
+	}
 	l.mu.RLock()
 	if l.closed {
 		l.mu.RUnlock()
@@ -332,18 +335,33 @@ func (l *Ledger) projectInline(conn *sqlite.Conn, appended []Event) (committed f
 		return nil, fmt.Errorf("append: inline projection: transaction rolled back: %w", perr)
 	}
 	if perr != nil {
+		// What it wrote is undone; committed (if any) still runs after the
+		// commit, so the projector's goroutine wakes to catch up then.
 		l.log.Warn("inline projection failed; the projector will catch up", "err", perr)
-		return nil, nil
 	}
 	return committed, nil
 }
 
 // applyOne runs one request's decision and inserts its events inside a
 // savepoint, returning the new chain head.
-// A batch of one needs no savepoint (isolated is false): its failure rolls
-// back the whole transaction, which holds nothing else.
+// applyOne runs one request's decision and inserts its events. Among other
+// callers (isolated), a request of several events gets a savepoint, so a
+// failure undoes only its own events. A single event needs none: a failed
+// INSERT is undone by SQLite's statement atomicity, and the decision only
+// read. A batch of one needs none either: its failure rolls back the
+// transaction, which holds nothing else.
 func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now string, isolated bool) (next chainHead, stored []Event, err error) {
-	if isolated {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("append: decision panicked: %v", p)
+		}
+	}()
+	tx := &Tx{conn: conn}
+	events, err := r.decide(tx)
+	if err != nil {
+		return head, nil, err
+	}
+	if isolated && len(events) > 1 {
 		if err := sqlitex.Execute(conn, "SAVEPOINT caller;", nil); err != nil {
 			return head, nil, err
 		}
@@ -359,16 +377,6 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 				err = fmt.Errorf("%w (and undoing it failed: %v)", err, rerr)
 			}
 		}()
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("append: decision panicked: %v", p)
-		}
-	}()
-	tx := &Tx{conn: conn}
-	events, err := r.decide(tx)
-	if err != nil {
-		return head, nil, err
 	}
 	stored = make([]Event, 0, len(events))
 	for i, ev := range events {

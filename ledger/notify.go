@@ -89,6 +89,10 @@ func (l *Ledger) Changed() <-chan struct{} { return l.notify.wait() }
 // instead of Changed.
 func (l *Ledger) External() <-chan struct{} { return l.notify.waitExternal() }
 
+// Watching reports whether other processes' commits are seen (the WAL
+// watcher runs); without it, waiters must look for them on their own.
+func (l *Ledger) Watching() bool { return l.watcher != nil }
+
 // Head is the newest seq this process has committed or seen at open. Events
 // appended by other processes are found by reading (see ReadFrom, LastSeq).
 func (l *Ledger) Head() int64 { return l.notify.lastSeq() }

@@ -1,8 +1,11 @@
 package ledger
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync/atomic"
 )
 
 // The syncer makes commits durable off the writer's path.
@@ -23,6 +26,10 @@ type syncer struct {
 	wal   *os.File // the database's -wal file, opened for fsync only
 	queue chan []*request
 	done  chan struct{}
+	// failed is the first fsync error. After one, Linux may have dropped the
+	// unwritten pages and a later fsync can succeed without them, so no
+	// later append may be called durable: the ledger refuses appends.
+	failed atomic.Pointer[error]
 }
 
 func (l *Ledger) startSyncer() error {
@@ -36,6 +43,16 @@ func (l *Ledger) startSyncer() error {
 	wal, err := os.OpenFile(l.path+"-wal", os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open WAL for fsync: %w", err)
+	}
+	// Make the WAL's own directory entry durable once, so a flushed WAL
+	// cannot vanish with a power cut right after it was created.
+	if dir, err := os.Open(filepath.Dir(l.path)); err == nil {
+		err = dir.Sync()
+		dir.Close()
+		if err != nil {
+			wal.Close()
+			return fmt.Errorf("sync the ledger's directory: %w", err)
+		}
 	}
 	l.syncer.wal = wal
 	l.syncer.queue = make(chan []*request, l.opts.MaxBatch)
@@ -61,13 +78,25 @@ func (l *Ledger) release(reqs []*request) {
 
 // answer releases durable requests once their flush is done.
 func (l *Ledger) answer(reqs []*request, syncErr error) {
+	if syncErr != nil {
+		l.syncer.failed.CompareAndSwap(nil, &syncErr)
+	}
+	if p := l.syncer.failed.Load(); p != nil {
+		syncErr = *p
+	}
 	for _, r := range reqs {
 		if syncErr != nil {
-			r.err = fmt.Errorf("append committed, but the fsync that makes it durable failed (it may not survive a power cut): %w", syncErr)
+			r.seqs = nil
+			r.err = fmt.Errorf("%w: %v", ErrNotDurable, syncErr)
 		}
 		close(r.done)
 	}
 }
+
+// ErrNotDurable means an fsync of the ledger failed: the append may not
+// survive a power cut, and the ledger refuses further appends until it is
+// reopened (restart ductile; check the disk).
+var ErrNotDurable = errors.New("the ledger could not be made durable (fsync failed); restart ductile and check the disk")
 
 func (l *Ledger) syncLoop() {
 	defer close(l.syncer.done)

@@ -1,10 +1,12 @@
 package pluginhost
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -288,7 +290,7 @@ func startProcess(p *Plugin, opts RunOptions) (*process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		closeAll()
-		return nil, fmt.Errorf("start %s: %w", p.Entrypoint, err)
+		return nil, fmt.Errorf("start %s: %w%s", p.Entrypoint, err, interpreterHint(p.Entrypoint, err))
 	}
 	// The child holds its own copies; the parent keeps only its ends.
 	_, _, _ = inR.Close(), outW.Close(), errW.Close()
@@ -553,4 +555,23 @@ func stderrTail(b []byte) string {
 		s = "…" + s
 	}
 	return s
+}
+
+// interpreterHint explains the kernel's ENOENT for an entrypoint that
+// exists: it is the interpreter on its #! line that is missing.
+func interpreterHint(entrypoint string, err error) string {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return ""
+	}
+	f, ferr := os.Open(entrypoint)
+	if ferr != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
+	interp, ok := strings.CutPrefix(strings.TrimSpace(line), "#!")
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf(" (the interpreter on its #! line, %q, was not found: install it or fix the line)", strings.TrimSpace(interp))
 }

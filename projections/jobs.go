@@ -58,7 +58,7 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
-		return queries.SetJobRetry(conn, queries.SetJobRetryParams{Attempt: int64(d.Attempt), NextRetryAt: &d.NextRetryAt, Seq: ev.Seq, ID: id})
+		return queries.SetJobRetry(conn, queries.SetJobRetryParams{Attempt: int64(d.Attempt), NextRetryAt: &d.NextRetryAt, MaxAttempts: int64(d.MaxAttempts), Seq: ev.Seq, ID: id})
 	case events.JobDead:
 		var d events.Dead
 		if err := json.Unmarshal(ev.Data, &d); err != nil {

@@ -96,7 +96,7 @@ func (p *Projector) Stop() {
 func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committed func(), err error) {
 	defer func() {
 		if err != nil {
-			p.wake() // rolled back: the goroutine catches up after this commit
+			committed = p.wake // rolled back: the goroutine catches up once this commit is in
 		}
 	}()
 	cp, err := readCheckpoint(conn)
@@ -105,8 +105,7 @@ func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committe
 	}
 	first := appended[0].Seq
 	if first-1-cp > int64(p.batch) {
-		p.wake()
-		return nil, nil
+		return p.wake, nil // far behind: the goroutine catches up after this commit
 	}
 	types := map[string]int64{}
 	observe := func(ev ledger.Event) { types[ev.Type]++ }
@@ -143,6 +142,14 @@ func (p *Projector) wake() {
 func (p *Projector) run(ctx context.Context) {
 	defer close(p.done)
 	backoff := 100 * time.Millisecond
+	// Without a WAL watcher nothing announces other processes' appends: look
+	// once a second instead.
+	var fallback <-chan time.Time
+	if !p.l.Watching() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		fallback = t.C
+	}
 	for {
 		// Take the wake-up channel before looking, so a commit that lands
 		// while we apply is never missed. Our own commits are projected
@@ -173,6 +180,7 @@ func (p *Projector) run(ctx context.Context) {
 			return
 		case <-changed:
 		case <-p.kick:
+		case <-fallback:
 		}
 	}
 }
@@ -348,14 +356,17 @@ func Rebuild(ctx context.Context, l *ledger.Ledger, until int64, ps ...Projectio
 	if len(ps) == 0 {
 		ps = Default()
 	}
-	if until <= 0 {
-		var err error
-		if until, err = l.LastSeq(ctx); err != nil {
-			return 0, err
-		}
-	}
 	var cp int64
 	err := l.WriteProjections(ctx, func(conn *sqlite.Conn) error {
+		to := until
+		if to <= 0 {
+			// The whole log, read inside the transaction: nothing appended
+			// meanwhile can be left out behind the checkpoint.
+			var err error
+			if to, err = queries.MaxSeq(conn); err != nil {
+				return err
+			}
+		}
 		for _, pr := range ps {
 			if err := wrap(pr, "reset", pr.Reset(conn)); err != nil {
 				return err
@@ -365,7 +376,7 @@ func Rebuild(ctx context.Context, l *ledger.Ledger, until int64, ps ...Projectio
 			return err
 		}
 		var err error
-		cp, err = apply(conn, ps, 0, until, nil)
+		cp, err = apply(conn, ps, 0, to, nil)
 		return err
 	})
 	if err != nil {

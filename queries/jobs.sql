@@ -19,7 +19,9 @@ WHERE id = @id;
 
 -- name: SetJobRetry :exec
 UPDATE job_queue
-SET status = 'queued', attempt = @attempt, next_retry_at = @next_retry_at, updated_seq = @seq
+SET status = 'queued', attempt = @attempt, next_retry_at = @next_retry_at,
+    max_attempts = CASE WHEN CAST(@max_attempts AS INTEGER) > 0 THEN @max_attempts ELSE max_attempts END,
+    updated_seq = @seq
 WHERE id = @id;
 
 -- name: SetJobDead :exec

@@ -174,12 +174,15 @@ func SetJobEnded(conn *sqlite.Conn, arg SetJobEndedParams) (err error) {
 }
 
 const setJobRetry = `UPDATE job_queue
-SET status = 'queued', attempt = ?1, next_retry_at = ?2, updated_seq = ?3
-WHERE id = ?4`
+SET status = 'queued', attempt = ?1, next_retry_at = ?2,
+    max_attempts = CASE WHEN CAST(?3 AS INTEGER) > 0 THEN ?3 ELSE max_attempts END,
+    updated_seq = ?4
+WHERE id = ?5`
 
 type SetJobRetryParams struct {
 	Attempt     int64
 	NextRetryAt *string
+	MaxAttempts int64
 	Seq         int64
 	ID          string
 }
@@ -200,8 +203,9 @@ func SetJobRetry(conn *sqlite.Conn, arg SetJobRetryParams) (err error) {
 	} else {
 		stmt.BindText(2, *arg.NextRetryAt)
 	}
-	stmt.BindInt64(3, arg.Seq)
-	stmt.BindText(4, arg.ID)
+	stmt.BindInt64(3, arg.MaxAttempts)
+	stmt.BindInt64(4, arg.Seq)
+	stmt.BindText(5, arg.ID)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {

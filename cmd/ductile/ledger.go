@@ -263,6 +263,9 @@ func ledgerReplay(c *cli.Context) error {
 			return failf("%s already exists: choose a new --out file or remove it first", out)
 		}
 	}
+	if h, err := daemon.Holder(e.stateDir); err == nil && h.Held && out == "" && !dry {
+		return failf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", h.PID, h.Role, e.stateDir)
+	}
 	l, err := e.openLedger(c.Context)
 	if err != nil {
 		return err

@@ -1,0 +1,163 @@
+package dispatch_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/dispatch"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+)
+
+// Regression tests for bugs a review found; each failed against the code of
+// its day.
+
+func quickRetries(plugin string, maxAttempts int, base time.Duration) func(*config.Config) {
+	return func(cfg *config.Config) {
+		pc := config.DefaultPlugin()
+		pc.Retry.MaxAttempts, pc.Retry.BackoffBase = maxAttempts, base
+		cfg.Plugins = map[string]config.PluginConfig{plugin: pc}
+	}
+}
+
+func (b *testBundle) enqueue(plugin string) string {
+	b.t.Helper()
+	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, dispatch.JobFor(b.d.Config, plugin, "poll", commands.ByCLI))
+	require.NoError(b.t, err)
+	return res.JobID
+}
+
+func (b *testBundle) fold(id string) *commands.Job {
+	b.t.Helper()
+	evs, err := b.d.Ledger.ReadStream(b.ctx, events.JobStream(id))
+	require.NoError(b.t, err)
+	j, err := commands.FoldJob(evs)
+	require.NoError(b.t, err)
+	return j
+}
+
+// A plugin that cannot be spawned used to leave its job queued with nothing
+// recorded, forgotten by the candidate cache. Each attempt is now recorded
+// as a retryable failure, until the job is dead.
+func TestSpawnFailureIsRecordedAndRetried(t *testing.T) {
+	b := setup(t, 2, quickRetries("broken", 2, 10*time.Millisecond))
+	id := b.enqueue("broken")
+	b.waitFor(map[string]string{id: "dead"})
+	j := b.fold(id)
+	require.Equal(t, 2, j.Attempt)
+	require.Contains(t, j.LastError, `the interpreter on its #! line, "/nonexistent/interpreter", was not found`)
+}
+
+// The same plugin run without a daemon (RunJob) used to spin on the CPU
+// until its context expired; now it ends with the job dead.
+func TestRunJobEndsOnSpawnFailure(t *testing.T) {
+	b := setupWith(t, 1, quickRetries("broken", 2, 10*time.Millisecond), daemon.Options{NoDispatch: true})
+	id := b.enqueue("broken")
+	require.NoError(t, b.d.Dispatcher.RunJob(b.ctx, id))
+	require.Equal(t, events.StatusDead, b.fold(id).Status)
+}
+
+// A completion the ledger refuses for a while (another process holds the
+// write lock past the busy timeout) used to be dropped, leaving the job
+// running for ever. It is now retried until it lands.
+func TestCompletionIsRetriedWhileTheLedgerIsBusy(t *testing.T) {
+	logs := &recorder{lines: make(chan string, 100)}
+	b := setupWith(t, 2, nil, daemon.Options{Logger: slog.New(logs), Ledger: ledger.Options{BusyTimeout: 100 * time.Millisecond}})
+	id, release := b.gated("gate", "")
+	b.waitFor(map[string]string{id: "running"})
+
+	blocker, err := sqlite.OpenConn(daemon.DBPath(b.dir), sqlite.OpenReadWrite|sqlite.OpenWAL)
+	require.NoError(t, err)
+	defer blocker.Close()
+	require.NoError(t, sqlitex.ExecuteTransient(blocker, "BEGIN IMMEDIATE;", nil))
+	release()
+	logs.waitFor(t, b.ctx, "recording the job's outcome failed; will try again")
+	require.NoError(t, sqlitex.ExecuteTransient(blocker, "COMMIT;", nil))
+	b.waitFor(map[string]string{id: "succeeded"})
+}
+
+// A shutdown that interrupts a job's last attempt used to bury it; the
+// interrupted attempt is now given back and the job waits for the next run.
+func TestShutdownDoesNotBuryALastAttempt(t *testing.T) {
+	b := setup(t, 2, quickRetries("gate", 1, time.Hour))
+	id, _ := b.gated("gate", "")
+	b.waitFor(map[string]string{id: "running"})
+	require.NoError(t, b.d.Close())
+	l, err := ledger.Open(context.Background(), daemon.DBPath(b.dir), ledger.Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	defer l.Close()
+	evs, err := l.ReadStream(context.Background(), events.JobStream(id))
+	require.NoError(t, err)
+	j, err := commands.FoldJob(evs)
+	require.NoError(t, err)
+	require.Equal(t, events.StatusQueued, j.Status)
+	require.Equal(t, 2, j.Attempt)
+	require.Equal(t, 2, j.MaxAttempts)
+}
+
+// RunJob waiting for a retry used to sleep through a cancel from another
+// process (holding the lock for up to the whole backoff).
+func TestRunJobStopsWaitingWhenCanceled(t *testing.T) {
+	b := setupWith(t, 1, quickRetries("failing", 3, time.Hour), daemon.Options{NoDispatch: true})
+	id := b.enqueue("failing")
+	done := make(chan error, 1)
+	go func() { done <- b.d.Dispatcher.RunJob(b.ctx, id) }()
+	for {
+		changed := b.d.Ledger.Changed()
+		if b.fold(id).Status == events.StatusQueued && b.fold(id).Attempt == 2 {
+			break // the first attempt failed; RunJob now waits an hour
+		}
+		select {
+		case <-changed:
+		case <-b.ctx.Done():
+			t.Fatal("the first attempt never failed")
+		}
+	}
+	status, err := commands.CancelJob(b.ctx, b.d.Ledger, commands.Cancel{JobID: id, Now: time.Now()})
+	require.NoError(t, err)
+	require.Equal(t, events.StatusCanceled, status)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-b.ctx.Done():
+		t.Fatal("RunJob kept waiting for the retry of a canceled job")
+	}
+}
+
+// recorder is a slog handler that hands each message to a test.
+type recorder struct{ lines chan string }
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	select {
+	case r.lines <- rec.Message:
+	default:
+	}
+	return nil
+}
+func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *recorder) WithGroup(string) slog.Handler      { return r }
+
+func (r *recorder) waitFor(t *testing.T, ctx context.Context, msg string) {
+	t.Helper()
+	for {
+		select {
+		case line := <-r.lines:
+			if strings.Contains(line, msg) {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatalf("no log line %q", msg)
+		}
+	}
+}
