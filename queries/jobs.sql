@@ -124,11 +124,6 @@ FROM job_log WHERE job_id = @job_id ORDER BY attempt;
 -- name: CountJobsByStatus :many
 SELECT status, CAST(count(*) AS INTEGER) AS jobs FROM job_queue GROUP BY status ORDER BY status;
 
--- name: CountActiveByPlugin :many
-SELECT plugin, status, CAST(count(*) AS INTEGER) AS jobs
-FROM job_queue WHERE status IN ('queued', 'running', 'cancel_requested')
-GROUP BY plugin, status ORDER BY plugin, status;
-
 -- name: ListReadyJobs :many
 -- Dispatch candidates that are not waiting for a retry, oldest first,
 -- leaving out plugins at their parallelism cap (a JSON array of names).

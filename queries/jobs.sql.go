@@ -1397,44 +1397,6 @@ func CountJobsByStatus(conn *sqlite.Conn, fn func(CountJobsByStatusRow) error) (
 	}
 }
 
-const countActiveByPlugin = `SELECT plugin, status, CAST(count(*) AS INTEGER) AS jobs
-FROM job_queue WHERE status IN ('queued', 'running', 'cancel_requested')
-GROUP BY plugin, status ORDER BY plugin, status`
-
-type CountActiveByPluginRow struct {
-	Plugin string
-	Status string
-	Jobs   int64
-}
-
-func CountActiveByPlugin(conn *sqlite.Conn, fn func(CountActiveByPluginRow) error) (err error) {
-	stmt, err := conn.Prepare(countActiveByPlugin)
-	if err != nil {
-		return fmt.Errorf("CountActiveByPlugin: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("CountActiveByPlugin: %w", resetErr)
-		}
-	}()
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("CountActiveByPlugin: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var row CountActiveByPluginRow
-		row.Plugin = stmt.ColumnText(0)
-		row.Status = stmt.ColumnText(1)
-		row.Jobs = stmt.ColumnInt64(2)
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-}
-
 const listReadyJobs = `SELECT id, seq, plugin, command, dedupe_key
 FROM job_queue
 WHERE status = 'queued' AND next_retry_at IS NULL

@@ -10,9 +10,6 @@ VALUES (@plugin_name, @state, @updated_at, @updated_seq)
 ON CONFLICT (plugin_name) DO UPDATE SET
     state = excluded.state, updated_at = excluded.updated_at, updated_seq = excluded.updated_seq;
 
--- name: GetPluginState :many
-SELECT state FROM plugin_state WHERE plugin_name = @plugin_name;
-
 -- name: DeleteFacts :exec
 DELETE FROM plugin_facts;
 
@@ -25,6 +22,3 @@ SELECT seq, plugin_name, fact_type, job_id, command, fact_json, created_at FROM 
 -- name: DumpPluginState :many
 SELECT plugin_name, state, updated_at, updated_seq FROM plugin_state ORDER BY plugin_name;
 
--- name: ListFacts :many
-SELECT seq, plugin_name, fact_type, job_id, command, fact_json, created_at
-FROM plugin_facts WHERE plugin_name = @plugin_name ORDER BY seq DESC LIMIT @max_facts;

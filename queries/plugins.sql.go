@@ -106,35 +106,6 @@ func UpsertPluginState(conn *sqlite.Conn, arg UpsertPluginStateParams) (err erro
 	return nil
 }
 
-const getPluginState = `SELECT state FROM plugin_state WHERE plugin_name = ?1`
-
-func GetPluginState(conn *sqlite.Conn, pluginName string, fn func(string) error) (err error) {
-	stmt, err := conn.Prepare(getPluginState)
-	if err != nil {
-		return fmt.Errorf("GetPluginState: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("GetPluginState: %w", resetErr)
-		}
-	}()
-	stmt.BindText(1, pluginName)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("GetPluginState: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var v string
-		v = stmt.ColumnText(0)
-		if err := fn(v); err != nil {
-			return err
-		}
-	}
-}
-
 const deleteFacts = `DELETE FROM plugin_facts`
 
 func DeleteFacts(conn *sqlite.Conn) (err error) {
@@ -268,64 +239,6 @@ func DumpPluginState(conn *sqlite.Conn, fn func(DumpPluginStateRow) error) (err 
 			row.UpdatedAt = &val
 		}
 		row.UpdatedSeq = stmt.ColumnInt64(3)
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-}
-
-const listFacts = `SELECT seq, plugin_name, fact_type, job_id, command, fact_json, created_at
-FROM plugin_facts WHERE plugin_name = ?1 ORDER BY seq DESC LIMIT ?2`
-
-type ListFactsParams struct {
-	PluginName string
-	MaxFacts   int64
-}
-
-type ListFactsRow struct {
-	Seq        int64
-	PluginName string
-	FactType   string
-	JobID      *string
-	Command    *string
-	FactJson   string
-	CreatedAt  string
-}
-
-func ListFacts(conn *sqlite.Conn, arg ListFactsParams, fn func(ListFactsRow) error) (err error) {
-	stmt, err := conn.Prepare(listFacts)
-	if err != nil {
-		return fmt.Errorf("ListFacts: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("ListFacts: %w", resetErr)
-		}
-	}()
-	stmt.BindText(1, arg.PluginName)
-	stmt.BindInt64(2, arg.MaxFacts)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("ListFacts: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var row ListFactsRow
-		row.Seq = stmt.ColumnInt64(0)
-		row.PluginName = stmt.ColumnText(1)
-		row.FactType = stmt.ColumnText(2)
-		if !stmt.ColumnIsNull(3) {
-			val := stmt.ColumnText(3)
-			row.JobID = &val
-		}
-		if !stmt.ColumnIsNull(4) {
-			val := stmt.ColumnText(4)
-			row.Command = &val
-		}
-		row.FactJson = stmt.ColumnText(5)
-		row.CreatedAt = stmt.ColumnText(6)
 		if err := fn(row); err != nil {
 			return err
 		}

@@ -43,5 +43,3 @@ DELETE FROM event_counts;
 -- name: DumpEventCounts :many
 SELECT type, count, first_seq, last_seq FROM event_counts ORDER BY type;
 
--- name: CountEventsOfType :one
-SELECT CAST(coalesce(max(count), 0) AS INTEGER) AS count FROM event_counts WHERE type = @type;

@@ -326,27 +326,3 @@ func DumpEventCounts(conn *sqlite.Conn, fn func(DumpEventCountsRow) error) (err 
 		}
 	}
 }
-
-const countEventsOfType = `SELECT CAST(coalesce(max(count), 0) AS INTEGER) AS count FROM event_counts WHERE type = ?1`
-
-func CountEventsOfType(conn *sqlite.Conn, type_ string) (v int64, err error) {
-	stmt, err := conn.Prepare(countEventsOfType)
-	if err != nil {
-		return v, fmt.Errorf("CountEventsOfType: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("CountEventsOfType: %w", resetErr)
-		}
-	}()
-	stmt.BindText(1, type_)
-	hasRow, err := stmt.Step()
-	if err != nil {
-		return v, fmt.Errorf("CountEventsOfType: %w", err)
-	}
-	if !hasRow {
-		return v, ErrNoRows
-	}
-	v = stmt.ColumnInt64(0)
-	return v, nil
-}
