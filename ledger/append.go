@@ -195,8 +195,10 @@ func (l *Ledger) writeLoop() {
 				return
 			}
 		}
+		l.syncer.writerBusy.Store(true)
 		if first.exclusive != nil {
 			l.runExclusive(first)
+			l.syncer.writerBusy.Store(len(l.reqs) > 0)
 			continue
 		}
 		batch := []*request{first}
@@ -217,6 +219,7 @@ func (l *Ledger) writeLoop() {
 			}
 		}
 		l.commitBatch(batch)
+		l.syncer.writerBusy.Store(held != nil || len(l.reqs) > 0)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 )
 
 // The syncer makes commits durable off the writer's path.
@@ -30,6 +31,8 @@ type syncer struct {
 	// unwritten pages and a later fsync can succeed without them, so no
 	// later append may be called durable: the ledger refuses appends.
 	failed atomic.Pointer[error]
+	// writerBusy is set while the writer runs a transaction.
+	writerBusy atomic.Bool
 }
 
 func (l *Ledger) startSyncer() error {
@@ -100,19 +103,37 @@ var ErrNotDurable = errors.New("the ledger could not be made durable (fsync fail
 
 func (l *Ledger) syncLoop() {
 	defer close(l.syncer.done)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for batch := range l.syncer.queue {
-	drain:
+		// While the writer is committing, its durable requests are about to
+		// follow: wait for them (1 ms at most) so one flush covers both.
+		linger.Reset(time.Millisecond)
+	gather:
 		for len(batch) < l.opts.MaxBatch {
+			if !l.syncer.writerBusy.Load() {
+				select {
+				case more, ok := <-l.syncer.queue:
+					if !ok {
+						break gather
+					}
+					batch = append(batch, more...)
+					continue
+				default:
+					break gather
+				}
+			}
 			select {
 			case more, ok := <-l.syncer.queue:
 				if !ok {
-					break drain
+					break gather
 				}
 				batch = append(batch, more...)
-			default:
-				break drain
+			case <-linger.C:
+				break gather
 			}
 		}
+		linger.Stop()
 		l.answer(batch, l.syncer.wal.Sync())
 	}
 }
