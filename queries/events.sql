@@ -15,19 +15,19 @@ SELECT CAST(coalesce(max(seq), 0) AS INTEGER) AS seq FROM events;
 -- name: StreamVersion :many
 -- The newest version of a stream, no row if it is empty. An aggregate form
 -- of this query gets prepared again on every run, which costs more than it.
-SELECT version FROM events WHERE stream = @stream ORDER BY version DESC LIMIT 1;
+SELECT version FROM events WHERE stream = CAST(@stream AS TEXT) ORDER BY version DESC LIMIT 1;
 
 -- name: ReadStream :many
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE stream = @stream
+WHERE stream = CAST(@stream AS TEXT)
 ORDER BY version;
 
 -- name: ReadFrom :many
 -- Events after a seq, oldest first, up to a limit.
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE seq > @after_seq
+WHERE seq > CAST(@after_seq AS INTEGER)
 ORDER BY seq
 LIMIT @max_events;
 
@@ -35,9 +35,9 @@ LIMIT @max_events;
 -- Like ReadFrom, keeping only one type and/or one stream (an empty filter matches all).
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE seq > @after_seq
-  AND (CAST(@type AS TEXT) = '' OR type = @type)
-  AND (CAST(@stream AS TEXT) = '' OR stream = @stream)
+WHERE seq > CAST(@after_seq AS INTEGER)
+  AND (CAST(@type AS TEXT) = '' OR type = CAST(@type AS TEXT))
+  AND (CAST(@stream AS TEXT) = '' OR stream = CAST(@stream AS TEXT))
 ORDER BY seq
 LIMIT @max_events;
 
@@ -45,7 +45,7 @@ LIMIT @max_events;
 -- Events with after_seq < seq <= until_seq, oldest first, up to a limit.
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE seq > @after_seq AND seq <= @until_seq
+WHERE seq > CAST(@after_seq AS INTEGER) AND seq <= CAST(@until_seq AS INTEGER)
 ORDER BY seq
 LIMIT @max_events;
 
@@ -63,6 +63,6 @@ FROM events;
 -- The newest event of a stream (none if the stream is empty).
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE stream = @stream
+WHERE stream = CAST(@stream AS TEXT)
 ORDER BY version DESC
 LIMIT 1;

@@ -115,7 +115,7 @@ func MaxSeq(conn *sqlite.Conn) (v int64, err error) {
 	return v, nil
 }
 
-const streamVersion = `SELECT version FROM events WHERE stream = ?1 ORDER BY version DESC LIMIT 1`
+const streamVersion = `SELECT version FROM events WHERE stream = CAST(?1 AS TEXT) ORDER BY version DESC LIMIT 1`
 
 // The newest version of a stream, no row if it is empty. An aggregate form
 // of this query gets prepared again on every run, which costs more than it.
@@ -148,7 +148,7 @@ func StreamVersion(conn *sqlite.Conn, stream string, fn func(int64) error) (err 
 
 const readStream = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE stream = ?1
+WHERE stream = CAST(?1 AS TEXT)
 ORDER BY version`
 
 type ReadStreamRow struct {
@@ -202,7 +202,7 @@ func ReadStream(conn *sqlite.Conn, stream string, fn func(ReadStreamRow) error) 
 
 const readFrom = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE seq > ?1
+WHERE seq > CAST(?1 AS INTEGER)
 ORDER BY seq
 LIMIT ?2`
 
@@ -264,9 +264,9 @@ func ReadFrom(conn *sqlite.Conn, arg ReadFromParams, fn func(ReadFromRow) error)
 
 const readFromFiltered = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE seq > ?1
-  AND (CAST(?2 AS TEXT) = '' OR type = ?2)
-  AND (CAST(?3 AS TEXT) = '' OR stream = ?3)
+WHERE seq > CAST(?1 AS INTEGER)
+  AND (CAST(?2 AS TEXT) = '' OR type = CAST(?2 AS TEXT))
+  AND (CAST(?3 AS TEXT) = '' OR stream = CAST(?3 AS TEXT))
 ORDER BY seq
 LIMIT ?4`
 
@@ -332,7 +332,7 @@ func ReadFromFiltered(conn *sqlite.Conn, arg ReadFromFilteredParams, fn func(Rea
 
 const readRange = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE seq > ?1 AND seq <= ?2
+WHERE seq > CAST(?1 AS INTEGER) AND seq <= CAST(?2 AS INTEGER)
 ORDER BY seq
 LIMIT ?3`
 
@@ -440,7 +440,7 @@ func LedgerStats(conn *sqlite.Conn) (row LedgerStatsRow, err error) {
 
 const readStreamLast = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE stream = ?1
+WHERE stream = CAST(?1 AS TEXT)
 ORDER BY version DESC
 LIMIT 1`
 

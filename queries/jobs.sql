@@ -9,64 +9,64 @@ VALUES (@id, @seq, @plugin, @command, @payload, 'queued', 1, @max_attempts, @sub
 -- name: SetJobStarted :exec
 UPDATE job_queue
 SET status = 'running', attempt = @attempt, started_at = @at, next_retry_at = NULL, updated_seq = @seq
-WHERE id = @id;
+WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobEnded :exec
 -- A terminal status: succeeded, dead or canceled.
 UPDATE job_queue
 SET status = @status, completed_at = @at, last_error = @last_error, next_retry_at = NULL, updated_seq = @seq
-WHERE id = @id;
+WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobRetry :exec
 UPDATE job_queue
 SET status = 'queued', attempt = @attempt, next_retry_at = @next_retry_at,
     max_attempts = CASE WHEN CAST(@max_attempts AS INTEGER) > 0 THEN @max_attempts ELSE max_attempts END,
     updated_seq = @seq
-WHERE id = @id;
+WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobDead :exec
 UPDATE job_queue
 SET status = 'dead', completed_at = @at, last_error = coalesce(last_error, @reason), next_retry_at = NULL, updated_seq = @seq
-WHERE id = @id;
+WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobLastError :exec
-UPDATE job_queue SET last_error = @last_error, updated_seq = @seq WHERE id = @id;
+UPDATE job_queue SET last_error = @last_error, updated_seq = @seq WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobQueued :exec
 -- Back in the queue after its runner died (recovery of an orphan).
 UPDATE job_queue
 SET status = 'queued', attempt = @attempt, last_error = @last_error, updated_seq = @seq
-WHERE id = @id;
+WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobStatus :exec
-UPDATE job_queue SET status = @status, updated_seq = @seq WHERE id = @id;
+UPDATE job_queue SET status = CAST(@status AS TEXT), updated_seq = @seq WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobAttempt :exec
-UPDATE job_queue SET attempt = @attempt, last_error = @last_error, updated_seq = @seq WHERE id = @id;
+UPDATE job_queue SET attempt = CAST(@attempt AS INTEGER), last_error = @last_error, updated_seq = @seq WHERE id = CAST(@id AS TEXT);
 
 -- name: StartJobLog :exec
 INSERT INTO job_log (job_id, attempt, plugin, command, status, submitted_by, created_at, started_at,
                      parent_job_id, source_event_id, started_seq)
 SELECT id, @attempt, plugin, command, 'running', submitted_by, created_at, @at,
        parent_job_id, source_event_id, @seq
-FROM job_queue WHERE id = @job_id;
+FROM job_queue WHERE id = CAST(@job_id AS TEXT);
 
 -- name: EndJobLog :exec
 UPDATE job_log
 SET status = @status, kind = @kind, result = @result, stdout = @stdout, stderr = @stderr,
     stderr_truncated = @stderr_truncated, last_error = @last_error, exit_code = @exit_code,
     completed_at = @at, duration_ms = @duration_ms, ended_seq = @seq
-WHERE job_id = @job_id AND attempt = @attempt;
+WHERE job_id = CAST(@job_id AS TEXT) AND attempt = CAST(@attempt AS INTEGER);
 
 -- name: SetJobLogStatus :exec
 UPDATE job_log
 SET status = @status, last_error = @last_error, completed_at = @at, ended_seq = @seq
-WHERE job_id = @job_id AND attempt = @attempt;
+WHERE job_id = CAST(@job_id AS TEXT) AND attempt = CAST(@attempt AS INTEGER);
 
 -- name: CancelJobLog :exec
 UPDATE job_log
 SET status = 'canceled', last_error = @last_error, completed_at = @at, ended_seq = @seq
-WHERE job_id = @job_id AND attempt = @attempt AND status = 'running';
+WHERE job_id = CAST(@job_id AS TEXT) AND attempt = CAST(@attempt AS INTEGER) AND status = 'running';
 
 -- name: DeleteJobQueue :exec
 DELETE FROM job_queue;
@@ -97,7 +97,7 @@ ORDER BY seq;
 SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
-FROM job_queue WHERE id = @id;
+FROM job_queue WHERE id = CAST(@id AS TEXT);
 
 -- name: ListJobs :many
 -- Newest first, optionally one status and/or one plugin (empty matches all).
@@ -105,7 +105,7 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
 FROM job_queue
-WHERE (CAST(@status AS TEXT) = '' OR status = @status) AND (CAST(@plugin AS TEXT) = '' OR plugin = @plugin)
+WHERE (CAST(@status AS TEXT) = '' OR status = CAST(@status AS TEXT)) AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
 ORDER BY seq DESC
 LIMIT @max_jobs;
 
@@ -113,13 +113,13 @@ LIMIT @max_jobs;
 SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
-FROM job_queue WHERE parent_job_id = @parent_job_id ORDER BY seq;
+FROM job_queue WHERE parent_job_id = CAST(@parent_job_id AS TEXT) ORDER BY seq;
 
 -- name: ListJobAttempts :many
 SELECT job_id, attempt, plugin, command, status, kind, result, stdout, stderr, stderr_truncated, last_error,
        exit_code, submitted_by, created_at, started_at, completed_at, duration_ms, parent_job_id,
        source_event_id, started_seq, ended_seq
-FROM job_log WHERE job_id = @job_id ORDER BY attempt;
+FROM job_log WHERE job_id = CAST(@job_id AS TEXT) ORDER BY attempt;
 
 -- name: CountJobsByStatus :many
 SELECT status, CAST(count(*) AS INTEGER) AS jobs FROM job_queue GROUP BY status ORDER BY status;

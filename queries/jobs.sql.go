@@ -86,7 +86,7 @@ func InsertJob(conn *sqlite.Conn, arg InsertJobParams) (err error) {
 
 const setJobStarted = `UPDATE job_queue
 SET status = 'running', attempt = ?1, started_at = ?2, next_retry_at = NULL, updated_seq = ?3
-WHERE id = ?4`
+WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobStartedParams struct {
 	Attempt int64
@@ -127,7 +127,7 @@ func SetJobStarted(conn *sqlite.Conn, arg SetJobStartedParams) (err error) {
 
 const setJobEnded = `UPDATE job_queue
 SET status = ?1, completed_at = ?2, last_error = ?3, next_retry_at = NULL, updated_seq = ?4
-WHERE id = ?5`
+WHERE id = CAST(?5 AS TEXT)`
 
 type SetJobEndedParams struct {
 	Status    string
@@ -177,7 +177,7 @@ const setJobRetry = `UPDATE job_queue
 SET status = 'queued', attempt = ?1, next_retry_at = ?2,
     max_attempts = CASE WHEN CAST(?3 AS INTEGER) > 0 THEN ?3 ELSE max_attempts END,
     updated_seq = ?4
-WHERE id = ?5`
+WHERE id = CAST(?5 AS TEXT)`
 
 type SetJobRetryParams struct {
 	Attempt     int64
@@ -220,7 +220,7 @@ func SetJobRetry(conn *sqlite.Conn, arg SetJobRetryParams) (err error) {
 
 const setJobDead = `UPDATE job_queue
 SET status = 'dead', completed_at = ?1, last_error = coalesce(last_error, ?2), next_retry_at = NULL, updated_seq = ?3
-WHERE id = ?4`
+WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobDeadParams struct {
 	At     *string
@@ -263,7 +263,7 @@ func SetJobDead(conn *sqlite.Conn, arg SetJobDeadParams) (err error) {
 	return nil
 }
 
-const setJobLastError = `UPDATE job_queue SET last_error = ?1, updated_seq = ?2 WHERE id = ?3`
+const setJobLastError = `UPDATE job_queue SET last_error = ?1, updated_seq = ?2 WHERE id = CAST(?3 AS TEXT)`
 
 type SetJobLastErrorParams struct {
 	LastError *string
@@ -302,7 +302,7 @@ func SetJobLastError(conn *sqlite.Conn, arg SetJobLastErrorParams) (err error) {
 
 const setJobQueued = `UPDATE job_queue
 SET status = 'queued', attempt = ?1, last_error = ?2, updated_seq = ?3
-WHERE id = ?4`
+WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobQueuedParams struct {
 	Attempt   int64
@@ -342,7 +342,7 @@ func SetJobQueued(conn *sqlite.Conn, arg SetJobQueuedParams) (err error) {
 	return nil
 }
 
-const setJobStatus = `UPDATE job_queue SET status = ?1, updated_seq = ?2 WHERE id = ?3`
+const setJobStatus = `UPDATE job_queue SET status = CAST(?1 AS TEXT), updated_seq = ?2 WHERE id = CAST(?3 AS TEXT)`
 
 type SetJobStatusParams struct {
 	Status string
@@ -375,7 +375,7 @@ func SetJobStatus(conn *sqlite.Conn, arg SetJobStatusParams) (err error) {
 	return nil
 }
 
-const setJobAttempt = `UPDATE job_queue SET attempt = ?1, last_error = ?2, updated_seq = ?3 WHERE id = ?4`
+const setJobAttempt = `UPDATE job_queue SET attempt = CAST(?1 AS INTEGER), last_error = ?2, updated_seq = ?3 WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobAttemptParams struct {
 	Attempt   int64
@@ -418,7 +418,7 @@ const startJobLog = `INSERT INTO job_log (job_id, attempt, plugin, command, stat
                      parent_job_id, source_event_id, started_seq)
 SELECT id, ?1, plugin, command, 'running', submitted_by, created_at, ?2,
        parent_job_id, source_event_id, ?3
-FROM job_queue WHERE id = ?4`
+FROM job_queue WHERE id = CAST(?4 AS TEXT)`
 
 type StartJobLogParams struct {
 	Attempt int64
@@ -457,7 +457,7 @@ const endJobLog = `UPDATE job_log
 SET status = ?1, kind = ?2, result = ?3, stdout = ?4, stderr = ?5,
     stderr_truncated = ?6, last_error = ?7, exit_code = ?8,
     completed_at = ?9, duration_ms = ?10, ended_seq = ?11
-WHERE job_id = ?12 AND attempt = ?13`
+WHERE job_id = CAST(?12 AS TEXT) AND attempt = CAST(?13 AS INTEGER)`
 
 type EndJobLogParams struct {
 	Status          string
@@ -548,7 +548,7 @@ func EndJobLog(conn *sqlite.Conn, arg EndJobLogParams) (err error) {
 
 const setJobLogStatus = `UPDATE job_log
 SET status = ?1, last_error = ?2, completed_at = ?3, ended_seq = ?4
-WHERE job_id = ?5 AND attempt = ?6`
+WHERE job_id = CAST(?5 AS TEXT) AND attempt = CAST(?6 AS INTEGER)`
 
 type SetJobLogStatusParams struct {
 	Status    string
@@ -601,7 +601,7 @@ func SetJobLogStatus(conn *sqlite.Conn, arg SetJobLogStatusParams) (err error) {
 
 const cancelJobLog = `UPDATE job_log
 SET status = 'canceled', last_error = ?1, completed_at = ?2, ended_seq = ?3
-WHERE job_id = ?4 AND attempt = ?5 AND status = 'running'`
+WHERE job_id = CAST(?4 AS TEXT) AND attempt = CAST(?5 AS INTEGER) AND status = 'running'`
 
 type CancelJobLogParams struct {
 	LastError *string
@@ -953,7 +953,7 @@ func ListActiveJobs(conn *sqlite.Conn, fn func(ListActiveJobsRow) error) (err er
 const getJob = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
-FROM job_queue WHERE id = ?1`
+FROM job_queue WHERE id = CAST(?1 AS TEXT)`
 
 type GetJobRow struct {
 	ID            string
@@ -1050,7 +1050,7 @@ const listJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
 FROM job_queue
-WHERE (CAST(?1 AS TEXT) = '' OR status = ?1) AND (CAST(?2 AS TEXT) = '' OR plugin = ?2)
+WHERE (CAST(?1 AS TEXT) = '' OR status = CAST(?1 AS TEXT)) AND (CAST(?2 AS TEXT) = '' OR plugin = CAST(?2 AS TEXT))
 ORDER BY seq DESC
 LIMIT ?3`
 
@@ -1157,7 +1157,7 @@ func ListJobs(conn *sqlite.Conn, arg ListJobsParams, fn func(ListJobsRow) error)
 const listChildJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
-FROM job_queue WHERE parent_job_id = ?1 ORDER BY seq`
+FROM job_queue WHERE parent_job_id = CAST(?1 AS TEXT) ORDER BY seq`
 
 type ListChildJobsRow struct {
 	ID            string
@@ -1181,7 +1181,7 @@ type ListChildJobsRow struct {
 	UpdatedSeq    int64
 }
 
-func ListChildJobs(conn *sqlite.Conn, parentJobID *string, fn func(ListChildJobsRow) error) (err error) {
+func ListChildJobs(conn *sqlite.Conn, parentJobID string, fn func(ListChildJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listChildJobs)
 	if err != nil {
 		return fmt.Errorf("ListChildJobs: %w", err)
@@ -1191,11 +1191,7 @@ func ListChildJobs(conn *sqlite.Conn, parentJobID *string, fn func(ListChildJobs
 			err = fmt.Errorf("ListChildJobs: %w", resetErr)
 		}
 	}()
-	if parentJobID == nil {
-		stmt.BindNull(1)
-	} else {
-		stmt.BindText(1, *parentJobID)
-	}
+	stmt.BindText(1, parentJobID)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -1257,7 +1253,7 @@ func ListChildJobs(conn *sqlite.Conn, parentJobID *string, fn func(ListChildJobs
 const listJobAttempts = `SELECT job_id, attempt, plugin, command, status, kind, result, stdout, stderr, stderr_truncated, last_error,
        exit_code, submitted_by, created_at, started_at, completed_at, duration_ms, parent_job_id,
        source_event_id, started_seq, ended_seq
-FROM job_log WHERE job_id = ?1 ORDER BY attempt`
+FROM job_log WHERE job_id = CAST(?1 AS TEXT) ORDER BY attempt`
 
 type ListJobAttemptsRow struct {
 	JobID           string

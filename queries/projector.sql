@@ -2,7 +2,7 @@
 -- event_counts). Written only by the projector.
 
 -- name: GetCheckpoint :one
-SELECT seq FROM projector_checkpoint WHERE name = @name;
+SELECT seq FROM projector_checkpoint WHERE name = CAST(@name AS TEXT);
 
 -- name: SetCheckpoint :exec
 INSERT INTO projector_checkpoint (name, seq) VALUES (@name, @seq)

@@ -13,7 +13,7 @@ import (
 )
 
 const getCheckpoint = `
-SELECT seq FROM projector_checkpoint WHERE name = ?1`
+SELECT seq FROM projector_checkpoint WHERE name = CAST(?1 AS TEXT)`
 
 // The projector's checkpoint and the ledger-level projections (streams,
 // event_counts). Written only by the projector.

@@ -182,7 +182,7 @@ func inspectJob(c *cli.Context) (*env, *inspection, error) {
 		}); err != nil {
 			return err
 		}
-		return queries.ListChildJobs(conn, &id, func(r queries.ListChildJobsRow) error {
+		return queries.ListChildJobs(conn, id, func(r queries.ListChildJobsRow) error {
 			in.Children = append(in.Children, toJobRow(queries.GetJobRow(r)))
 			return nil
 		})
