@@ -181,10 +181,10 @@ func Run(ctx context.Context, opts Options) error {
 // (first match wins, so a root can override a bundled plugin). Plugins that
 // fail validation are logged and skipped; the others load.
 func LoadPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (*pluginhost.Registry, error) {
-	if err := plugins.Unpack(BundledPluginsDir(stateDir)); err != nil {
-		return nil, fmt.Errorf("unpack bundled plugins: %w", err)
+	reg, problems, err := DiscoverPlugins(stateDir, cfg, log)
+	if err != nil {
+		return nil, err
 	}
-	reg, problems := pluginhost.Discover(pluginRoots(stateDir, cfg), pluginhost.DiscoverOptions{AllowSymlinks: cfg.Service.AllowSymlinks, Config: pluginConfigs(cfg), Logger: log})
 	for _, p := range problems {
 		level := slog.LevelError
 		if errors.Is(p, pluginhost.ErrShadowed) {
@@ -227,15 +227,16 @@ func (d *Daemon) recoverOrphans(ctx context.Context) error {
 	return nil
 }
 
-// DiscoverPlugins loads plugins as the daemon would, returning the problems
-// instead of logging them (for plugin list and config check).
-func DiscoverPlugins(stateDir string, cfg *config.Config) (*pluginhost.Registry, []error) {
-	bundled := BundledPluginsDir(stateDir)
-	if err := plugins.Unpack(bundled); err != nil {
-		empty, _ := pluginhost.Discover(nil, pluginhost.DiscoverOptions{})
-		return empty, []error{fmt.Errorf("unpack bundled plugins: %w", err)}
+// DiscoverPlugins unpacks the bundled plugins and discovers plugins as the
+// daemon does, returning the plugins that failed validation instead of
+// logging them (plugin list and config check show them). err is set only if
+// the bundled plugins could not be unpacked.
+func DiscoverPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (reg *pluginhost.Registry, problems []error, err error) {
+	if err := plugins.Unpack(BundledPluginsDir(stateDir)); err != nil {
+		return nil, nil, fmt.Errorf("unpack bundled plugins: %w", err)
 	}
-	return pluginhost.Discover(pluginRoots(stateDir, cfg), pluginhost.DiscoverOptions{AllowSymlinks: cfg.Service.AllowSymlinks, Config: pluginConfigs(cfg)})
+	reg, problems = pluginhost.Discover(pluginRoots(stateDir, cfg), pluginhost.DiscoverOptions{AllowSymlinks: cfg.Service.AllowSymlinks, Config: pluginConfigs(cfg), Logger: log})
+	return reg, problems, nil
 }
 
 func pluginRoots(stateDir string, cfg *config.Config) []string {

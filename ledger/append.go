@@ -494,9 +494,8 @@ func (l *Ledger) runExclusive(r *request) {
 // LastEvent returns the stream's newest event, and false if it has none.
 func (tx *Tx) LastEvent(stream string) (ev Event, ok bool, err error) {
 	err = queries.ReadStreamLast(tx.conn, stream, func(r queries.ReadStreamLastRow) error {
-		ev, err = eventFromRow(queries.ReadStreamRow(r))
-		ok = true
-		return err
+		ev, ok = eventFromRow(queries.ReadStreamRow(r)), true
+		return nil
 	})
 	return ev, ok, err
 }

@@ -81,6 +81,14 @@ type Event struct {
 	recordedAt string // as stored, for hashing
 }
 
+// RecordedAtText is recorded_at as stored (TimeFormat), as projections keep it.
+func (e Event) RecordedAtText() string {
+	if e.recordedAt != "" {
+		return e.recordedAt
+	}
+	return e.RecordedAt.UTC().Format(TimeFormat)
+}
+
 // Metadata decodes the event's meta.
 func (e Event) Metadata() (Meta, error) {
 	var m Meta

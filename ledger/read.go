@@ -14,7 +14,7 @@ import (
 // the same columns, so their row types convert to ReadStreamRow).
 // A recorded_at that does not parse (only possible if the file was edited)
 // reads as the zero time; Verify reports such an event by its hash.
-func eventFromRow(r queries.ReadStreamRow) (Event, error) {
+func eventFromRow(r queries.ReadStreamRow) Event {
 	at, _ := time.Parse(TimeFormat, r.RecordedAt)
 	return Event{
 		Seq:        r.Seq,
@@ -27,15 +27,14 @@ func eventFromRow(r queries.ReadStreamRow) (Event, error) {
 		PrevHash:   r.PrevHash,
 		Hash:       r.Hash,
 		recordedAt: r.RecordedAt,
-	}, nil
+	}
 }
 
 func readStream(conn *sqlite.Conn, stream string) ([]Event, error) {
 	var out []Event
 	err := queries.ReadStream(conn, stream, func(r queries.ReadStreamRow) error {
-		ev, err := eventFromRow(r)
-		out = append(out, ev)
-		return err
+		out = append(out, eventFromRow(r))
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read stream %s: %w", stream, err)
@@ -67,10 +66,7 @@ func (l *Ledger) ReadFrom(ctx context.Context, after int64, limit int, f Filter,
 	}
 	last = after
 	visit := func(r queries.ReadStreamRow) error {
-		ev, err := eventFromRow(r)
-		if err != nil {
-			return err
-		}
+		ev := eventFromRow(r)
 		last = ev.Seq
 		return fn(ev)
 	}
@@ -96,10 +92,7 @@ func ReadRange(conn *sqlite.Conn, after, until int64, fn func(Event) error) erro
 		n := 0
 		err := queries.ReadRange(conn, queries.ReadRangeParams{AfterSeq: after, UntilSeq: until, MaxEvents: page},
 			func(r queries.ReadRangeRow) error {
-				ev, err := eventFromRow(queries.ReadStreamRow(r))
-				if err != nil {
-					return err
-				}
+				ev := eventFromRow(queries.ReadStreamRow(r))
 				n++
 				after = ev.Seq
 				return fn(ev)

@@ -22,7 +22,7 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	if id == "" {
 		return nil
 	}
-	at := stamp(ev)
+	at := ev.RecordedAtText()
 	switch ev.Type {
 	case events.JobEnqueued:
 		var d events.Enqueued
@@ -103,7 +103,7 @@ func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	if id == "" {
 		return nil
 	}
-	at := stamp(ev)
+	at := ev.RecordedAtText()
 	switch ev.Type {
 	case events.JobStarted:
 		var d events.Started
@@ -151,9 +151,6 @@ func (JobLog) Reset(conn *sqlite.Conn) error { return queries.DeleteJobLog(conn)
 func (JobLog) Dump(conn *sqlite.Conn, w io.Writer) error {
 	return queries.DumpJobLog(conn, func(r queries.DumpJobLogRow) error { return dumpRow(w, r) })
 }
-
-// stamp is the event's recorded_at as projections store it.
-func stamp(ev ledger.Event) string { return ev.RecordedAt.UTC().Format(ledger.TimeFormat) }
 
 func strPtr(s string) *string {
 	if s == "" {

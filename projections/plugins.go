@@ -28,7 +28,7 @@ func (PluginFacts) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	plugin := pluginOf(ev.Stream)
 	return queries.InsertFact(conn, queries.InsertFactParams{
 		Seq: ev.Seq, PluginName: plugin, FactType: d.FactType, JobID: strPtr(d.JobID), Command: strPtr(d.Command),
-		FactJson: string(d.Fact), CreatedAt: stamp(ev),
+		FactJson: string(d.Fact), CreatedAt: ev.RecordedAtText(),
 	})
 }
 
@@ -63,7 +63,7 @@ func (PluginState) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	default:
 		return nil
 	}
-	at := stamp(ev)
+	at := ev.RecordedAtText()
 	return queries.UpsertPluginState(conn, queries.UpsertPluginStateParams{
 		PluginName: pluginOf(ev.Stream), State: string(state), UpdatedAt: &at, UpdatedSeq: ev.Seq,
 	})

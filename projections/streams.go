@@ -21,7 +21,7 @@ func (Streams) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		Version:    ev.Version,
 		Seq:        ev.Seq,
 		Type:       ev.Type,
-		RecordedAt: ev.RecordedAt.UTC().Format(ledger.TimeFormat),
+		RecordedAt: ev.RecordedAtText(),
 	})
 }
 

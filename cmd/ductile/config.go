@@ -65,7 +65,10 @@ func configCheck(c *cli.Context) error {
 			return err
 		}
 		out.StateDir = e.stateDir
-		reg, problems := daemon.DiscoverPlugins(e.stateDir, cfg)
+		reg, problems, err := daemon.DiscoverPlugins(e.stateDir, cfg, e.quietLogger())
+		if err != nil {
+			return err
+		}
 		for _, p := range reg.List() {
 			out.Plugins = append(out.Plugins, p.Name)
 		}

@@ -58,7 +58,10 @@ func pluginList(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	reg, problems := daemon.DiscoverPlugins(e.stateDir, e.cfg)
+	reg, problems, err := daemon.DiscoverPlugins(e.stateDir, e.cfg, e.quietLogger())
+	if err != nil {
+		return err
+	}
 	type cmdOut struct {
 		Name string `json:"name"`
 		Type string `json:"type"`
