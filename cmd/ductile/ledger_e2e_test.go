@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -140,30 +139,16 @@ func TestLedgerTailFollow(t *testing.T) {
 	require.Equal(t, seqRange(6, 17, 1), seqsOf(parseTail(t, strings.Join(all, "\n"))))
 
 	// and SIGINT ends it with exit 0.
-	settle()
 	stopFollower(t, f, syscall.SIGINT)
 }
 
-// settle lets a follower go idle before it is stopped: the ledger wakes
-// followers again 2, 20 and 200 ms after another process's commit (see
-// ledger/notify.go), and a stop during one of those re-reads hits the known
-// bug stopFollower describes. This is not a wait for readiness: the tests
-// have already seen the lines they wait for.
-func settle() { time.Sleep(300 * time.Millisecond) }
-
 // stopFollower signals a `ledger tail --follow` and requires exit 0 and
-// nothing on stderr. A stop that lands while the follower is reading exits
-// 1 today (see the report); that known bug skips the test instead of failing
-// it, so the suite stays green until it is fixed and enforces it afterwards.
+// nothing on stderr, whenever the signal lands (idle or mid-read).
 func stopFollower(t *testing.T, f *proc, sig syscall.Signal) {
 	t.Helper()
 	code := f.signal(t, sig)
-	stderr := f.stderr.String()
-	if code == 1 && (stderr == "" || strings.Contains(stderr, "interrupted") || strings.Contains(stderr, "context canceled")) {
-		t.Skipf("known bug: ledger tail --follow stopped by %v while reading exits 1 (stderr %q)", sig, stderr)
-	}
-	require.Equal(t, 0, code, "stderr: %s", stderr)
-	require.Empty(t, stderr)
+	require.Equal(t, 0, code, "stderr: %s", f.stderr.String())
+	require.Empty(t, f.stderr.String())
 }
 
 // TestLedgerTailFollowStopsMidRead stops a follower while it is still
@@ -200,7 +185,6 @@ func TestLedgerTailFollowFilters(t *testing.T) {
 
 	all, _ := f.snapshot()
 	require.Len(t, all, 2, strings.Join(all, "\n"))
-	settle()
 	stopFollower(t, f, syscall.SIGTERM)
 }
 
