@@ -101,17 +101,25 @@ func (l *Ledger) Head() int64 { return l.notify.lastSeq() }
 // wake-ups, so a daemon sees a CLI's appends within milliseconds without
 // polling the database.
 //
+// One commit is many writes, and a busy writer in this very process makes
+// thousands a second. So after a write the watcher rests for 5 ms without
+// reading: the kernel merges the writes that follow into one pending event,
+// and a busy ledger costs at most a few hundred cheap wake-ups a second
+// instead of one per page written.
+//
 // A write to the WAL precedes the moment the commit becomes visible (SQLite
 // then updates the WAL index in shared memory, which inotify cannot see), so
-// a waiter woken by the write itself may look too early. After a burst of
-// writes the watcher therefore wakes waiters again 2 ms, 20 ms and 200 ms
-// after the last one: cheap (a waiter re-reads one number) and it covers a
-// writer that is descheduled between the two steps. Up-front wake-ups are
-// limited to one per 5 ms, since one commit is many writes.
+// a waiter woken by the write itself may look too early. After the last
+// write the watcher therefore wakes waiters again 5 ms, 20 ms and 200 ms
+// later: cheap (a waiter re-reads one number) and it covers a writer that is
+// descheduled between the two steps.
 type walWatcher struct {
 	w    *fsnotify.Watcher
 	done chan struct{}
 }
+
+// walRest is how long the watcher stops reading after a write.
+const walRest = 5 * time.Millisecond
 
 func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error) {
 	w, err := fsnotify.NewWatcher()
@@ -126,7 +134,7 @@ func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error)
 	}
 	ww := &walWatcher{w: w, done: make(chan struct{})}
 	wal := dbPath + "-wal"
-	trailing := []time.Duration{2 * time.Millisecond, 20 * time.Millisecond, 200 * time.Millisecond}
+	trailing := []time.Duration{walRest, 20 * time.Millisecond, 200 * time.Millisecond}
 	go func() {
 		defer close(ww.done)
 		timer := time.NewTimer(time.Hour)
@@ -134,24 +142,25 @@ func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error)
 		defer timer.Stop()
 		step := len(trailing) // no trailing wake-up pending
 		var lastPoke time.Time
+		wake := func() { poke(); lastPoke = time.Now() }
+		events := w.Events // nil while resting
 		for {
 			select {
 			case <-timer.C:
-				poke()
+				events = w.Events
+				wake()
 				if step++; step < len(trailing) {
 					timer.Reset(trailing[step] - trailing[step-1])
 				}
-			case ev, ok := <-w.Events:
+			case ev, ok := <-events:
 				if !ok {
 					return
 				}
 				if ev.Name == wal && ev.Has(fsnotify.Write|fsnotify.Create) {
-					// A commit is several writes: wake waiters at most once per
-					// burst up front; the trailing wake-ups cover the rest.
-					if now := time.Now(); now.Sub(lastPoke) > 5*time.Millisecond {
-						poke()
-						lastPoke = now
+					if time.Since(lastPoke) >= walRest {
+						wake()
 					}
+					events = nil
 					step = 0
 					timer.Reset(trailing[0])
 				}
