@@ -533,8 +533,10 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) (started bool) {
 	var outcome commands.Outcome
 	p, cfgJSON, problem := d.runnable(c)
 	if problem == "" {
-		// The process starts while the start is being recorded; it gets its
-		// request (with the state read in the start's transaction) after.
+		// The start is recorded while the process starts; the process gets
+		// its request (with the state read in the start's transaction) after.
+		// If it could not be spawned (a missing interpreter, no more
+		// processes…), res says so and the attempt fails, to be retried.
 		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
 			var err error
 			if st, err = start(); err != nil {
@@ -547,12 +549,6 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) (started bool) {
 				DeadlineAt: d.opts.Now().Add(timeout),
 			}, nil
 		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace})
-		if !started && startErr == nil {
-			// The process could not be spawned (a missing interpreter, no
-			// more processes…): the attempt fails, and is retried.
-			problem = res.Err
-			outcome.Retryable = true
-		}
 	}
 	if !started && startErr == nil {
 		if st, startErr = start(); startErr == nil {

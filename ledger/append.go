@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -202,6 +203,11 @@ func (l *Ledger) writeLoop() {
 			continue
 		}
 		batch := []*request{first}
+		// Let goroutines that are about to submit (a worker recording one
+		// job's outcome while another starts the next) do so before the
+		// batch is sealed: one transaction then holds both. With nothing
+		// else runnable this returns at once.
+		runtime.Gosched()
 	drain:
 		for len(batch) < l.opts.MaxBatch {
 			select {

@@ -159,19 +159,34 @@ func Run(ctx context.Context, p *Plugin, req Request, opts RunOptions) Result {
 const NotStartedError = "not started: "
 
 // RunPrepared is Run for a request only known once the work is claimed: it
-// starts the plugin's process first, then calls prepare while the child is
-// still starting up, and writes the request prepare returns. This takes the
-// caller's own bookkeeping (recording the job's start) off the critical path
-// of a spawn. If prepare fails, the process group is killed before it has
-// received anything, and the result is KindCanceled with Err starting with
-// NotStartedError. The timeout counts from the moment the request is written.
+// calls prepare (the caller's own bookkeeping, such as recording the job's
+// start) in another goroutine while the plugin's process starts, and writes
+// the request prepare returns once both are done. This takes the claim off
+// the critical path of a spawn. If prepare fails, the process group is
+// killed before it has received anything, and the result is KindCanceled
+// with Err starting with NotStartedError. prepare has always returned when
+// RunPrepared returns, even if the process could not be started (the
+// result then says so and the claim stands). The timeout counts from the
+// moment the request is written.
 func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() (Request, error), opts RunOptions) Result {
 	opts = opts.withDefaults(command)
-	return run(ctx, p, command, func() ([]byte, error) {
+	type prepared struct {
+		req Request
+		err error
+	}
+	claim := make(chan prepared, 1)
+	go func() {
 		req, err := prepare()
-		if err != nil {
-			return nil, err
+		claim <- prepared{req, err}
+	}()
+	waited := false
+	res := run(ctx, p, command, func() ([]byte, error) {
+		waited = true
+		got := <-claim
+		if got.err != nil {
+			return nil, got.err
 		}
+		req := got.req
 		if req.DeadlineAt.IsZero() {
 			req.DeadlineAt = time.Now().Add(opts.Timeout)
 		}
@@ -181,6 +196,10 @@ func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() 
 		}
 		return payload, nil
 	}, opts)
+	if !waited {
+		<-claim
+	}
+	return res
 }
 
 // run starts the process, then gets the request bytes from payload.

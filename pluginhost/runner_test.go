@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,4 +329,21 @@ func TestRunPreparedKillsThePluginWhenPrepareFails(t *testing.T) {
 	require.False(t, res.Retryable)
 	require.Empty(t, res.Stdout, "the plugin never received a request to answer")
 	requireGroupGone(t, res.PID)
+}
+
+func TestRunPreparedClaimStandsWhenTheSpawnFails(t *testing.T) {
+	t.Parallel()
+	p := fixture(t, "request")
+	p.Entrypoint = filepath.Join(t.TempDir(), "missing.sh") // nothing to exec
+	var calls atomic.Int32
+	var returned atomic.Bool
+	res := pluginhost.RunPrepared(context.Background(), p, "poll", func() (pluginhost.Request, error) {
+		calls.Add(1)
+		defer returned.Store(true)
+		return pollRequest(), nil
+	}, pluginhost.RunOptions{})
+	require.Equal(t, pluginhost.KindError, res.Kind)
+	require.True(t, res.Retryable, "a failed spawn is worth another attempt")
+	require.Equal(t, int32(1), calls.Load(), "the claim is made once, alongside the spawn")
+	require.True(t, returned.Load(), "RunPrepared returns only after prepare has, so the caller can read what it set")
 }
