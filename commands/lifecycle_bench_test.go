@@ -51,6 +51,7 @@ func BenchmarkJobLifecycle(b *testing.B) {
 			}
 		}()
 	}
+	go func() { wg.Wait(); close(queue) }()
 	var done atomic.Int64
 	var workers sync.WaitGroup
 	for range 2 {
@@ -58,7 +59,10 @@ func BenchmarkJobLifecycle(b *testing.B) {
 		go func() {
 			defer workers.Done()
 			for done.Add(1) <= int64(b.N) {
-				id := <-queue
+				id, ok := <-queue
+				if !ok {
+					return // a producer failed
+				}
 				st, err := commands.StartJob(ctx, l, commands.Start{JobID: id, Timeout: time.Minute, PID: 1, Now: time.Now()})
 				if err != nil {
 					fail(err)
@@ -73,7 +77,6 @@ func BenchmarkJobLifecycle(b *testing.B) {
 			}
 		}()
 	}
-	wg.Wait()
 	workers.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/job")
