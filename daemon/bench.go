@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +43,13 @@ type BenchResult struct {
 	P50MS       float64 `json:"p50_ms"`
 	P99MS       float64 `json:"p99_ms"`
 	EnqueueMS   float64 `json:"enqueue_ms"` // time to durably accept all jobs
+	// Where the time goes, per job of the end-to-end run (ductile's own CPU,
+	// not the plugin's) and per run of the raw spawn measurement; the ratio
+	// follows from them when the CPUs are the limit.
+	CPUMSPerJob      float64 `json:"cpu_ms_per_job"`
+	SpawnCPUMSPerRun float64 `json:"spawn_cpu_ms_per_run"`
+	CommitsPerJob    float64 `json:"commits_per_job"`
+	FsyncsPerJob     float64 `json:"fsyncs_per_job"`
 }
 
 const benchManifest = `manifest_spec: ductile.plugin
@@ -99,11 +107,13 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	p, _ := reg.Get("bench")
 
 	progress(fmt.Sprintf("measuring the raw spawn rate: %d runs on %d workers…", opts.Jobs, opts.Workers))
+	cpu0 := processCPU()
 	spawn, err := spawnRate(ctx, p, opts.Jobs, opts.Workers)
 	if err != nil {
 		return res, err
 	}
 	res.SpawnPerSec = spawn
+	res.SpawnCPUMSPerRun = ms(processCPU()-cpu0) / float64(opts.Jobs)
 
 	cfg := config.Default()
 	cfg.PluginRoots = []string{filepath.Dir(pluginDir)}
@@ -116,6 +126,7 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	defer d.Close()
 
 	progress(fmt.Sprintf("running %d jobs end to end…", opts.Jobs))
+	ws0, cpu0 := d.Ledger.WriteStats(), processCPU()
 	start := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -144,6 +155,10 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 		return res, err
 	}
 	elapsed := time.Since(start)
+	ws := d.Ledger.WriteStats()
+	res.CPUMSPerJob = ms(processCPU()-cpu0) / float64(opts.Jobs)
+	res.CommitsPerJob = float64(ws.Commits-ws0.Commits) / float64(opts.Jobs)
+	res.FsyncsPerJob = float64(ws.Syncs-ws0.Syncs) / float64(opts.Jobs)
 	res.JobsPerSec = float64(opts.Jobs) / elapsed.Seconds()
 	res.Ratio = res.JobsPerSec / res.SpawnPerSec
 	res.P50MS, res.P99MS, err = latencies(ctx, d)
@@ -221,3 +236,12 @@ func latencies(ctx context.Context, d *Daemon) (p50, p99 float64, err error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// processCPU is the CPU time this process has used (not its children's).
+func processCPU() time.Duration {
+	var r syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &r); err != nil {
+		return 0
+	}
+	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}

@@ -73,6 +73,14 @@ func TestBenchReportsEveryNumber(t *testing.T) {
 	require.Positive(t, res.P50MS)
 	require.LessOrEqual(t, res.P50MS, res.P99MS)
 	require.Positive(t, res.EnqueueMS)
+	require.Positive(t, res.CPUMSPerJob)
+	require.Positive(t, res.SpawnCPUMSPerRun)
+	// Every job is at least a start and a completion; group commit may put
+	// several in one transaction, but never fewer than one commit per
+	// batch of enqueues, and each completion waits for an fsync.
+	require.Positive(t, res.CommitsPerJob)
+	require.LessOrEqual(t, res.CommitsPerJob, 3.0)
+	require.Positive(t, res.FsyncsPerJob)
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
 	require.Empty(t, left, "the scratch state directory is removed")

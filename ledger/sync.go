@@ -134,6 +134,7 @@ func (l *Ledger) syncLoop() {
 			}
 		}
 		linger.Stop()
+		l.stats.syncs.Add(1)
 		l.answer(batch, l.syncer.wal.Sync())
 	}
 }

@@ -39,6 +39,8 @@ func benchCommand() *cli.Command {
 				res.Jobs, res.Workers, res.JobsPerSec, res.SpawnPerSec, res.Ratio)
 			fmt.Fprintf(c.App.Writer, "enqueue→success latency p50 %.1f ms, p99 %.1f ms; all jobs durably accepted in %.0f ms\n",
 				res.P50MS, res.P99MS, res.EnqueueMS)
+			fmt.Fprintf(c.App.Writer, "ductile's CPU: %.2f ms per job end to end, %.2f ms per raw spawn; %.2f commits and %.2f fsyncs per job\n",
+				res.CPUMSPerJob, res.SpawnCPUMSPerRun, res.CommitsPerJob, res.FsyncsPerJob)
 			return nil
 		},
 	}
