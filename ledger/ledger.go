@@ -148,7 +148,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		l.writer.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", abs, err)
 	}
-	l.watcher, err = watchWAL(abs, l.notify.poke, l.log)
+	l.watcher, err = watchWAL(abs, &l.notify, l.log)
 	if err != nil {
 		// Other processes' appends will then only be seen on our own commits
 		// or a caller's own polling; this process still works.

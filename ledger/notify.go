@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -13,6 +14,10 @@ import (
 // replaced) at the next commit, so any number of goroutines can wait on it
 // without polling, and a commit never blocks on a slow waiter.
 type notifier struct {
+	// lastCommit is when this process last committed (UnixNano): hints
+	// that follow it closely are redundant (see watchWAL).
+	lastCommit atomic.Int64
+
 	mu       sync.Mutex
 	head     int64         // newest seq committed by this process (or found at open)
 	ch       chan struct{} // any commit
@@ -23,6 +28,7 @@ type notifier struct {
 func (n *notifier) init() { n.ch, n.external = make(chan struct{}), make(chan struct{}) }
 
 func (n *notifier) committed(seq int64) {
+	n.lastCommit.Store(time.Now().UnixNano())
 	n.mu.Lock()
 	if seq > n.head {
 		n.head = seq
@@ -113,6 +119,13 @@ func (l *Ledger) Head() int64 { return l.notify.lastSeq() }
 // write the watcher therefore wakes waiters again 5 ms, 20 ms and 200 ms
 // later: cheap (a waiter re-reads one number) and it covers a writer that is
 // descheduled between the two steps.
+//
+// While this process's own writer is busy, hints are not needed at all: each
+// of its transactions reads the true head of the log, and the inline
+// projection applies whatever other processes appended before it (see
+// projections.Projector). So a hint within walRest of this process's last
+// commit is dropped; the trailing wake-ups still come once the writer has
+// been quiet for walRest.
 type walWatcher struct {
 	w    *fsnotify.Watcher
 	done chan struct{}
@@ -121,7 +134,7 @@ type walWatcher struct {
 // walRest is how long the watcher stops reading after a write.
 const walRest = 5 * time.Millisecond
 
-func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error) {
+func watchWAL(dbPath string, n *notifier, log *slog.Logger) (*walWatcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -142,7 +155,14 @@ func watchWAL(dbPath string, poke func(), log *slog.Logger) (*walWatcher, error)
 		defer timer.Stop()
 		step := len(trailing) // no trailing wake-up pending
 		var lastPoke time.Time
-		wake := func() { poke(); lastPoke = time.Now() }
+		wake := func() {
+			now := time.Now()
+			if now.Sub(time.Unix(0, n.lastCommit.Load())) < walRest {
+				return // our own writer is busy; it sees other commits itself
+			}
+			n.poke()
+			lastPoke = now
+		}
 		events := w.Events // nil while resting
 		for {
 			select {
