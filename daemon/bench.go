@@ -8,10 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"sync"
-	"syscall"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -31,6 +32,8 @@ type BenchOptions struct {
 	Enqueuers int          // concurrent producers (default 8)
 	Progress  func(string) // optional progress lines
 	TempDir   string       // parent of the scratch state dir (default os.TempDir())
+	// CPUProfile, if set, receives a Go CPU profile of the end-to-end run.
+	CPUProfile io.Writer
 }
 
 // BenchResult is what ductile bench prints.
@@ -126,6 +129,12 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	defer d.Close()
 
 	progress(fmt.Sprintf("running %d jobs end to end…", opts.Jobs))
+	if opts.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(opts.CPUProfile); err != nil {
+			return res, fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ws0, cpu0 := d.Ledger.WriteStats(), processCPU()
 	start := time.Now()
 	var next atomic.Int64

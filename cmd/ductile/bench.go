@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,17 +19,27 @@ func benchCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "how many `N` jobs"},
 			&cli.IntFlag{Name: "workers", Value: 2, Usage: "worker pool size for both measurements"},
+			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the end-to-end run to `FILE` (go tool pprof)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
 			asJSON := c.Bool("json")
 			w := c.App.ErrWriter
-			res, err := daemon.Bench(c.Context, daemon.BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"),
+			opts := daemon.BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"),
 				Progress: func(s string) {
 					if !asJSON {
 						fmt.Fprintln(w, s)
 					}
-				}})
+				}}
+			if path := c.Path("cpuprofile"); path != "" {
+				f, err := os.Create(path)
+				if err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer f.Close()
+				opts.CPUProfile = f
+			}
+			res, err := daemon.Bench(c.Context, opts)
 			if err != nil {
 				return err
 			}
