@@ -75,10 +75,15 @@ type CompleteResult struct {
 	Seqs        []int64
 }
 
-// CompleteJob appends the end of an attempt.
+// CompleteJob appends the end of an attempt. Like the start, it is a
+// relaxed append (flushed within ledger.RelaxedSyncDelay, not before it
+// returns): a power cut in that window can only lose the outcome, and the
+// job then runs again after recovery, which at-least-once delivery allows.
+// The worker does not wait for a disk flush per job, and one flush covers
+// the outcomes of every worker.
 func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteResult, error) {
 	var res CompleteResult
-	seqs, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	seqs, err := l.DecideWith(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		var evs []ledger.NewEvent
 		var err error
 		evs, res, err = cmd.decide(tx)

@@ -84,12 +84,13 @@ type Durability int
 const (
 	// Durable appends return once fsynced (synchronous=FULL by default).
 	Durable Durability = iota
-	// Relaxed appends return once committed, without waiting for an fsync of
-	// their own: a process crash cannot lose them (the WAL is written), a
-	// power loss can, and the next durable commit syncs them along (the WAL
-	// is sequential, so no durable event ever outlives an earlier relaxed
-	// one). For events whose loss only means work is redone, like a job's
-	// start under at-least-once delivery.
+	// Relaxed appends return once committed, without waiting for an fsync:
+	// a process crash cannot lose them (the WAL is written); a power cut
+	// within RelaxedSyncDelay (10 ms) of the commit can, since the syncer
+	// flushes them that long after (sooner if a durable append's flush comes
+	// first; the WAL is sequential, so no durable event ever outlives an
+	// earlier relaxed one). For events whose loss only means work is redone
+	// under at-least-once delivery: a job's start, an attempt's outcome.
 	Relaxed
 )
 

@@ -369,3 +369,39 @@ func TestChangedWakesOnOwnAndOtherProcessesCommits(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), last)
 }
+
+// Relaxed appends are answered at commit, yet never left unsynced: the
+// syncer flushes within RelaxedSyncDelay, and one flush serves many.
+func TestRelaxedAppendsAreFlushedSoonAndTogether(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ledger.Options{Synchronous: "FULL"}) // the syncer runs
+	const n = 100
+	for i := range n {
+		_, err := b.l.DecideWith(context.Background(), ledger.Relaxed, func(*ledger.Tx) ([]ledger.NewEvent, error) {
+			return []ledger.NewEvent{ev(fmt.Sprintf("s/%d", i), 0, "relaxed.appended", map[string]int{"i": i})}, nil
+		})
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(n), b.l.WriteStats().Commits)
+	// No durable append follows: only the bounded delay brings the flush.
+	deadline := time.Now().Add(10 * time.Second)
+	for b.l.WriteStats().Syncs == 0 {
+		require.True(t, time.Now().Before(deadline), "relaxed commits were never flushed")
+		time.Sleep(time.Millisecond)
+	}
+	require.Less(t, b.l.WriteStats().Syncs, int64(n/2), "flushes are shared, not one per relaxed commit")
+}
+
+// Closing flushes what relaxed appends left unsynced.
+func TestCloseFlushesRelaxedAppends(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ductile.db")
+	l, err := ledger.Open(context.Background(), path, ledger.Options{})
+	require.NoError(t, err)
+	_, err = l.DecideWith(context.Background(), ledger.Relaxed, func(*ledger.Tx) ([]ledger.NewEvent, error) {
+		return []ledger.NewEvent{ev("s/1", 0, "relaxed.appended", map[string]int{})}, nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	require.Equal(t, int64(1), l.WriteStats().Syncs, "Close flushed the relaxed commit")
+}

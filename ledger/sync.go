@@ -23,10 +23,16 @@ import (
 // was answered can never lose its append to a power cut, which is exactly
 // what synchronous=FULL promises. (Checkpoints, which copy the WAL into the
 // database file, still fsync as SQLite does under NORMAL.)
+//
+// Relaxed requests are answered at commit; the syncer then flushes within
+// RelaxedSyncDelay (unless a durable flush covers them first), so the
+// window in which a power cut can take a relaxed commit is bounded, and
+// under load one flush serves every relaxed commit of the interval.
 type syncer struct {
-	wal   *os.File // the database's -wal file, opened for fsync only
-	queue chan []*request
-	done  chan struct{}
+	wal     *os.File // the database's -wal file, opened for fsync only
+	queue   chan []*request
+	relaxed chan struct{} // a relaxed commit wants a flush within RelaxedSyncDelay
+	done    chan struct{}
 	// failed is the first fsync error. After one, Linux may have dropped the
 	// unwritten pages and a later fsync can succeed without them, so no
 	// later append may be called durable: the ledger refuses appends.
@@ -59,16 +65,20 @@ func (l *Ledger) startSyncer() error {
 	}
 	l.syncer.wal = wal
 	l.syncer.queue = make(chan []*request, l.opts.MaxBatch)
+	l.syncer.relaxed = make(chan struct{}, 1)
 	go l.syncLoop()
 	return nil
 }
 
 // release answers the requests of a finished transaction: failed and
-// relaxed ones at once, durable ones through the syncer.
+// relaxed ones at once, durable ones through the syncer. A relaxed commit
+// asks the syncer for a flush within RelaxedSyncDelay.
 func (l *Ledger) release(reqs []*request) {
 	var durable []*request
+	relaxed := false
 	for _, r := range reqs {
 		if r.err != nil || r.relaxed || l.syncer.queue == nil {
+			relaxed = relaxed || (r.err == nil && r.relaxed)
 			close(r.done)
 			continue
 		}
@@ -76,14 +86,22 @@ func (l *Ledger) release(reqs []*request) {
 	}
 	if len(durable) > 0 {
 		l.syncer.queue <- durable
+	} else if relaxed && l.syncer.queue != nil {
+		select {
+		case l.syncer.relaxed <- struct{}{}:
+		default: // a flush is already due
+		}
 	}
 }
 
+// RelaxedSyncDelay bounds how long a relaxed append stays unsynced: the
+// syncer flushes the WAL that long after a relaxed commit, unless a durable
+// append's flush has covered it first. Under load, one flush then covers
+// every relaxed commit of the interval.
+const RelaxedSyncDelay = 10 * time.Millisecond
+
 // answer releases durable requests once their flush is done.
 func (l *Ledger) answer(reqs []*request, syncErr error) {
-	if syncErr != nil {
-		l.syncer.failed.CompareAndSwap(nil, &syncErr)
-	}
 	if p := l.syncer.failed.Load(); p != nil {
 		syncErr = *p
 	}
@@ -105,7 +123,45 @@ func (l *Ledger) syncLoop() {
 	defer close(l.syncer.done)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	for batch := range l.syncer.queue {
+	lazy := time.NewTimer(time.Hour) // the bounded delay of relaxed commits
+	lazy.Stop()
+	lazyArmed := false
+	var synced int64 // commits covered by the last flush
+	flush := func() error {
+		covered := l.stats.commits.Load()
+		l.stats.syncs.Add(1)
+		err := l.syncer.wal.Sync()
+		if err == nil {
+			synced = covered
+		} else {
+			l.syncer.failed.CompareAndSwap(nil, &err)
+		}
+		return err
+	}
+	for {
+		var batch []*request
+		select {
+		case b, ok := <-l.syncer.queue:
+			if !ok {
+				if l.stats.commits.Load() > synced {
+					flush() // shutting down: leave nothing unsynced
+				}
+				return
+			}
+			batch = b
+		case <-l.syncer.relaxed:
+			if !lazyArmed {
+				lazy.Reset(RelaxedSyncDelay)
+				lazyArmed = true
+			}
+			continue
+		case <-lazy.C:
+			lazyArmed = false
+			if l.stats.commits.Load() > synced && l.syncer.failed.Load() == nil {
+				flush()
+			}
+			continue
+		}
 		// While the writer is committing, its durable requests are about to
 		// follow: wait for them (1 ms at most) so one flush covers both.
 		linger.Reset(time.Millisecond)
@@ -134,8 +190,7 @@ func (l *Ledger) syncLoop() {
 			}
 		}
 		linger.Stop()
-		l.stats.syncs.Add(1)
-		l.answer(batch, l.syncer.wal.Sync())
+		l.answer(batch, flush())
 	}
 }
 
