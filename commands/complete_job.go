@@ -82,18 +82,27 @@ type CompleteResult struct {
 // The worker does not wait for a disk flush per job, and one flush covers
 // the outcomes of every worker.
 func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteResult, error) {
+	return SubmitComplete(ctx, l, cmd)()
+}
+
+// SubmitComplete queues the completion (see CompleteJob) and returns at
+// once, with a function that waits for its answer.
+func SubmitComplete(ctx context.Context, l *ledger.Ledger, cmd Complete) func() (CompleteResult, error) {
 	var res CompleteResult
-	seqs, err := l.DecideWith(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	p := l.Submit(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		var evs []ledger.NewEvent
 		var err error
 		evs, res, err = cmd.decide(tx)
 		return evs, err
 	})
-	if err != nil {
-		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
+	return func() (CompleteResult, error) {
+		seqs, err := p.Wait()
+		if err != nil {
+			return CompleteResult{}, fmt.Errorf("complete job: %w", err)
+		}
+		res.Seqs = seqs
+		return res, nil
 	}
-	res.Seqs = seqs
-	return res, nil
 }
 
 func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, error) {

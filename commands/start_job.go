@@ -32,8 +32,15 @@ type Started struct {
 // runs again, which at-least-once delivery allows, while waiting for a disk
 // flush before every spawn would idle the worker.
 func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error) {
+	return SubmitStart(ctx, l, cmd)()
+}
+
+// SubmitStart queues the start (see StartJob) and returns at once, with a
+// function that waits for its answer: what a worker uses to submit the next
+// job's start together with the previous job's outcome.
+func SubmitStart(ctx context.Context, l *ledger.Ledger, cmd Start) func() (Started, error) {
 	var st Started
-	_, err := l.DecideWith(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	p := l.Submit(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err
@@ -52,10 +59,12 @@ func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error)
 		st.Job = j
 		return evs, nil
 	})
-	if err != nil {
-		return Started{}, fmt.Errorf("start job: %w", err)
+	return func() (Started, error) {
+		if _, err := p.Wait(); err != nil {
+			return Started{}, fmt.Errorf("start job: %w", err)
+		}
+		return st, nil
 	}
-	return st, nil
 }
 
 func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {

@@ -64,12 +64,13 @@ type Dispatcher struct {
 	cacheCapped   string      // the capped plugins the cache was read without (JSON)
 	cancelsSeen   int64       // job.cancel_requested events applied at our last look
 
-	freed  chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
-	wg     sync.WaitGroup
-	runCtx context.Context // parent of worker contexts; outlives Stop's first phase
-	stopRn context.CancelFunc
+	freed   chan struct{}
+	loopCtx context.Context // the dispatch loop's (guarded by mu); nil when only RunJob runs jobs
+	cancel  context.CancelFunc
+	done    chan struct{}
+	wg      sync.WaitGroup
+	runCtx  context.Context // parent of worker contexts; outlives Stop's first phase
+	stopRn  context.CancelFunc
 }
 
 type run struct {
@@ -133,6 +134,9 @@ func New(opts Options) *Dispatcher {
 // Start runs the dispatch loop in the background and returns at once.
 func (d *Dispatcher) Start(ctx context.Context) {
 	ctx, d.cancel = context.WithCancel(ctx)
+	d.mu.Lock()
+	d.loopCtx = ctx
+	d.mu.Unlock()
 	d.done = make(chan struct{})
 	go d.loop(ctx)
 }
@@ -214,7 +218,7 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 		d.perPlug[c.plugin]++
 		d.wg.Add(1)
 		d.mu.Unlock()
-		started := d.work(rctx, c)
+		started := d.work(rctx, c, nil)
 		stop()
 		cancel(nil)
 		<-watched
@@ -422,12 +426,27 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 
 // launch hands a job to a new worker. Called with d.mu held.
 func (d *Dispatcher) launch(c candidate) {
+	go d.work(d.claimLocked(c), c, nil)
+}
+
+// claimLocked takes a worker slot for c and returns the context its worker
+// runs under. Called with d.mu held.
+func (d *Dispatcher) claimLocked(c candidate) context.Context {
 	rctx, cancel := context.WithCancelCause(d.runCtx)
 	d.running[c.id] = &run{candidate: c, active: true, cancel: cancel}
 	d.procs++
 	d.perPlug[c.plugin]++
 	d.wg.Add(1)
-	go d.work(rctx, c)
+	return rctx
+}
+
+// submitStart queues c's start (a relaxed, versioned append) and returns
+// the function that waits for it. Like every append of a worker, it is not
+// tied to the job's context: it must land even if the job is canceled.
+func (d *Dispatcher) submitStart(c candidate) func() (commands.Started, error) {
+	return commands.SubmitStart(context.Background(), d.opts.Ledger, commands.Start{
+		JobID: c.id, Timeout: d.opts.Config.Timeout(c.plugin, c.command), PID: os.Getpid(), Now: d.opts.Now(),
+	})
 }
 
 // capacity is a plugin's parallelism cap: config parallelism (0: only the
@@ -485,6 +504,54 @@ func (d *Dispatcher) exited(c candidate) {
 	d.wake()
 }
 
+// handoff frees the slot of a job whose process has exited and, while the
+// dispatch loop runs, gives it straight to the next eligible job in the
+// candidate cache: it claims the slot for that job and submits its start,
+// returning the job, its worker's context and the claim to launch its
+// worker with (a nil claim: no handoff). Whatever the cache cannot settle,
+// the loop does at its next wake-up, as after any exit.
+func (d *Dispatcher) handoff(c candidate) (candidate, context.Context, func() (commands.Started, error)) {
+	d.mu.Lock()
+	if r, ok := d.running[c.id]; ok && r.active {
+		r.active = false
+		d.procs--
+		d.perPlug[c.plugin]--
+	}
+	if d.loopCtx == nil || d.loopCtx.Err() != nil {
+		d.mu.Unlock()
+		return candidate{}, nil, nil
+	}
+	next, ok := d.pickLocked(d.opts.Now())
+	if !ok {
+		d.mu.Unlock()
+		return candidate{}, nil, nil
+	}
+	ctx := d.claimLocked(next)
+	d.mu.Unlock()
+	return next, ctx, d.submitStart(next)
+}
+
+// pickLocked takes the oldest job in the candidate cache that may start
+// now out of the cache, by the rules fill applies. Called with d.mu held.
+func (d *Dispatcher) pickLocked(now time.Time) (candidate, bool) {
+	if d.procs >= d.max {
+		return candidate{}, false
+	}
+	for _, list := range []*[]candidate{&d.retries, &d.ready} {
+		for i, c := range *list {
+			_, mine := d.running[c.id]
+			_, settling := d.settling[c.id]
+			if mine || settling || c.retryAt.After(now) ||
+				d.perPlug[c.plugin] >= d.capacity(c.plugin) || (c.dedupeKey != "" && d.sameKeyRunning(c)) {
+				continue
+			}
+			*list = slices.Delete(*list, i, i+1)
+			return c, true
+		}
+	}
+	return candidate{}, false
+}
+
 // finish forgets a job once its outcome is recorded; settleSeq is the seq of
 // that record (0 if nothing was appended), which the projector must reach
 // before the job can be considered again.
@@ -507,9 +574,11 @@ func (d *Dispatcher) wake() {
 	}
 }
 
-// work runs one job: start, run the plugin, complete. It reports whether it
-// started the job.
-func (d *Dispatcher) work(ctx context.Context, c candidate) (started bool) {
+// work runs one job: start, run the plugin, complete. claim, if not nil,
+// waits for the job's start, already submitted (by the worker that handed
+// its slot over); otherwise work submits it. It reports whether it started
+// the job.
+func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (commands.Started, error)) (started bool) {
 	var settle int64
 	defer func() {
 		if p := recover(); p != nil {
@@ -518,13 +587,14 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) (started bool) {
 		d.finish(c, settle)
 	}()
 	log := d.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
-	// Appends must land even when the job's context is canceled.
-	wctx := context.WithoutCancel(ctx)
 
 	timeout := d.opts.Config.Timeout(c.plugin, c.command)
 	var startErr error
 	start := func() (commands.Started, error) {
-		st, err := commands.StartJob(wctx, d.opts.Ledger, commands.Start{JobID: c.id, Timeout: timeout, PID: os.Getpid(), Now: d.opts.Now()})
+		if claim == nil {
+			claim = d.submitStart(c)
+		}
+		st, err := claim()
 		startErr = err
 		return st, err
 	}
@@ -570,13 +640,20 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) (started bool) {
 	if outcome.Kind == "" {
 		outcome = d.outcome(ctx, res, log)
 	}
-	d.exited(c)
 	job := st.Job
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: d.opts.Now()}
 	if outcome.Kind == commands.OutcomeOK {
 		d.addRoutingAndFacts(&complete, job, res, log)
 	}
-	cres, ok := d.complete(complete, log)
+	// The slot is free: hand it to the next job, whose start is queued right
+	// before this outcome, so that one transaction usually holds both.
+	next, nextCtx, claim := d.handoff(c)
+	recorded := commands.SubmitComplete(context.Background(), d.opts.Ledger, complete)
+	if claim != nil {
+		go d.work(nextCtx, next, claim)
+	}
+	d.wake()
+	cres, ok := d.complete(complete, recorded, log)
 	if !ok {
 		return true
 	}
@@ -585,13 +662,17 @@ func (d *Dispatcher) work(ctx context.Context, c candidate) (started bool) {
 	return true
 }
 
-// complete records an attempt's outcome, trying again with backoff if the
-// ledger refuses (busy, full…): the outcome must not be lost. A transition
-// error means an earlier try did land (or the job moved on).
-func (d *Dispatcher) complete(cmd commands.Complete, log *slog.Logger) (commands.CompleteResult, bool) {
+// complete waits for an attempt's outcome, submitted as first, and submits
+// it again with backoff if the ledger refused (busy, full…): the outcome
+// must not be lost. A transition error means an earlier try did land (or
+// the job moved on).
+func (d *Dispatcher) complete(cmd commands.Complete, first func() (commands.CompleteResult, error), log *slog.Logger) (commands.CompleteResult, bool) {
 	backoff := 100 * time.Millisecond
 	for {
-		res, err := commands.CompleteJob(context.Background(), d.opts.Ledger, cmd)
+		res, err := first()
+		first = func() (commands.CompleteResult, error) {
+			return commands.CompleteJob(context.Background(), d.opts.Ledger, cmd)
+		}
 		switch {
 		case err == nil:
 			return res, true

@@ -96,11 +96,37 @@ const (
 
 // DecideWith is Decide with a chosen durability.
 func (l *Ledger) DecideWith(ctx context.Context, d Durability, decide func(tx *Tx) ([]NewEvent, error)) ([]int64, error) {
+	return l.Submit(ctx, d, decide).Wait()
+}
+
+// Pending is an append submitted with Submit: queued for the writer, its
+// answer still to come.
+type Pending struct {
+	r   *request
+	err error // the request could not be queued
+}
+
+// Submit queues decide for the writer like DecideWith, but returns as soon
+// as it is queued; Wait gives the answer. A caller with several appends to
+// make at the same moment (a worker recording one job's outcome and the
+// next job's start) submits them all, then waits: queued together, they
+// share one transaction.
+func (l *Ledger) Submit(ctx context.Context, d Durability, decide func(tx *Tx) ([]NewEvent, error)) *Pending {
 	r := &request{ctx: ctx, decide: decide, relaxed: d == Relaxed, done: make(chan struct{})}
-	if err := l.submit(r); err != nil {
-		return nil, err
+	return &Pending{r: r, err: l.enqueue(r)}
+}
+
+// Wait blocks until the append is answered (committed, and flushed if
+// durable) and returns its seqs, as DecideWith does.
+func (p *Pending) Wait() ([]int64, error) {
+	if p.err != nil {
+		return nil, p.err
 	}
-	return r.seqs, r.err
+	// Once queued, the request is always answered: waiting for the answer
+	// (rather than giving up on ctx) means a caller never mistakes a durable
+	// append for a failed one.
+	<-p.r.done
+	return p.r.seqs, p.r.err
 }
 
 // Decide runs decide inside the write transaction and appends what it
@@ -162,7 +188,17 @@ func (l *Ledger) Import(ctx context.Context, events []Event) error {
 	return r.err
 }
 
+// submit queues r and waits for its answer.
 func (l *Ledger) submit(r *request) error {
+	if err := l.enqueue(r); err != nil {
+		return err
+	}
+	<-r.done // always answered once queued (see Pending.Wait)
+	return nil
+}
+
+// enqueue hands r to the writer goroutine.
+func (l *Ledger) enqueue(r *request) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
@@ -170,16 +206,11 @@ func (l *Ledger) submit(r *request) error {
 		return fmt.Errorf("%w: %v", ErrNotDurable, *p)
 	}
 	l.mu.RLock()
+	defer l.mu.RUnlock()
 	if l.closed {
-		l.mu.RUnlock()
 		return ErrClosed
 	}
 	l.reqs <- r
-	l.mu.RUnlock()
-	// Once queued, the request is always answered: waiting for the answer
-	// (rather than giving up on ctx) means a caller never mistakes a durable
-	// append for a failed one.
-	<-r.done
 	return nil
 }
 
