@@ -66,3 +66,9 @@ FROM events
 WHERE stream = CAST(@stream AS TEXT)
 ORDER BY version DESC
 LIMIT 1;
+
+-- name: CountStreams :one
+SELECT CAST(count(*) AS INTEGER) AS streams FROM events WHERE version = 1;
+
+-- name: CountEventTypes :many
+SELECT type, CAST(count(*) AS INTEGER) AS count FROM events GROUP BY type ORDER BY type;

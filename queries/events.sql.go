@@ -493,3 +493,60 @@ func ReadStreamLast(conn *sqlite.Conn, stream string, fn func(ReadStreamLastRow)
 		}
 	}
 }
+
+const countStreams = `SELECT CAST(count(*) AS INTEGER) AS streams FROM events WHERE version = 1`
+
+func CountStreams(conn *sqlite.Conn) (v int64, err error) {
+	stmt, err := conn.Prepare(countStreams)
+	if err != nil {
+		return v, fmt.Errorf("CountStreams: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("CountStreams: %w", resetErr)
+		}
+	}()
+	hasRow, err := stmt.Step()
+	if err != nil {
+		return v, fmt.Errorf("CountStreams: %w", err)
+	}
+	if !hasRow {
+		return v, ErrNoRows
+	}
+	v = stmt.ColumnInt64(0)
+	return v, nil
+}
+
+const countEventTypes = `SELECT type, CAST(count(*) AS INTEGER) AS count FROM events GROUP BY type ORDER BY type`
+
+type CountEventTypesRow struct {
+	Type  string
+	Count int64
+}
+
+func CountEventTypes(conn *sqlite.Conn, fn func(CountEventTypesRow) error) (err error) {
+	stmt, err := conn.Prepare(countEventTypes)
+	if err != nil {
+		return fmt.Errorf("CountEventTypes: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("CountEventTypes: %w", resetErr)
+		}
+	}()
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("CountEventTypes: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row CountEventTypesRow
+		row.Type = stmt.ColumnText(0)
+		row.Count = stmt.ColumnInt64(1)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}

@@ -362,7 +362,7 @@ func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
 		if out.Streams, err = queries.CountStreams(conn); err != nil {
 			return err
 		}
-		return queries.DumpEventCounts(conn, func(r queries.DumpEventCountsRow) error {
+		return queries.CountEventTypes(conn, func(r queries.CountEventTypesRow) error {
 			out.Types = append(out.Types, typeCount{r.Type, r.Count})
 			return nil
 		})
@@ -394,7 +394,7 @@ func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
 		fmt.Fprintf(w, "daemon       not running\n")
 	}
 	if len(out.Types) > 0 {
-		fmt.Fprintf(w, "types (as projected):\n")
+		fmt.Fprintf(w, "types:\n")
 		for _, t := range out.Types {
 			fmt.Fprintf(w, "  %-32s %d\n", t.Type, t.Count)
 		}
