@@ -30,9 +30,11 @@ type BenchOptions struct {
 	Jobs      int
 	Workers   int
 	Enqueuers int          // concurrent producers (default 8)
+	Rounds    int          // alternating rounds of both measurements (default 4)
 	Progress  func(string) // optional progress lines
 	TempDir   string       // parent of the scratch state dir (default os.TempDir())
-	// CPUProfile, if set, receives a Go CPU profile of the end-to-end run.
+	// CPUProfile, if set, receives a Go CPU profile of the first end-to-end
+	// round.
 	CPUProfile io.Writer
 }
 
@@ -71,7 +73,8 @@ const benchScript = "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"ok\",\"resul
 // Bench measures end-to-end throughput on a scratch state directory: a
 // daemon with durable (fsynced, group-committed) acceptance runs Jobs jobs of
 // a trivial shell plugin; the same plugin's raw spawn rate with the same
-// number of workers and no ledger is measured in the same run.
+// number of workers and no ledger is measured in the same run, the two
+// alternating in Rounds rounds.
 func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = 2000
@@ -82,6 +85,10 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	if opts.Enqueuers <= 0 {
 		opts.Enqueuers = 8
 	}
+	if opts.Rounds <= 0 {
+		opts.Rounds = 4
+	}
+	opts.Rounds = min(opts.Rounds, opts.Jobs)
 	progress := opts.Progress
 	if progress == nil {
 		progress = func(string) {}
@@ -109,15 +116,6 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	}
 	p, _ := reg.Get("bench")
 
-	progress(fmt.Sprintf("measuring the raw spawn rate: %d runs on %d workers…", opts.Jobs, opts.Workers))
-	cpu0 := processCPU()
-	spawn, err := spawnRate(ctx, p, opts.Jobs, opts.Workers)
-	if err != nil {
-		return res, err
-	}
-	res.SpawnPerSec = spawn
-	res.SpawnCPUMSPerRun = ms(processCPU()-cpu0) / float64(opts.Jobs)
-
 	cfg := config.Default()
 	cfg.PluginRoots = []string{filepath.Dir(pluginDir)}
 	cfg.Service.MaxWorkers = opts.Workers
@@ -128,23 +126,86 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	}
 	defer d.Close()
 
-	progress(fmt.Sprintf("running %d jobs end to end…", opts.Jobs))
-	if opts.CPUProfile != nil {
-		if err := pprof.StartCPUProfile(opts.CPUProfile); err != nil {
-			return res, fmt.Errorf("cpu profile: %w", err)
+	// The two measurements alternate in rounds (raw first in even rounds,
+	// end to end first in odd ones), so a machine whose speed drifts during
+	// the run (a VM, a laptop's clock) weighs on both alike. Between its
+	// rounds the daemon is idle: nothing polls.
+	var spawnTime, e2eTime, enqueueTime time.Duration
+	var spawnCPU, e2eCPU time.Duration
+	ws0 := d.Ledger.WriteStats()
+	done := 0
+	for round := range opts.Rounds {
+		n := opts.Jobs / opts.Rounds
+		if round == opts.Rounds-1 {
+			n = opts.Jobs - done
 		}
-		defer pprof.StopCPUProfile()
+		raw := func() error {
+			progress(fmt.Sprintf("round %d/%d: %d raw spawns on %d workers…", round+1, opts.Rounds, n, opts.Workers))
+			cpu0, t0 := processCPU(), time.Now()
+			if err := spawnRuns(ctx, p, n, opts.Workers); err != nil {
+				return err
+			}
+			spawnTime += time.Since(t0)
+			spawnCPU += processCPU() - cpu0
+			return nil
+		}
+		e2e := func() error {
+			progress(fmt.Sprintf("round %d/%d: %d jobs end to end…", round+1, opts.Rounds, n))
+			if opts.CPUProfile != nil {
+				if err := pprof.StartCPUProfile(opts.CPUProfile); err != nil {
+					return fmt.Errorf("cpu profile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+				opts.CPUProfile = nil // one profile: the first end-to-end round
+			}
+			cpu0, t0 := processCPU(), time.Now()
+			if err := enqueueJobs(ctx, d, cfg, n, opts.Enqueuers); err != nil {
+				return err
+			}
+			enqueueTime += time.Since(t0)
+			if err := waitSucceeded(ctx, d, done+n); err != nil {
+				return err
+			}
+			e2eTime += time.Since(t0)
+			e2eCPU += processCPU() - cpu0
+			return nil
+		}
+		steps := []func() error{raw, e2e}
+		if round%2 == 1 {
+			steps = []func() error{e2e, raw}
+		}
+		for _, step := range steps {
+			if err := step(); err != nil {
+				return res, err
+			}
+		}
+		done += n
 	}
-	ws0, cpu0 := d.Ledger.WriteStats(), processCPU()
-	start := time.Now()
+	ws := d.Ledger.WriteStats()
+	jobs := float64(opts.Jobs)
+	res.SpawnPerSec = jobs / spawnTime.Seconds()
+	res.SpawnCPUMSPerRun = ms(spawnCPU) / jobs
+	res.JobsPerSec = jobs / e2eTime.Seconds()
+	res.Ratio = res.JobsPerSec / res.SpawnPerSec
+	res.EnqueueMS = ms(enqueueTime)
+	res.CPUMSPerJob = ms(e2eCPU) / jobs
+	res.CommitsPerJob = float64(ws.Commits-ws0.Commits) / jobs
+	res.FsyncsPerJob = float64(ws.Syncs-ws0.Syncs) / jobs
+	res.P50MS, res.P99MS, err = latencies(ctx, d)
+	return res, err
+}
+
+// enqueueJobs enqueues n bench jobs from concurrent producers, each append
+// durable, as independent clients would.
+func enqueueJobs(ctx context.Context, d *Daemon, cfg *config.Config, n, producers int) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, opts.Enqueuers)
-	for range opts.Enqueuers {
+	errs := make(chan error, producers)
+	for range producers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(opts.Jobs) {
+			for next.Add(1) <= int64(n) {
 				enq := dispatch.JobFor(cfg, "bench", "poll", commands.ByCLI)
 				if _, err := commands.EnqueueJob(ctx, d.Ledger, enq); err != nil {
 					errs <- err
@@ -154,31 +215,19 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 		}()
 	}
 	wg.Wait()
-	res.EnqueueMS = ms(time.Since(start))
 	select {
 	case err := <-errs:
-		return res, err
+		return err
 	default:
+		return nil
 	}
-	if err := waitSucceeded(ctx, d, opts.Jobs); err != nil {
-		return res, err
-	}
-	elapsed := time.Since(start)
-	ws := d.Ledger.WriteStats()
-	res.CPUMSPerJob = ms(processCPU()-cpu0) / float64(opts.Jobs)
-	res.CommitsPerJob = float64(ws.Commits-ws0.Commits) / float64(opts.Jobs)
-	res.FsyncsPerJob = float64(ws.Syncs-ws0.Syncs) / float64(opts.Jobs)
-	res.JobsPerSec = float64(opts.Jobs) / elapsed.Seconds()
-	res.Ratio = res.JobsPerSec / res.SpawnPerSec
-	res.P50MS, res.P99MS, err = latencies(ctx, d)
-	return res, err
 }
 
-func spawnRate(ctx context.Context, p *pluginhost.Plugin, n, workers int) (float64, error) {
+// spawnRuns runs the plugin n times on workers goroutines, with no ledger.
+func spawnRuns(ctx context.Context, p *pluginhost.Plugin, n, workers int) error {
 	var next atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
-	start := time.Now()
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -194,9 +243,9 @@ func spawnRate(ctx context.Context, p *pluginhost.Plugin, n, workers int) (float
 	}
 	wg.Wait()
 	if v := failed.Load(); v != nil {
-		return 0, fmt.Errorf("bench plugin failed: %v", v)
+		return fmt.Errorf("bench plugin failed: %v", v)
 	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return nil
 }
 
 // waitSucceeded waits, on projector progress, until n jobs have succeeded.

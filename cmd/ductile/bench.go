@@ -15,17 +15,20 @@ func benchCommand() *cli.Command {
 		Usage: "measure end-to-end jobs/s against the raw spawn rate of the same plugin",
 		Description: "Starts a daemon on a scratch state directory (durable, fsynced acceptance), enqueues\n" +
 			"--jobs jobs of a trivial shell plugin from concurrent producers, waits for all to\n" +
-			"succeed, and compares the rate with the same plugin spawned directly by as many workers.",
+			"succeed, and compares the rate with the same plugin spawned directly by as many workers.\n" +
+			"The two measurements alternate in --rounds rounds, so drift in the machine's speed\n" +
+			"weighs on both alike.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "how many `N` jobs"},
 			&cli.IntFlag{Name: "workers", Value: 2, Usage: "worker pool size for both measurements"},
-			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the end-to-end run to `FILE` (go tool pprof)"},
+			&cli.IntFlag{Name: "rounds", Value: 4, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
+			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the first end-to-end round to `FILE` (go tool pprof)"},
 			jsonFlag,
 		},
 		Action: func(c *cli.Context) error {
 			asJSON := c.Bool("json")
 			w := c.App.ErrWriter
-			opts := daemon.BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"),
+			opts := daemon.BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Rounds: c.Int("rounds"),
 				Progress: func(s string) {
 					if !asJSON {
 						fmt.Fprintln(w, s)
