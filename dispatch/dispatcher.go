@@ -302,7 +302,12 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 	skipped := false
 	take := func(list []candidate) []candidate {
 		kept := list[:0]
-		for _, c := range list {
+		for i, c := range list {
+			if d.procs >= d.max && c.retryAt.IsZero() {
+				// Every worker is busy and nothing further down waits for a
+				// retry time: the rest stays as it is, unread.
+				return append(kept, list[i:]...)
+			}
 			_, mine := d.running[c.id]
 			_, settling := d.settling[c.id]
 			if mine || settling {

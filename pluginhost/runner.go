@@ -460,9 +460,15 @@ type capture struct {
 	overflow  chan struct{} // if non-nil, closed when the cap is exceeded
 }
 
+// chunks are the read buffers of drain, reused: two fresh 32 KiB buffers
+// per run were most of the garbage a busy daemon made.
+var chunks = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 func (c *capture) drain(r io.Reader, wg *sync.WaitGroup) {
 	defer wg.Done()
-	chunk := make([]byte, 32<<10)
+	p := chunks.Get().(*[]byte)
+	defer chunks.Put(p)
+	chunk := *p
 	for {
 		n, err := r.Read(chunk)
 		if n > 0 {
