@@ -32,6 +32,7 @@ type syncer struct {
 	wal     *os.File // the database's -wal file, opened for fsync only
 	queue   chan []*request
 	relaxed chan struct{} // a relaxed commit wants a flush within RelaxedSyncDelay
+	lazyDue atomic.Bool   // that flush is already asked for
 	done    chan struct{}
 	// failed is the first fsync error. After one, Linux may have dropped the
 	// unwritten pages and a later fsync can succeed without them, so no
@@ -86,10 +87,12 @@ func (l *Ledger) release(reqs []*request) {
 	}
 	if len(durable) > 0 {
 		l.syncer.queue <- durable
-	} else if relaxed && l.syncer.queue != nil {
+	} else if relaxed && l.syncer.queue != nil && !l.syncer.lazyDue.Swap(true) {
+		// The first relaxed commit since the last flush arms the delay;
+		// later ones ride along without waking the syncer.
 		select {
 		case l.syncer.relaxed <- struct{}{}:
-		default: // a flush is already due
+		default: // a request is already pending
 		}
 	}
 }
@@ -128,6 +131,9 @@ func (l *Ledger) syncLoop() {
 	lazyArmed := false
 	var synced int64 // commits covered by the last flush
 	flush := func() error {
+		// Commits from now on need a flush of their own (this one may not
+		// cover them): let the next relaxed one ask again.
+		l.syncer.lazyDue.Store(false)
 		covered := l.stats.commits.Load()
 		l.stats.syncs.Add(1)
 		err := l.syncer.wal.Sync()
