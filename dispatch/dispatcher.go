@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,10 +48,11 @@ type Dispatcher struct {
 	max  int
 
 	mu       sync.Mutex
-	running  map[string]*run  // jobs we own: starting, running, or recording their outcome
-	settling map[string]int64 // finished jobs → seq the projector must pass before we look at them again
-	procs    int              // plugin processes we run (worker slots in use)
-	perPlug  map[string]int   // processes per plugin, for parallelism caps
+	running  map[string]*run            // jobs we own: starting, running, or recording their outcome
+	settling map[string]int64           // finished jobs → seq the projector must pass before we look at them again
+	procs    int                        // plugin processes we run (worker slots in use)
+	perPlug  map[string]int             // processes per plugin, for parallelism caps
+	configs  map[string]json.RawMessage // plugin configs as JSON, encoded once
 
 	// The candidate cache: what the projection said was queued at our last
 	// read. It is read again only when the projector has applied something
@@ -126,6 +128,7 @@ func New(opts Options) *Dispatcher {
 		running:  map[string]*run{},
 		settling: map[string]int64{},
 		perPlug:  map[string]int{},
+		configs:  map[string]json.RawMessage{},
 		freed:    make(chan struct{}, 1),
 		cacheGen: -1,
 	}
@@ -721,11 +724,26 @@ func (d *Dispatcher) runnable(c candidate) (*pluginhost.Plugin, json.RawMessage,
 	if _, ok := p.Command(c.command); !ok {
 		return nil, nil, fmt.Sprintf("plugin %q has no command %q", c.plugin, c.command)
 	}
-	cfgJSON, err := json.Marshal(d.opts.Config.Plugin(c.plugin).Config)
+	cfgJSON, err := d.pluginConfig(c.plugin)
 	if err != nil {
 		return nil, nil, "encode plugin config: " + err.Error()
 	}
 	return p, cfgJSON, ""
+}
+
+// pluginConfig is a plugin's config as JSON, encoded once: the config does
+// not change while the dispatcher runs.
+func (d *Dispatcher) pluginConfig(plugin string) (json.RawMessage, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b, ok := d.configs[plugin]; ok {
+		return b, nil
+	}
+	b, err := json.Marshal(d.opts.Config.Plugin(plugin).Config)
+	if err == nil {
+		d.configs[plugin] = b
+	}
+	return b, err
 }
 
 // outcome turns a plugin run into the Outcome to record, and logs what the
@@ -736,7 +754,8 @@ func (d *Dispatcher) outcome(ctx context.Context, res pluginhost.Result, log *sl
 		Duration: res.Duration, Stderr: string(res.Stderr), StderrTruncated: res.StderrTruncated,
 	}
 	if res.Response != nil {
-		out.Response = trimmedJSON(res.Stdout)
+		// ParseResponse accepted exactly this (one JSON object, trimmed).
+		out.Response = json.RawMessage(bytes.TrimSpace(res.Stdout))
 		out.StateUpdates = res.Response.StateUpdates
 	} else if len(res.Stdout) > 0 {
 		out.Stdout = string(res.Stdout)
@@ -827,14 +846,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func trimmedJSON(b []byte) json.RawMessage {
-	var v json.RawMessage
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil
-	}
-	return v
 }
 
 func tail(s string, n int) string {

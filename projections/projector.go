@@ -99,15 +99,35 @@ func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committe
 			committed = p.wake // rolled back: the goroutine catches up once this commit is in
 		}
 	}()
+	first, last := appended[0].Seq, appended[len(appended)-1].Seq
+	types := map[string]int64{}
+	// The usual case: the projections stand right before this batch, as
+	// this process last left them. One conditional UPDATE both checks that
+	// and moves the checkpoint past the batch.
+	if known := p.Checkpoint(); known == first-1 {
+		err := queries.AdvanceCheckpoint(conn, queries.AdvanceCheckpointParams{ToSeq: last, Name: checkpointName, FromSeq: known})
+		if err != nil {
+			return nil, err
+		}
+		if conn.Changes() == 1 {
+			for _, ev := range appended {
+				for _, pr := range p.ps {
+					if err := pr.Apply(conn, ev); err != nil {
+						return nil, fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
+					}
+				}
+				types[ev.Type]++
+			}
+			return func() { p.setResult(last, types, nil) }, nil
+		}
+	}
 	cp, err := readCheckpoint(conn)
 	if err != nil {
 		return nil, err
 	}
-	first := appended[0].Seq
 	if first-1-cp > int64(p.batch) {
 		return p.wake, nil // far behind: the goroutine catches up after this commit
 	}
-	types := map[string]int64{}
 	observe := func(ev ledger.Event) { types[ev.Type]++ }
 	if cp < first-1 {
 		if cp, err = apply(conn, p.ps, cp, first-1, observe); err != nil {

@@ -9,3 +9,7 @@ ON CONFLICT (name) DO UPDATE SET seq = excluded.seq;
 
 -- name: DeleteCheckpoints :exec
 DELETE FROM projector_checkpoint;
+
+-- name: AdvanceCheckpoint :exec
+UPDATE projector_checkpoint SET seq = CAST(@to_seq AS INTEGER)
+WHERE name = CAST(@name AS TEXT) AND seq = CAST(@from_seq AS INTEGER);

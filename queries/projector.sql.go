@@ -93,3 +93,37 @@ func DeleteCheckpoints(conn *sqlite.Conn) (err error) {
 	}
 	return nil
 }
+
+const advanceCheckpoint = `UPDATE projector_checkpoint SET seq = CAST(?1 AS INTEGER)
+WHERE name = CAST(?2 AS TEXT) AND seq = CAST(?3 AS INTEGER)`
+
+type AdvanceCheckpointParams struct {
+	ToSeq   int64
+	Name    string
+	FromSeq int64
+}
+
+func AdvanceCheckpoint(conn *sqlite.Conn, arg AdvanceCheckpointParams) (err error) {
+	stmt, err := conn.Prepare(advanceCheckpoint)
+	if err != nil {
+		return fmt.Errorf("AdvanceCheckpoint: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("AdvanceCheckpoint: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, arg.ToSeq)
+	stmt.BindText(2, arg.Name)
+	stmt.BindInt64(3, arg.FromSeq)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("AdvanceCheckpoint: %w", err)
+		}
+		if !hasRow {
+			break
+		}
+	}
+	return nil
+}
