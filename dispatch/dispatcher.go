@@ -257,6 +257,13 @@ func (d *Dispatcher) watchCancel(ctx context.Context, id string, cancel context.
 	}
 }
 
+// busy reports whether every worker slot is taken.
+func (d *Dispatcher) busy() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.procs >= d.max
+}
+
 // Running is how many jobs this dispatcher owns now (running, or recording
 // their outcome).
 func (d *Dispatcher) Running() int {
@@ -272,6 +279,7 @@ func (d *Dispatcher) loop(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		progressed := d.opts.Projector.Progressed()
+		cancels := d.opts.Projector.SeenChanged(events.JobCancelRequested)
 		next, err := d.fill(ctx)
 		if err != nil && ctx.Err() == nil {
 			d.log.Error("reading the queue failed; retrying in 1s", "err", err)
@@ -280,6 +288,12 @@ func (d *Dispatcher) loop(ctx context.Context) {
 		timer.Stop()
 		if !next.IsZero() {
 			timer.Reset(max(next.Sub(d.opts.Now()), time.Millisecond))
+		}
+		if d.busy() {
+			// No slot to fill: of the projector's progress only a cancel
+			// request matters (for a job we run); a freed slot, a due retry
+			// or a worker finding nothing to hand its slot to wakes us.
+			progressed = cancels
 		}
 		select {
 		case <-ctx.Done():
@@ -503,13 +517,17 @@ func (d *Dispatcher) sameKeyRunning(c candidate) bool {
 // still being recorded.
 func (d *Dispatcher) exited(c candidate) {
 	d.mu.Lock()
-	if r, ok := d.running[c.id]; ok && r.active {
+	r, ok := d.running[c.id]
+	freed := ok && r.active
+	if freed {
 		r.active = false
 		d.procs--
 		d.perPlug[c.plugin]--
 	}
 	d.mu.Unlock()
-	d.wake()
+	if freed {
+		d.wake()
+	}
 }
 
 // handoff frees the slot of a job whose process has exited and, while the
@@ -571,6 +589,8 @@ func (d *Dispatcher) finish(c candidate, settleSeq int64) {
 		d.settling[c.id] = settleSeq
 	}
 	d.mu.Unlock()
+	// The job may now be a candidate again (a retry): the loop looks, and
+	// arms its timer for the retry time.
 	d.wake()
 	d.wg.Done()
 }
@@ -659,8 +679,9 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	recorded := commands.SubmitComplete(context.Background(), d.opts.Ledger, complete)
 	if claim != nil {
 		go d.work(nextCtx, next, claim)
+	} else {
+		d.wake() // the loop fills the slot, or finds nothing to do
 	}
-	d.wake()
 	cres, ok := d.complete(complete, recorded, log)
 	if !ok {
 		return true

@@ -36,8 +36,9 @@ type Projector struct {
 
 	mu         sync.Mutex
 	checkpoint int64
-	seen       map[string]int64 // events applied by this projector, by type
-	progress   chan struct{}    // closed and replaced whenever checkpoint moves
+	seen       map[string]int64         // events applied by this projector, by type
+	seenWait   map[string]chan struct{} // closed when an event of the type is applied
+	progress   chan struct{}            // closed and replaced whenever checkpoint moves
 	lastErr    error
 
 	cancel context.CancelFunc
@@ -63,6 +64,7 @@ func New(l *ledger.Ledger, opts Options, ps ...Projection) *Projector {
 		log:      opts.Logger.With("component", "projector"),
 		progress: make(chan struct{}),
 		seen:     map[string]int64{},
+		seenWait: map[string]chan struct{}{},
 		kick:     make(chan struct{}, 1),
 	}
 }
@@ -253,6 +255,10 @@ func (p *Projector) setResult(cp int64, types map[string]int64, err error) {
 	if err == nil {
 		for t, n := range types {
 			p.seen[t] += n
+			if ch, ok := p.seenWait[t]; ok && n > 0 {
+				close(ch)
+				delete(p.seenWait, t)
+			}
 		}
 	}
 	if err == nil && cp > p.checkpoint {
@@ -317,6 +323,20 @@ func (p *Projector) Seen(typ string) int64 {
 }
 
 // Progressed returns a channel closed the next time the checkpoint moves.
+// SeenChanged returns a channel closed the next time this projector applies
+// an event of type typ: for a consumer that cares about one type only and
+// should not wake at every commit.
+func (p *Projector) SeenChanged(typ string) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch, ok := p.seenWait[typ]
+	if !ok {
+		ch = make(chan struct{})
+		p.seenWait[typ] = ch
+	}
+	return ch
+}
+
 func (p *Projector) Progressed() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
