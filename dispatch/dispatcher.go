@@ -617,6 +617,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	log := d.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
 
 	timeout := d.opts.Config.Timeout(c.plugin, c.command)
+	handedOver := claim != nil // the start is already submitted
 	var startErr error
 	start := func() (commands.Started, error) {
 		if claim == nil {
@@ -646,7 +647,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 				Config: cfgJSON, State: st.State, Context: json.RawMessage("{}"), Event: st.Event,
 				DeadlineAt: d.opts.Now().Add(timeout),
 			}, nil
-		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace})
+		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace, ClaimInFlight: handedOver})
 	}
 	if !started && startErr == nil {
 		if st, startErr = start(); startErr == nil {

@@ -65,6 +65,10 @@ type RunOptions struct {
 	// OnStart, if set, is called with the pid (which is also the process
 	// group id) right after the plugin has started. It must not block.
 	OnStart func(pid int)
+	// ClaimInFlight tells RunPrepared that prepare only waits for a claim
+	// already submitted: it is called after the spawn, on the caller's
+	// goroutine, rather than in a goroutine of its own.
+	ClaimInFlight bool
 }
 
 func (o RunOptions) withDefaults(command string) RunOptions {
@@ -175,13 +179,20 @@ func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() 
 		err error
 	}
 	claim := make(chan prepared, 1)
-	go func() {
+	start := func() {
 		req, err := prepare()
 		claim <- prepared{req, err}
-	}()
+	}
+	if opts.ClaimInFlight {
+		start = sync.OnceFunc(start)
+	} else {
+		go start()
+		start = func() {}
+	}
 	waited := false
 	res := run(ctx, p, command, func() ([]byte, error) {
 		waited = true
+		start()
 		got := <-claim
 		if got.err != nil {
 			return nil, got.err
@@ -197,6 +208,7 @@ func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() 
 		return payload, nil
 	}, opts)
 	if !waited {
+		start()
 		<-claim
 	}
 	return res
