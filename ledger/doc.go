@@ -16,7 +16,10 @@
 // caller alone, never its neighbours. Commits do not flush: a syncer
 // goroutine fsyncs the WAL and only then answers durable callers, one flush
 // for every commit before it, while the writer goes on (see sync.go).
-// [Relaxed] appends are answered once committed.
+// [Relaxed] appends are answered once committed and flushed within
+// [RelaxedSyncDelay]. [Ledger.Submit] queues an append without waiting for
+// it, so a caller with several appends to make at once gets them into one
+// transaction.
 //
 // A projector may install an [InlineProjection], run inside each append
 // transaction, so projections follow this process's appends with no second
