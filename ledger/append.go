@@ -363,17 +363,10 @@ func (l *Ledger) projectInline(conn *sqlite.Conn, appended []Event) (committed f
 	if fn == nil || *fn == nil || len(appended) == 0 {
 		return nil, nil
 	}
-	perr := func() (perr error) {
-		release := sqlitex.Save(conn)
-		defer release(&perr)
-		defer func() {
-			if p := recover(); p != nil {
-				perr = fmt.Errorf("inline projection panicked: %v", p)
-			}
-		}()
-		committed, perr = (*fn)(conn, appended)
-		return perr
-	}()
+	perr := withSavepoint(conn, inlineSavepoint, func() (err error) {
+		committed, err = (*fn)(conn, appended)
+		return err
+	})
 	if conn.AutocommitEnabled() {
 		return nil, fmt.Errorf("append: inline projection: transaction rolled back: %w", perr)
 	}
@@ -385,9 +378,8 @@ func (l *Ledger) projectInline(conn *sqlite.Conn, appended []Event) (committed f
 	return committed, nil
 }
 
-// applyOne runs one request's decision and inserts its events inside a
-// savepoint, returning the new chain head.
-// applyOne runs one request's decision and inserts its events. Among other
+// applyOne runs one request's decision and inserts its events, returning
+// the new chain head. Among other
 // callers (isolated), a request of several events gets a savepoint, so a
 // failure undoes only its own events. A single event needs none: a failed
 // INSERT is undone by SQLite's statement atomicity, and the decision only
@@ -404,32 +396,64 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 	if err != nil {
 		return head, nil, err
 	}
-	if isolated && len(events) > 1 {
-		if err := sqlitex.Execute(conn, "SAVEPOINT caller;", nil); err != nil {
-			return head, nil, err
+	start := head
+	insert := func() error {
+		stored = make([]Event, 0, len(events))
+		for i, ev := range events {
+			var e Event
+			var err error
+			if head, e, err = insertEvent(tx, head, ev, now); err != nil {
+				return fmt.Errorf("append event %d (%s %s): %w", i, ev.Stream, ev.Type, err)
+			}
+			stored = append(stored, e)
 		}
-		defer func() {
-			if err == nil {
-				err = sqlitex.Execute(conn, "RELEASE caller;", nil)
-				return
-			}
-			if conn.AutocommitEnabled() {
-				return // the whole transaction is gone; the batch fails
-			}
-			if rerr := errors.Join(sqlitex.Execute(conn, "ROLLBACK TO caller;", nil), sqlitex.Execute(conn, "RELEASE caller;", nil)); rerr != nil {
-				err = fmt.Errorf("%w (and undoing it failed: %v)", err, rerr)
-			}
-		}()
+		return nil
 	}
-	stored = make([]Event, 0, len(events))
-	for i, ev := range events {
-		var e Event
-		if head, e, err = insertEvent(tx, head, ev, now); err != nil {
-			return head, nil, fmt.Errorf("append event %d (%s %s): %w", i, ev.Stream, ev.Type, err)
-		}
-		stored = append(stored, e)
+	if isolated && len(events) > 1 {
+		err = withSavepoint(conn, callerSavepoint, insert)
+	} else {
+		err = insert()
+	}
+	if err != nil {
+		return start, nil, err
 	}
 	return head, stored, nil
+}
+
+// The savepoints the writer uses, each statement prepared once per
+// connection (sqlitex.Save names every savepoint after its caller, found
+// through runtime.Callers, at a cost on every commit).
+type savepoint struct{ open, release, rollback string }
+
+var (
+	callerSavepoint = savepoint{"SAVEPOINT caller;", "RELEASE caller;", "ROLLBACK TO caller;"}
+	inlineSavepoint = savepoint{"SAVEPOINT inline;", "RELEASE inline;", "ROLLBACK TO inline;"}
+)
+
+// withSavepoint runs fn inside sp: if fn fails or panics, what it wrote is
+// undone and the rest of the transaction stands. If SQLite rolled the whole
+// transaction back meanwhile (an I/O error…), there is nothing to undo and
+// the caller finds the connection in autocommit mode.
+func withSavepoint(conn *sqlite.Conn, sp savepoint, fn func() error) (err error) {
+	if err := sqlitex.Execute(conn, sp.open, nil); err != nil {
+		return err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panicked: %v", p)
+		}
+		if conn.AutocommitEnabled() {
+			return
+		}
+		if err == nil {
+			err = sqlitex.Execute(conn, sp.release, nil)
+			return
+		}
+		if rerr := errors.Join(sqlitex.Execute(conn, sp.rollback, nil), sqlitex.Execute(conn, sp.release, nil)); rerr != nil {
+			err = fmt.Errorf("%w (and undoing it failed: %v)", err, rerr)
+		}
+	}()
+	return fn()
 }
 
 func insertEvent(tx *Tx, head chainHead, ev NewEvent, now string) (chainHead, Event, error) {

@@ -405,3 +405,37 @@ func TestCloseFlushesRelaxedAppends(t *testing.T) {
 	require.NoError(t, l.Close())
 	require.Equal(t, int64(1), l.WriteStats().Syncs, "Close flushed the relaxed commit")
 }
+
+// An inline projection that fails or panics loses only what it wrote: the
+// appends of its batch commit all the same.
+func TestInlineProjectionFailureUndoesOnlyItsOwnWrites(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"error", "panic"} {
+		b := setup(t, ledger.Options{})
+		var calls int
+		b.l.SetInlineProjection(func(conn *sqlite.Conn, appended []ledger.Event) (func(), error) {
+			calls++
+			err := sqlitex.Execute(conn, `INSERT INTO projector_checkpoint (name, seq) VALUES ('scratch', 99)`, nil)
+			require.NoError(t, err)
+			if mode == "panic" {
+				panic("projection bug")
+			}
+			return nil, errors.New("projection bug")
+		})
+		seqs, err := b.l.Append(context.Background(), ev("s/1", 0, "t.happened", map[string]int{}))
+		require.NoError(t, err, mode)
+		require.Equal(t, []int64{1}, seqs)
+		require.Equal(t, 1, calls)
+		b.l.SetInlineProjection(nil)
+
+		conn := rawConn(t, b.path)
+		var rows int
+		require.NoError(t, sqlitex.Execute(conn, `SELECT count(*) FROM projector_checkpoint WHERE name = 'scratch'`, &sqlitex.ExecOptions{
+			ResultFunc: func(stmt *sqlite.Stmt) error { rows = stmt.ColumnInt(0); return nil },
+		}))
+		require.Zero(t, rows, "%s: the projection's write was undone", mode)
+		head, err := b.l.LastSeq(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, int64(1), head, "%s: the append committed", mode)
+	}
+}
