@@ -75,6 +75,8 @@ func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {
 		return nil, fmt.Errorf("%w: job %s retries at %s", ErrNotDue, j.JobID, Time(j.NextRetryAt))
 	}
 	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID}, "", "dispatcher")
-	j.Status = events.StatusRunning
+	// j is now the job as its stream folds once ev is in (see Job.apply),
+	// so a completion can start from it (Complete.Known).
+	j.Status, j.NextRetryAt = events.StatusRunning, time.Time{}
 	return []ledger.NewEvent{ev}, nil
 }
