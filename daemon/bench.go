@@ -30,7 +30,7 @@ type BenchOptions struct {
 	Jobs      int
 	Workers   int
 	Enqueuers int          // concurrent producers (default 8)
-	Rounds    int          // alternating rounds of both measurements (default 4)
+	Rounds    int          // alternating rounds of both measurements (default 2)
 	Progress  func(string) // optional progress lines
 	TempDir   string       // parent of the scratch state dir (default os.TempDir())
 	// CPUProfile, if set, receives a Go CPU profile of the first end-to-end
@@ -86,7 +86,7 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 		opts.Enqueuers = 8
 	}
 	if opts.Rounds <= 0 {
-		opts.Rounds = 4
+		opts.Rounds = 2
 	}
 	opts.Rounds = min(opts.Rounds, opts.Jobs)
 	progress := opts.Progress

@@ -21,7 +21,7 @@ func benchCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "how many `N` jobs"},
 			&cli.IntFlag{Name: "workers", Value: 2, Usage: "worker pool size for both measurements"},
-			&cli.IntFlag{Name: "rounds", Value: 4, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
+			&cli.IntFlag{Name: "rounds", Value: 2, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
 			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the first end-to-end round to `FILE` (go tool pprof)"},
 			jsonFlag,
 		},
