@@ -248,23 +248,20 @@ func spawnRuns(ctx context.Context, p *pluginhost.Plugin, n, workers int) error 
 	return nil
 }
 
-// waitSucceeded waits, on projector progress, until n jobs have succeeded.
-// It counts from the projector's own tally of applied events, so the
-// bench's watching costs no database reads.
+// waitSucceeded waits until n jobs have succeeded, or one is dead. It
+// counts from the projector's own tally of applied events and wakes only
+// then, so the bench's watching costs nothing per job.
 func waitSucceeded(ctx context.Context, d *Daemon, n int) error {
-	for {
-		progressed := d.Projector.Progressed()
-		if d.Projector.Seen(events.JobSucceeded) >= int64(n) {
-			return nil
-		}
-		if dead := d.Projector.Seen(events.JobDead); dead > 0 {
-			return fmt.Errorf("%d bench jobs failed", dead)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-progressed:
-		}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // drops whichever wait did not fire
+	dead := d.Projector.Reached(ctx, events.JobDead, 1)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-d.Projector.Reached(ctx, events.JobSucceeded, int64(n)):
+		return nil
+	case <-dead:
+		return fmt.Errorf("%d bench jobs failed", d.Projector.Seen(events.JobDead))
 	}
 }
 

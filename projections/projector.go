@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,6 +39,7 @@ type Projector struct {
 	checkpoint int64
 	seen       map[string]int64         // events applied by this projector, by type
 	seenWait   map[string]chan struct{} // closed when an event of the type is applied
+	reached    []reachWaiter            // closed once a type's count reaches a threshold
 	progress   chan struct{}            // closed and replaced whenever checkpoint moves
 	lastErr    error
 
@@ -260,6 +262,17 @@ func (p *Projector) setResult(cp int64, types map[string]int64, err error) {
 				delete(p.seenWait, t)
 			}
 		}
+		if len(p.reached) > 0 && len(types) > 0 {
+			kept := p.reached[:0]
+			for _, w := range p.reached {
+				if p.seen[w.typ] >= w.n {
+					close(w.ch)
+					continue
+				}
+				kept = append(kept, w)
+			}
+			p.reached = kept
+		}
 	}
 	if err == nil && cp > p.checkpoint {
 		p.checkpoint = cp
@@ -323,6 +336,32 @@ func (p *Projector) Seen(typ string) int64 {
 }
 
 // Progressed returns a channel closed the next time the checkpoint moves.
+type reachWaiter struct {
+	typ string
+	n   int64
+	ch  chan struct{}
+}
+
+// Reached returns a channel closed once this projector has applied at
+// least n events of type typ (at once if it already has): a wait for a
+// count that costs nothing per commit. The wait is dropped when ctx ends.
+func (p *Projector) Reached(ctx context.Context, typ string, n int64) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ch := make(chan struct{})
+	if p.seen[typ] >= n {
+		close(ch)
+		return ch
+	}
+	p.reached = append(p.reached, reachWaiter{typ: typ, n: n, ch: ch})
+	context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.reached = slices.DeleteFunc(p.reached, func(w reachWaiter) bool { return w.ch == ch })
+	})
+	return ch
+}
+
 // SeenChanged returns a channel closed the next time this projector applies
 // an event of type typ: for a consumer that cares about one type only and
 // should not wake at every commit.

@@ -364,3 +364,43 @@ func TestCompareFindsADriftedProjection(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, mismatch)
 }
+
+// Reached fires once a type's count reaches the threshold, at once if it
+// already has, never before; SeenChanged fires at the next event of a type.
+func TestReachedAndSeenChanged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	l := openLedger(t, "ductile.db")
+	p := projections.New(l, projections.Options{})
+	p.Start(ctx)
+	defer p.Stop()
+
+	three := p.Reached(ctx, "t.counted", 3)
+	other := p.Reached(ctx, "t.other", 1)
+	next := p.SeenChanged("t.counted")
+	appendOne := func(typ string) {
+		t.Helper()
+		seqs, err := l.Append(ctx, ledger.NewEvent{Stream: "s/" + typ, ExpectedVersion: ledger.AnyVersion, Type: typ})
+		require.NoError(t, err)
+		require.NoError(t, p.WaitFor(ctx, seqs[0]))
+	}
+	isClosed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	appendOne("t.counted")
+	require.True(t, isClosed(next), "the next t.counted was applied")
+	require.False(t, isClosed(three))
+	appendOne("t.counted")
+	require.False(t, isClosed(three), "two of three")
+	appendOne("t.counted")
+	require.True(t, isClosed(three), "three of three")
+	require.False(t, isClosed(other), "no t.other was applied")
+	require.True(t, isClosed(p.Reached(ctx, "t.counted", 2)), "already reached")
+	appendOne("t.other")
+	require.True(t, isClosed(other))
+}
