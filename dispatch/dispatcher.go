@@ -676,10 +676,10 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	}
 	// The slot is free: hand it to the next job, whose start is queued right
 	// before this outcome, so that one transaction usually holds both.
-	next, nextCtx, claim := d.handoff(c)
+	next, nextCtx, nextClaim := d.handoff(c)
 	recorded := commands.SubmitComplete(context.Background(), d.opts.Ledger, complete)
-	if claim != nil {
-		go d.work(nextCtx, next, claim)
+	if nextClaim != nil {
+		go d.work(nextCtx, next, nextClaim)
 	} else {
 		d.wake() // the loop fills the slot, or finds nothing to do
 	}
