@@ -325,9 +325,7 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 				// retry time: the rest stays as it is, unread.
 				return append(kept, list[i:]...)
 			}
-			_, mine := d.running[c.id]
-			_, settling := d.settling[c.id]
-			if mine || settling {
+			if d.ownedLocked(c) {
 				// Ours, still finishing, or the projection has not caught up
 				// with its end: skip it, but keep it, since a retry may make it
 				// a candidate again without another read.
@@ -341,7 +339,7 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 				kept = append(kept, c)
 				continue
 			}
-			if d.procs >= d.max || d.perPlug[c.plugin] >= d.capacity(c.plugin) || (c.dedupeKey != "" && d.sameKeyRunning(c)) {
+			if d.procs >= d.max || d.cappedLocked(c) {
 				skipped = skipped || d.procs < d.max
 				kept = append(kept, c) // smart dequeue: others may still run
 				continue
@@ -503,6 +501,21 @@ func (d *Dispatcher) cappedPlugins() string {
 	return string(b)
 }
 
+// ownedLocked reports whether c is a job this dispatcher runs, or one whose
+// end the projection has not caught up with yet. Called with d.mu held.
+func (d *Dispatcher) ownedLocked(c candidate) bool {
+	_, mine := d.running[c.id]
+	_, settling := d.settling[c.id]
+	return mine || settling
+}
+
+// cappedLocked reports whether c may not start now even with a free slot:
+// its plugin is at its parallelism cap, or a job with its dedupe key and
+// target runs. Called with d.mu held.
+func (d *Dispatcher) cappedLocked(c candidate) bool {
+	return d.perPlug[c.plugin] >= d.capacity(c.plugin) || (c.dedupeKey != "" && d.sameKeyRunning(c))
+}
+
 func (d *Dispatcher) sameKeyRunning(c candidate) bool {
 	for _, r := range d.running {
 		if r.active && r.dedupeKey == c.dedupeKey && r.plugin == c.plugin && r.command == c.command {
@@ -517,17 +530,24 @@ func (d *Dispatcher) sameKeyRunning(c candidate) bool {
 // still being recorded.
 func (d *Dispatcher) exited(c candidate) {
 	d.mu.Lock()
-	r, ok := d.running[c.id]
-	freed := ok && r.active
-	if freed {
-		r.active = false
-		d.procs--
-		d.perPlug[c.plugin]--
-	}
+	freed := d.releaseLocked(c)
 	d.mu.Unlock()
 	if freed {
 		d.wake()
 	}
+}
+
+// releaseLocked frees c's worker slot if it still holds one, and reports
+// whether it did. Called with d.mu held.
+func (d *Dispatcher) releaseLocked(c candidate) bool {
+	r, ok := d.running[c.id]
+	if !ok || !r.active {
+		return false
+	}
+	r.active = false
+	d.procs--
+	d.perPlug[c.plugin]--
+	return true
 }
 
 // handoff frees the slot of a job whose process has exited and, while the
@@ -538,11 +558,7 @@ func (d *Dispatcher) exited(c candidate) {
 // the loop does at its next wake-up, as after any exit.
 func (d *Dispatcher) handoff(c candidate) (candidate, context.Context, func() (commands.Started, error)) {
 	d.mu.Lock()
-	if r, ok := d.running[c.id]; ok && r.active {
-		r.active = false
-		d.procs--
-		d.perPlug[c.plugin]--
-	}
+	d.releaseLocked(c)
 	if d.loopCtx == nil || d.loopCtx.Err() != nil {
 		d.mu.Unlock()
 		return candidate{}, nil, nil
@@ -565,10 +581,7 @@ func (d *Dispatcher) pickLocked(now time.Time) (candidate, bool) {
 	}
 	for _, list := range []*[]candidate{&d.retries, &d.ready} {
 		for i, c := range *list {
-			_, mine := d.running[c.id]
-			_, settling := d.settling[c.id]
-			if mine || settling || c.retryAt.After(now) ||
-				d.perPlug[c.plugin] >= d.capacity(c.plugin) || (c.dedupeKey != "" && d.sameKeyRunning(c)) {
+			if d.ownedLocked(c) || c.retryAt.After(now) || d.cappedLocked(c) {
 				continue
 			}
 			*list = slices.Delete(*list, i, i+1)
