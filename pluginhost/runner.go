@@ -183,17 +183,21 @@ func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() 
 		req, err := prepare()
 		claim <- prepared{req, err}
 	}
-	if opts.ClaimInFlight {
-		start = sync.OnceFunc(start)
-	} else {
+	if !opts.ClaimInFlight {
 		go start()
-		start = func() {}
+	}
+	// await is called exactly once: when the request is needed, or after a
+	// run that never got that far.
+	await := func() prepared {
+		if opts.ClaimInFlight {
+			start()
+		}
+		return <-claim
 	}
 	waited := false
 	res := run(ctx, p, command, func() ([]byte, error) {
 		waited = true
-		start()
-		got := <-claim
+		got := await()
 		if got.err != nil {
 			return nil, got.err
 		}
@@ -208,8 +212,7 @@ func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() 
 		return payload, nil
 	}, opts)
 	if !waited {
-		start()
-		<-claim
+		await()
 	}
 	return res
 }
