@@ -333,7 +333,6 @@ func (l *Ledger) commitBatch(batch []*request) {
 	}
 	if err == nil && lastSeq > 0 {
 		l.stats.commits.Add(1)
-		l.stats.appends.Add(int64(len(batch)))
 		if committed != nil {
 			committed()
 		}

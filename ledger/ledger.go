@@ -56,19 +56,18 @@ type Ledger struct {
 	watcher *walWatcher
 	syncer  syncer
 	inline  atomic.Pointer[InlineProjection]
-	stats   struct{ commits, appends, syncs atomic.Int64 }
+	stats   struct{ commits, syncs atomic.Int64 }
 }
 
 // WriteStats count this Ledger's write work since it was opened.
 type WriteStats struct {
 	Commits int64 `json:"commits"` // append transactions committed
-	Appends int64 `json:"appends"` // append calls they held (group commit: several per commit)
 	Syncs   int64 `json:"syncs"`   // fsyncs of the WAL by the syncer
 }
 
 // WriteStats reports how many commits and fsyncs this Ledger's appends took.
 func (l *Ledger) WriteStats() WriteStats {
-	return WriteStats{Commits: l.stats.commits.Load(), Appends: l.stats.appends.Load(), Syncs: l.stats.syncs.Load()}
+	return WriteStats{Commits: l.stats.commits.Load(), Syncs: l.stats.syncs.Load()}
 }
 
 // Open migrates the SQLite file at path (creating it and its directory if
