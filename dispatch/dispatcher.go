@@ -630,7 +630,6 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	log := d.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
 
 	timeout := d.opts.Config.Timeout(c.plugin, c.command)
-	handedOver := claim != nil // the start is already submitted
 	var startErr error
 	start := func() (commands.Started, error) {
 		if claim == nil {
@@ -645,10 +644,14 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	var outcome commands.Outcome
 	p, cfgJSON, problem := d.runnable(c)
 	if problem == "" {
-		// The start is recorded while the process starts; the process gets
-		// its request (with the state read in the start's transaction) after.
-		// If it could not be spawned (a missing interpreter, no more
-		// processes…), res says so and the attempt fails, to be retried.
+		// The start is submitted first, so it is recorded while the process
+		// starts; the process gets its request (with the state read in the
+		// start's transaction) after. If it could not be spawned (a missing
+		// interpreter, no more processes…), res says so and the attempt
+		// fails, to be retried.
+		if claim == nil {
+			claim = d.submitStart(c)
+		}
 		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
 			var err error
 			if st, err = start(); err != nil {
@@ -660,7 +663,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 				Config: cfgJSON, State: st.State, Context: json.RawMessage("{}"), Event: st.Event,
 				DeadlineAt: d.opts.Now().Add(timeout),
 			}, nil
-		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace, ClaimInFlight: handedOver})
+		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace})
 	}
 	if !started && startErr == nil {
 		if st, startErr = start(); startErr == nil {

@@ -65,10 +65,6 @@ type RunOptions struct {
 	// OnStart, if set, is called with the pid (which is also the process
 	// group id) right after the plugin has started. It must not block.
 	OnStart func(pid int)
-	// ClaimInFlight tells RunPrepared that prepare only waits for a claim
-	// already submitted: it is called after the spawn, on the caller's
-	// goroutine, rather than in a goroutine of its own.
-	ClaimInFlight bool
 }
 
 func (o RunOptions) withDefaults(command string) RunOptions {
@@ -149,12 +145,9 @@ type Result struct {
 // command: nothing outlives its run).
 func Run(ctx context.Context, p *Plugin, req Request, opts RunOptions) Result {
 	opts = opts.withDefaults(req.Command)
-	if req.DeadlineAt.IsZero() {
-		req.DeadlineAt = time.Now().Add(opts.Timeout)
-	}
-	payload, err := req.MarshalJSON()
+	payload, err := encodeRequest(req, opts.Timeout)
 	if err != nil {
-		return Result{Kind: KindError, ExitCode: -1, Err: "encode request: " + err.Error()}
+		return Result{Kind: KindError, ExitCode: -1, Err: err.Error()}
 	}
 	return run(ctx, p, req.Command, func() ([]byte, error) { return payload, nil }, opts)
 }
@@ -163,58 +156,43 @@ func Run(ctx context.Context, p *Plugin, req Request, opts RunOptions) Result {
 const NotStartedError = "not started: "
 
 // RunPrepared is Run for a request only known once the work is claimed: it
-// calls prepare (the caller's own bookkeeping, such as recording the job's
-// start) in another goroutine while the plugin's process starts, and writes
-// the request prepare returns once both are done. This takes the claim off
-// the critical path of a spawn. If prepare fails, the process group is
-// killed before it has received anything, and the result is KindCanceled
-// with Err starting with NotStartedError. prepare has always returned when
-// RunPrepared returns, even if the process could not be started (the
-// result then says so and the claim stands). The timeout counts from the
-// moment the request is written.
+// starts the plugin's process, then calls prepare and writes the request
+// prepare returns. A caller that submits its claim before calling (as the
+// dispatcher submits a job's start) has it recorded while the process
+// spawns. If prepare fails, the process group is killed before it has
+// received anything, and the result is KindCanceled with Err starting with
+// NotStartedError. prepare has always been called when RunPrepared
+// returns, even if the process could not be started (the result then says
+// so, and the claim stands). The timeout counts from the moment the
+// request is written.
 func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() (Request, error), opts RunOptions) Result {
 	opts = opts.withDefaults(command)
-	type prepared struct {
-		req Request
-		err error
-	}
-	claim := make(chan prepared, 1)
-	start := func() {
-		req, err := prepare()
-		claim <- prepared{req, err}
-	}
-	if !opts.ClaimInFlight {
-		go start()
-	}
-	// await is called exactly once: when the request is needed, or after a
-	// run that never got that far.
-	await := func() prepared {
-		if opts.ClaimInFlight {
-			start()
-		}
-		return <-claim
-	}
-	waited := false
+	prepared := false
 	res := run(ctx, p, command, func() ([]byte, error) {
-		waited = true
-		got := await()
-		if got.err != nil {
-			return nil, got.err
-		}
-		req := got.req
-		if req.DeadlineAt.IsZero() {
-			req.DeadlineAt = time.Now().Add(opts.Timeout)
-		}
-		payload, err := req.MarshalJSON()
+		prepared = true
+		req, err := prepare()
 		if err != nil {
-			return nil, fmt.Errorf("encode request: %w", err)
+			return nil, err
 		}
-		return payload, nil
+		return encodeRequest(req, opts.Timeout)
 	}, opts)
-	if !waited {
-		await()
+	if !prepared {
+		prepare() // the caller learns its claim's fate through prepare itself
 	}
 	return res
+}
+
+// encodeRequest is the request line, with deadline_at set from timeout when
+// the caller left it unset.
+func encodeRequest(req Request, timeout time.Duration) ([]byte, error) {
+	if req.DeadlineAt.IsZero() {
+		req.DeadlineAt = time.Now().Add(timeout)
+	}
+	payload, err := req.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	return payload, nil
 }
 
 // run starts the process, then gets the request bytes from payload.

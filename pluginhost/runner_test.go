@@ -347,30 +347,3 @@ func TestRunPreparedClaimStandsWhenTheSpawnFails(t *testing.T) {
 	require.Equal(t, int32(1), calls.Load(), "the claim is made once, alongside the spawn")
 	require.True(t, returned.Load(), "RunPrepared returns only after prepare has, so the caller can read what it set")
 }
-
-// With the claim already in flight, prepare only waits for it: it runs on
-// the caller's goroutine, once, whether or not the spawn succeeds.
-func TestRunPreparedWithAClaimInFlight(t *testing.T) {
-	t.Parallel()
-	for _, missing := range []bool{false, true} {
-		p := fixture(t, "request")
-		if missing {
-			p.Entrypoint = filepath.Join(t.TempDir(), "missing.sh")
-		}
-		var calls atomic.Int32
-		res := pluginhost.RunPrepared(context.Background(), p, "poll", func() (pluginhost.Request, error) {
-			calls.Add(1)
-			req := pollRequest()
-			req.JobID = "claimed-earlier"
-			return req, nil
-		}, pluginhost.RunOptions{ClaimInFlight: true})
-		require.Equal(t, int32(1), calls.Load(), "missing=%v", missing)
-		if missing {
-			require.Equal(t, pluginhost.KindError, res.Kind)
-			require.True(t, res.Retryable)
-			continue
-		}
-		require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
-		require.Contains(t, string(res.Stdout), "claimed-earlier")
-	}
-}
