@@ -320,7 +320,9 @@ func (l *Ledger) commitBatch(batch []*request) {
 			appended = append(appended, stored...)
 			head = next
 		}
-		lastSeq = head.seq
+		if len(appended) > 0 {
+			lastSeq = head.seq // else nothing was appended: no commit to announce
+		}
 		if committed, err = l.projectInline(conn, appended); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"zombiezen.com/go/sqlite"
 )
 
 // TestGroupCommitIsolatesCallers queues ten callers behind a busy writer so
@@ -104,4 +105,34 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.OK, res.Problem)
 	require.Equal(t, int64(1+1+14), res.Events)
+}
+
+// A flush requested by a commit with nothing to flush (a projection write is
+// relaxed but appends nothing) must not keep later relaxed appends from
+// asking for theirs: once that request comes due, the next relaxed commit
+// asks anew and is flushed.
+func TestRelaxedAppendAfterAProjectionWriteIsFlushed(t *testing.T) {
+	ctx := context.Background()
+	l, err := Open(ctx, filepath.Join(t.TempDir(), "ductile.db"), Options{})
+	require.NoError(t, err)
+	defer l.Close()
+	_, err = l.Append(ctx, NewEvent{Stream: "s/1", Type: "t.happened"})
+	require.NoError(t, err)
+	require.NoError(t, l.WriteProjections(ctx, func(*sqlite.Conn) error { return nil }))
+
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !cond() {
+			require.True(t, time.Now().Before(deadline), what)
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitUntil("the projection write's flush request never came due", func() bool { return !l.syncer.lazyDue.Load() })
+	before := l.WriteStats().Syncs
+	_, err = l.DecideWith(ctx, Relaxed, func(*Tx) ([]NewEvent, error) {
+		return []NewEvent{{Stream: "s/2", Type: "t.happened"}}, nil
+	})
+	require.NoError(t, err)
+	waitUntil("the relaxed append was never flushed", func() bool { return l.WriteStats().Syncs > before })
 }

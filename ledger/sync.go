@@ -163,6 +163,10 @@ func (l *Ledger) syncLoop() {
 			continue
 		case <-lazy.C:
 			lazyArmed = false
+			// Whether or not there is anything to flush (the request may
+			// have come from a projection write, or from a commit an earlier
+			// flush already covered), the next relaxed commit asks anew.
+			l.syncer.lazyDue.Store(false)
 			if l.stats.commits.Load() > synced && l.syncer.failed.Load() == nil {
 				flush()
 			}
