@@ -308,6 +308,10 @@ func apply(conn *sqlite.Conn, ps []Projection, after, until int64, observe func(
 	return last, nil
 }
 
+// CheckpointConn reads the projector's checkpoint on conn, inside whatever
+// read transaction the caller holds (0 before any projection).
+func CheckpointConn(conn *sqlite.Conn) (int64, error) { return readCheckpoint(conn) }
+
 func readCheckpoint(conn *sqlite.Conn) (int64, error) {
 	seq, err := queries.GetCheckpoint(conn, checkpointName)
 	if errors.Is(err, queries.ErrNoRows) {
