@@ -105,36 +105,31 @@ func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committe
 	}()
 	first, last := appended[0].Seq, appended[len(appended)-1].Seq
 	types := map[string]int64{}
+	observe := func(ev ledger.Event) { types[ev.Type]++ }
 	// The usual case: the projections stand right before this batch, as
 	// this process last left them. One conditional UPDATE both checks that
 	// and moves the checkpoint past the batch.
-	if known := p.Checkpoint(); known == first-1 {
-		err := queries.AdvanceCheckpoint(conn, queries.AdvanceCheckpointParams{ToSeq: last, Name: checkpointName, FromSeq: known})
-		if err != nil {
+	cp := first - 1
+	advanced := false
+	if p.Checkpoint() == cp {
+		if err := queries.AdvanceCheckpoint(conn, queries.AdvanceCheckpointParams{ToSeq: last, Name: checkpointName, FromSeq: cp}); err != nil {
 			return nil, err
 		}
-		if conn.Changes() == 1 {
-			for _, ev := range appended {
-				for _, pr := range p.ps {
-					if err := pr.Apply(conn, ev); err != nil {
-						return nil, fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
-					}
-				}
-				types[ev.Type]++
-			}
-			return func() { p.setResult(last, types, nil) }, nil
+		advanced = conn.Changes() == 1
+	}
+	if !advanced {
+		if cp, err = readCheckpoint(conn); err != nil {
+			return nil, err
 		}
-	}
-	cp, err := readCheckpoint(conn)
-	if err != nil {
-		return nil, err
-	}
-	if first-1-cp > int64(p.batch) {
-		return p.wake, nil // far behind: the goroutine catches up after this commit
-	}
-	observe := func(ev ledger.Event) { types[ev.Type]++ }
-	if cp < first-1 {
-		if cp, err = apply(conn, p.ps, cp, first-1, observe); err != nil {
+		if first-1-cp > int64(p.batch) {
+			return p.wake, nil // far behind: the goroutine catches up after this commit
+		}
+		if cp < first-1 {
+			if cp, err = apply(conn, p.ps, cp, first-1, observe); err != nil {
+				return nil, err
+			}
+		}
+		if err := queries.SetCheckpoint(conn, queries.SetCheckpointParams{Name: checkpointName, Seq: max(cp, last)}); err != nil {
 			return nil, err
 		}
 	}
@@ -142,18 +137,12 @@ func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committe
 		if ev.Seq <= cp {
 			continue
 		}
-		for _, pr := range p.ps {
-			if err := pr.Apply(conn, ev); err != nil {
-				return nil, fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
-			}
+		if err := applyEvent(conn, p.ps, ev); err != nil {
+			return nil, err
 		}
 		observe(ev)
-		cp = ev.Seq
 	}
-	if err := queries.SetCheckpoint(conn, queries.SetCheckpointParams{Name: checkpointName, Seq: cp}); err != nil {
-		return nil, err
-	}
-	return func() { p.setResult(cp, types, nil) }, nil
+	return func() { p.setResult(max(cp, last), types, nil) }, nil
 }
 
 func (p *Projector) wake() {
@@ -281,6 +270,16 @@ func (p *Projector) setResult(cp int64, types map[string]int64, err error) {
 	}
 }
 
+// applyEvent folds one event into every projection of ps.
+func applyEvent(conn *sqlite.Conn, ps []Projection, ev ledger.Event) error {
+	for _, pr := range ps {
+		if err := pr.Apply(conn, ev); err != nil {
+			return fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
+		}
+	}
+	return nil
+}
+
 // apply folds events after < seq <= until into ps and moves the checkpoint,
 // returning the new checkpoint. The caller owns the transaction.
 func apply(conn *sqlite.Conn, ps []Projection, after, until int64, observe func(ledger.Event)) (int64, error) {
@@ -289,13 +288,8 @@ func apply(conn *sqlite.Conn, ps []Projection, after, until int64, observe func(
 		if observe != nil {
 			observe(ev)
 		}
-		for _, pr := range ps {
-			if err := pr.Apply(conn, ev); err != nil {
-				return fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
-			}
-		}
 		last = ev.Seq
-		return nil
+		return applyEvent(conn, ps, ev)
 	})
 	if err != nil {
 		return after, err
@@ -339,7 +333,7 @@ func (p *Projector) Seen(typ string) int64 {
 	return p.seen[typ]
 }
 
-// Progressed returns a channel closed the next time the checkpoint moves.
+// A reachWaiter is a Reached call waiting for its count.
 type reachWaiter struct {
 	typ string
 	n   int64
@@ -380,6 +374,7 @@ func (p *Projector) SeenChanged(typ string) <-chan struct{} {
 	return ch
 }
 
+// Progressed returns a channel closed the next time the checkpoint moves.
 func (p *Projector) Progressed() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()

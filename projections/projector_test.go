@@ -254,7 +254,6 @@ func TestReplayIsExact(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.OK)
 	require.Equal(t, mid, res.LastSeq)
-	_ = total
 }
 
 // checkAgainstLog compares l's projections with what src's raw log says up
