@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,12 +161,8 @@ func (l *Ledger) Import(ctx context.Context, events []Event) error {
 			return err
 		}
 		for _, ev := range events {
-			if ev.Seq != head.seq+1 || !bytes.Equal(ev.PrevHash, head.hash) {
-				return fmt.Errorf("import event %d: it does not continue the chain at %d", ev.Seq, head.seq)
-			}
-			want := chainHash(head.hash, ev.Seq, ev.Stream, ev.Version, ev.Type, string(ev.Data), string(ev.Meta), ev.recordedAt)
-			if !bytes.Equal(want, ev.Hash) {
-				return fmt.Errorf("import event %d: content does not match its hash", ev.Seq)
+			if problem := head.link(ev); problem != "" {
+				return fmt.Errorf("import event %d: %s", ev.Seq, problem)
 			}
 			err := queries.InsertEvent(conn, queries.InsertEventParams{
 				Seq: ev.Seq, Stream: ev.Stream, Version: ev.Version, Type: ev.Type,

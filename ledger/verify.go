@@ -23,38 +23,29 @@ type VerifyResult struct {
 // hash to what it stores. progress, if not nil, is called every 10,000 events.
 func (l *Ledger) Verify(ctx context.Context, progress func(checked int64)) (VerifyResult, error) {
 	var res VerifyResult
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		var err error
-		res, err = VerifyConn(ctx, conn, progress)
+		res, err = verifyConn(ctx, conn, progress)
 		return err
 	})
 	return res, err
 }
 
-// VerifyConn is Verify on a given connection.
-func VerifyConn(ctx context.Context, conn *sqlite.Conn, progress func(checked int64)) (VerifyResult, error) {
+// verifyConn is Verify on a given connection, inside its read transaction.
+func verifyConn(ctx context.Context, conn *sqlite.Conn, progress func(checked int64)) (VerifyResult, error) {
 	res := VerifyResult{OK: true}
 	prev := chainHead{seq: 0, hash: genesis}
-	fail := func(seq int64, format string, args ...any) {
-		res.OK, res.BadSeq, res.Problem = false, seq, fmt.Sprintf(format, args...)
-	}
 	const stop = verifyStop("stop")
 	err := ReadRange(conn, 0, 1<<62, func(ev Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		switch {
-		case ev.Seq != prev.seq+1:
-			fail(prev.seq+1, "event %d is missing (the next event is %d)", prev.seq+1, ev.Seq)
-		case !bytes.Equal(ev.PrevHash, prev.hash):
-			fail(ev.Seq, "prev_hash does not match the hash of event %d", prev.seq)
-		default:
-			want := chainHash(prev.hash, ev.Seq, ev.Stream, ev.Version, ev.Type, string(ev.Data), string(ev.Meta), ev.recordedAt)
-			if !bytes.Equal(want, ev.Hash) {
-				fail(ev.Seq, "content does not match its hash: the event was changed after it was written")
+		if problem := prev.link(ev); problem != "" {
+			bad := ev.Seq
+			if ev.Seq != prev.seq+1 {
+				bad = prev.seq + 1 // the missing one
 			}
-		}
-		if !res.OK {
+			res.OK, res.BadSeq, res.Problem = false, bad, problem
 			return stop
 		}
 		res.Events++
@@ -69,6 +60,21 @@ func VerifyConn(ctx context.Context, conn *sqlite.Conn, progress func(checked in
 		return res, fmt.Errorf("verify ledger: %w", err)
 	}
 	return res, nil
+}
+
+// link reports what keeps ev from continuing the chain at h ("" if nothing
+// does): it must be the next seq, carry h's hash as its prev_hash, and hash
+// to what it stores.
+func (h chainHead) link(ev Event) string {
+	switch {
+	case ev.Seq != h.seq+1:
+		return fmt.Sprintf("event %d is missing (the next event is %d)", h.seq+1, ev.Seq)
+	case !bytes.Equal(ev.PrevHash, h.hash):
+		return fmt.Sprintf("prev_hash does not match the hash of event %d", h.seq)
+	case !bytes.Equal(chainHash(h.hash, ev.Seq, ev.Stream, ev.Version, ev.Type, string(ev.Data), string(ev.Meta), ev.recordedAt), ev.Hash):
+		return "content does not match its hash: the event was changed after it was written"
+	}
+	return ""
 }
 
 type verifyStop string
