@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -72,8 +73,8 @@ func (l *Ledger) ReadFrom(ctx context.Context, after int64, limit int, f Filter,
 	}
 	err = l.Read(ctx, func(conn *sqlite.Conn) error {
 		if f == (Filter{}) {
-			return queries.ReadFrom(conn, queries.ReadFromParams{AfterSeq: after, MaxEvents: int64(limit)},
-				func(r queries.ReadFromRow) error { return visit(queries.ReadStreamRow(r)) })
+			return queries.ReadRange(conn, queries.ReadRangeParams{AfterSeq: after, UntilSeq: math.MaxInt64, MaxEvents: int64(limit)},
+				func(r queries.ReadRangeRow) error { return visit(queries.ReadStreamRow(r)) })
 		}
 		return queries.ReadFromFiltered(conn, queries.ReadFromFilteredParams{AfterSeq: after, Type: f.Type, Stream: f.Stream, MaxEvents: int64(limit)},
 			func(r queries.ReadFromFilteredRow) error { return visit(queries.ReadStreamRow(r)) })

@@ -56,11 +56,7 @@ func Status(ctx context.Context, path string) (current, latest int64, err error)
 	if err != nil {
 		return 0, 0, fmt.Errorf("migration status %s: %w", path, err)
 	}
-	sources := p.ListSources()
-	if len(sources) > 0 {
-		latest = sources[len(sources)-1].Version
-	}
-	return current, latest, nil
+	return current, Latest(), nil
 }
 
 // Latest is the newest schema version this binary knows.

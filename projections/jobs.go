@@ -48,7 +48,9 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	case events.JobSucceeded:
 		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: events.StatusSucceeded, At: &at, Seq: ev.Seq, ID: id})
 	case events.JobFailed, events.JobTimedOut:
-		var d events.AttemptEnded
+		var d struct { // only the error of events.AttemptEnded, not its output
+			Error string `json:"error"`
+		}
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
@@ -116,7 +118,13 @@ func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
-		status := map[string]string{events.JobSucceeded: events.AttemptSucceeded, events.JobFailed: events.AttemptFailed, events.JobTimedOut: events.AttemptTimedOut}[ev.Type]
+		status := events.AttemptFailed
+		switch ev.Type {
+		case events.JobSucceeded:
+			status = events.AttemptSucceeded
+		case events.JobTimedOut:
+			status = events.AttemptTimedOut
+		}
 		exit, dur, seq := int64(d.ExitCode), d.DurationMS, ev.Seq
 		truncated := int64(0)
 		if d.StderrTruncated {

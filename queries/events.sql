@@ -23,16 +23,9 @@ FROM events
 WHERE stream = CAST(@stream AS TEXT)
 ORDER BY version;
 
--- name: ReadFrom :many
--- Events after a seq, oldest first, up to a limit.
-SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
-FROM events
-WHERE seq > CAST(@after_seq AS INTEGER)
-ORDER BY seq
-LIMIT @max_events;
-
 -- name: ReadFromFiltered :many
--- Like ReadFrom, keeping only one type and/or one stream (an empty filter matches all).
+-- Events after a seq, oldest first, up to a limit, keeping only one type
+-- and/or one stream (an empty filter matches all: then ReadRange is used).
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
 WHERE seq > CAST(@after_seq AS INTEGER)

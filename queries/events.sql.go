@@ -200,68 +200,6 @@ func ReadStream(conn *sqlite.Conn, stream string, fn func(ReadStreamRow) error) 
 	}
 }
 
-const readFrom = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
-FROM events
-WHERE seq > CAST(?1 AS INTEGER)
-ORDER BY seq
-LIMIT ?2`
-
-type ReadFromParams struct {
-	AfterSeq  int64
-	MaxEvents int64
-}
-
-type ReadFromRow struct {
-	Seq        int64
-	Stream     string
-	Version    int64
-	Type       string
-	Data       string
-	Meta       string
-	RecordedAt string
-	PrevHash   []byte
-	Hash       []byte
-}
-
-// Events after a seq, oldest first, up to a limit.
-func ReadFrom(conn *sqlite.Conn, arg ReadFromParams, fn func(ReadFromRow) error) (err error) {
-	stmt, err := conn.Prepare(readFrom)
-	if err != nil {
-		return fmt.Errorf("ReadFrom: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("ReadFrom: %w", resetErr)
-		}
-	}()
-	stmt.BindInt64(1, arg.AfterSeq)
-	stmt.BindInt64(2, arg.MaxEvents)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("ReadFrom: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var row ReadFromRow
-		row.Seq = stmt.ColumnInt64(0)
-		row.Stream = stmt.ColumnText(1)
-		row.Version = stmt.ColumnInt64(2)
-		row.Type = stmt.ColumnText(3)
-		row.Data = stmt.ColumnText(4)
-		row.Meta = stmt.ColumnText(5)
-		row.RecordedAt = stmt.ColumnText(6)
-		row.PrevHash = make([]byte, stmt.ColumnLen(7))
-		stmt.ColumnBytes(7, row.PrevHash)
-		row.Hash = make([]byte, stmt.ColumnLen(8))
-		stmt.ColumnBytes(8, row.Hash)
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-}
-
 const readFromFiltered = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
 WHERE seq > CAST(?1 AS INTEGER)
@@ -289,7 +227,8 @@ type ReadFromFilteredRow struct {
 	Hash       []byte
 }
 
-// Like ReadFrom, keeping only one type and/or one stream (an empty filter matches all).
+// Events after a seq, oldest first, up to a limit, keeping only one type
+// and/or one stream (an empty filter matches all: then ReadRange is used).
 func ReadFromFiltered(conn *sqlite.Conn, arg ReadFromFilteredParams, fn func(ReadFromFilteredRow) error) (err error) {
 	stmt, err := conn.Prepare(readFromFiltered)
 	if err != nil {
