@@ -357,6 +357,19 @@ func TestChangedWakesOnOwnAndOtherProcessesCommits(t *testing.T) {
 	other, err := ledger.Open(ctx, b.path, ledger.Options{Synchronous: "NORMAL"})
 	require.NoError(t, err)
 	defer other.Close()
+	// First let the watcher go quiet (its trailing wake-ups after our own
+	// commit end within 200 ms), so the wake-up below can only come from
+	// the other connection's commit.
+	require.True(t, b.l.Watching())
+	for quiet := false; !quiet; {
+		select {
+		case <-b.l.Changed():
+		case <-time.After(300 * time.Millisecond):
+			quiet = true
+		case <-ctx.Done():
+			t.Fatal("the watcher never went quiet")
+		}
+	}
 	changed = b.l.Changed()
 	_, err = other.Append(ctx, ev("job/2", 0, "job.enqueued", nil))
 	require.NoError(t, err)

@@ -323,9 +323,13 @@ func TestProjectorFollowsCommitsWithoutPolling(t *testing.T) {
 	other, err := ledger.Open(ctx, l.Path(), ledger.Options{Synchronous: "NORMAL"})
 	require.NoError(t, err)
 	defer other.Close()
+	require.True(t, l.Watching(), "without the WAL watcher the projector looks once a second")
 	seqs, err := other.Append(ctx, ledger.NewEvent{Stream: "elsewhere", Type: "t.happened"})
 	require.NoError(t, err)
-	require.NoError(t, p.WaitFor(ctx, seqs[0]))
+	// Well under that once-a-second look: the watcher's wake-up brought it.
+	soon, cancelSoon := context.WithTimeout(ctx, 900*time.Millisecond)
+	defer cancelSoon()
+	require.NoError(t, p.WaitFor(soon, seqs[0]))
 
 	lag, err := p.Lag(ctx)
 	require.NoError(t, err)
