@@ -140,28 +140,41 @@ func Default() *Config {
 	}
 }
 
-// DefaultPlugin returns the settings of a plugin the config does not mention.
-func DefaultPlugin() PluginConfig {
-	return PluginConfig{
-		Enabled: true,
-		Retry:   Retry{MaxAttempts: DefaultMaxAttempts, BackoffBase: DefaultBackoffBase},
-		Timeouts: Timeouts{
-			Poll:   DefaultPollTimeout,
-			Handle: DefaultHandleTimeout,
-			Health: DefaultHealthTimeout,
-			Init:   DefaultInitTimeout,
-		},
-		Config: map[string]any{},
+// DefaultTimeouts returns the spec's default command timeouts: poll 60s,
+// handle 120s, health 10s, init 30s (any other command uses handle's). It
+// is the one table of them: the plugin runner falls back to it too.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{
+		Poll:   DefaultPollTimeout,
+		Handle: DefaultHandleTimeout,
+		Health: DefaultHealthTimeout,
+		Init:   DefaultInitTimeout,
 	}
 }
 
-// Plugin returns the settings of plugin name, or DefaultPlugin when the config
-// does not mention it.
+// DefaultPlugin returns the settings of a plugin the config does not mention.
+func DefaultPlugin() PluginConfig {
+	return PluginConfig{
+		Enabled:  true,
+		Retry:    Retry{MaxAttempts: DefaultMaxAttempts, BackoffBase: DefaultBackoffBase},
+		Timeouts: DefaultTimeouts(),
+		Config:   map[string]any{},
+	}
+}
+
+// defaultPlugin is what Plugin returns for every plugin the config does not
+// mention, built once: the dispatcher asks per candidate job. It is never
+// modified, and its Config map is shared by every caller.
+var defaultPlugin = DefaultPlugin()
+
+// Plugin returns the settings of plugin name, or DefaultPlugin's when the
+// config does not mention it. The result is read-only like the Config: its
+// Config map may be shared, so copy it before changing it.
 func (c *Config) Plugin(name string) PluginConfig {
 	if p, ok := c.Plugins[name]; ok {
 		return p
 	}
-	return DefaultPlugin()
+	return defaultPlugin
 }
 
 // Timeout returns how long command of plugin may run.

@@ -63,6 +63,17 @@ func TestDefault(t *testing.T) {
 	}, config.Default().Plugin("anything"))
 }
 
+func TestDefaultTimeouts(t *testing.T) {
+	t.Parallel()
+	d := config.DefaultTimeouts()
+	require.Equal(t, defaultTimeouts(), d)
+	require.Equal(t, 60*time.Second, d.For("poll"))
+	require.Equal(t, 120*time.Second, d.For("handle"))
+	require.Equal(t, 10*time.Second, d.For("health"))
+	require.Equal(t, 30*time.Second, d.For("init"))
+	require.Equal(t, 120*time.Second, d.For("sync"))
+}
+
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(fixture(t, "full", "config.yaml"))
@@ -84,6 +95,22 @@ func TestTimeout(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, c.Timeout(tc.plugin, tc.command), "%s %s", tc.plugin, tc.command)
 	}
+}
+
+// TestUnconfiguredPluginDoesNotAllocate: the dispatcher asks Plugin and
+// Timeout per candidate job, most often for plugins the config leaves out.
+// Not parallel: AllocsPerRun counts the whole process's allocations.
+func TestUnconfiguredPluginDoesNotAllocate(t *testing.T) {
+	c := config.Default()
+	var pc config.PluginConfig
+	var timeout time.Duration
+	allocs := testing.AllocsPerRun(100, func() {
+		pc = c.Plugin("unconfigured")
+		timeout = c.Timeout("unconfigured", "poll")
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, config.DefaultPlugin(), pc)
+	require.Equal(t, config.DefaultPollTimeout, timeout)
 }
 
 // TestLoad covers configs that load; env-dependent cases set variables, so

@@ -103,18 +103,12 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		return res, err
 	}
-	if err := os.WriteFile(filepath.Join(pluginDir, "manifest.yaml"), []byte(benchManifest), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(pluginDir, pluginhost.ManifestFile), []byte(benchManifest), 0o644); err != nil {
 		return res, err
 	}
 	if err := os.WriteFile(filepath.Join(pluginDir, "run.sh"), []byte(benchScript), 0o755); err != nil {
 		return res, err
 	}
-
-	reg, problems := pluginhost.Discover([]string{filepath.Dir(pluginDir)}, pluginhost.DiscoverOptions{})
-	if len(problems) > 0 {
-		return res, errors.Join(problems...)
-	}
-	p, _ := reg.Get("bench")
 
 	cfg := config.Default()
 	cfg.PluginRoots = []string{filepath.Dir(pluginDir)}
@@ -125,6 +119,11 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 		return res, err
 	}
 	defer d.Close()
+	// The raw spawn rounds run the very plugin the daemon loaded.
+	p, ok := d.Plugins.Get("bench")
+	if !ok {
+		return res, errors.New("the bench plugin did not load")
+	}
 
 	// The two measurements alternate in rounds (raw first in even rounds,
 	// end to end first in odd ones), so a machine whose speed drifts during
@@ -233,7 +232,7 @@ func spawnRuns(ctx context.Context, p *pluginhost.Plugin, n, workers int) error 
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
-				r := pluginhost.Run(ctx, p, pluginhost.Request{Protocol: 2, JobID: "bench", Command: "poll"}, pluginhost.RunOptions{Timeout: time.Minute})
+				r := pluginhost.Run(ctx, p, pluginhost.Request{Protocol: pluginhost.ProtocolVersion, JobID: "bench", Command: "poll"}, pluginhost.RunOptions{Timeout: time.Minute})
 				if r.Kind != pluginhost.KindOK {
 					failed.Store(r.Err)
 					return

@@ -69,7 +69,6 @@ type Plugin struct {
 	Name       string
 	Dir        string // absolute, symlinks resolved; the working directory of every run
 	Entrypoint string // absolute path of the executable: Dir joined with Manifest.Entrypoint
-	Root       string // the configured root it was found under
 	Manifest   *Manifest
 }
 
@@ -135,7 +134,7 @@ func Discover(roots []string, opts DiscoverOptions) (*Registry, []error) {
 			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			p, err := d.load(r.given, filepath.Join(r.real, e.Name()))
+			p, err := d.load(filepath.Join(r.real, e.Name()))
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -186,7 +185,7 @@ type discoverer struct {
 
 // load validates the directory at path (an entry of a resolved root). It
 // returns nil, nil when path is not a plugin directory.
-func (d *discoverer) load(root, path string) (*Plugin, error) {
+func (d *discoverer) load(path string) (*Plugin, error) {
 	name, dir := filepath.Base(path), path
 	fail := func(err error) (*Plugin, error) {
 		return nil, &PluginError{Name: name, Dir: dir, Err: err}
@@ -255,7 +254,7 @@ func (d *discoverer) load(root, path string) (*Plugin, error) {
 			strings.Join(missing, ", "), m.Name))
 	}
 
-	return &Plugin{Name: m.Name, Dir: dir, Entrypoint: ep, Root: root, Manifest: m}, nil
+	return &Plugin{Name: m.Name, Dir: dir, Entrypoint: ep, Manifest: m}, nil
 }
 
 func (d *discoverer) checkEntrypoint(rel, ep string) error {

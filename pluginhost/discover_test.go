@@ -105,7 +105,6 @@ func TestDiscoverLoadsValidPlugins(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, zdir, p.Dir)
 	require.Equal(t, filepath.Join(zdir, "run.sh"), p.Entrypoint)
-	require.Equal(t, root, p.Root)
 	require.Equal(t, "zeta", p.Manifest.Name)
 	c, ok := p.Command("poll")
 	require.True(t, ok)

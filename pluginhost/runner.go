@@ -16,11 +16,17 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ductile/ductile/config"
 )
 
-// Runner defaults (spec §5.6).
+// Runner limits and defaults (spec §5.6).
 const (
+	// DefaultMaxStdout caps captured stdout (10 MiB). Going over it is a
+	// protocol error and kills the process group at once.
 	DefaultMaxStdout = 10 << 20
+	// DefaultMaxStderr caps captured stderr (64 KiB); the rest is drained
+	// and dropped, and Result.StderrTruncated is set.
 	DefaultMaxStderr = 64 << 10
 	DefaultGrace     = 5 * time.Second
 	DefaultWaitDelay = 2 * time.Second
@@ -30,34 +36,14 @@ const (
 	ExitConfig = 78
 )
 
-// DefaultTimeout returns the spec's default timeout for a command: poll 60s,
-// handle 120s, health 10s, init 30s, anything else 120s.
-func DefaultTimeout(command string) time.Duration {
-	switch command {
-	case "poll":
-		return 60 * time.Second
-	case "health":
-		return 10 * time.Second
-	case "init":
-		return 30 * time.Second
-	default:
-		return 120 * time.Second
-	}
-}
-
 // RunOptions tunes one Run. Zero values mean the defaults.
 type RunOptions struct {
 	// Timeout bounds the run from spawn; on expiry the process group gets
-	// SIGTERM, then SIGKILL after Grace. Zero means DefaultTimeout(command).
+	// SIGTERM, then SIGKILL after Grace. Zero means the config's default
+	// for the command (config.DefaultTimeouts).
 	Timeout time.Duration
 	// Grace is the wait between SIGTERM and SIGKILL (default 5s).
 	Grace time.Duration
-	// MaxStdout caps captured stdout (default 10 MiB). Going over it is a
-	// protocol error and kills the process group at once.
-	MaxStdout int
-	// MaxStderr caps captured stderr (default 64 KiB); the rest is drained
-	// and dropped, and Result.StderrTruncated is set.
-	MaxStderr int
 	// WaitDelay bounds how long, after the plugin has exited and its process
 	// group has been killed, the runner keeps reading pipes still held open
 	// by a process that left the group (default 2s).
@@ -69,16 +55,10 @@ type RunOptions struct {
 
 func (o RunOptions) withDefaults(command string) RunOptions {
 	if o.Timeout <= 0 {
-		o.Timeout = DefaultTimeout(command)
+		o.Timeout = config.DefaultTimeouts().For(command)
 	}
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
-	}
-	if o.MaxStdout <= 0 {
-		o.MaxStdout = DefaultMaxStdout
-	}
-	if o.MaxStderr <= 0 {
-		o.MaxStderr = DefaultMaxStderr
 	}
 	if o.WaitDelay <= 0 {
 		o.WaitDelay = DefaultWaitDelay
@@ -208,7 +188,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		res.Kind, res.Err = KindCanceled, "canceled before start: "+err.Error()
 		return finish()
 	}
-	pr, err := startProcess(p, opts)
+	pr, err := startProcess(p)
 	if err != nil {
 		res.Kind, res.Err, res.Retryable = KindError, err.Error(), true
 		return finish()
@@ -251,7 +231,6 @@ type process struct {
 	cmd *exec.Cmd
 	pid int
 
-	stdinW         *os.File
 	closeStdin     func()
 	stdoutR        *os.File
 	stderrR        *os.File
@@ -267,7 +246,7 @@ type process struct {
 // send hands the request to the stdin writer (nil: close stdin unwritten).
 func (pr *process) send(payload []byte) { pr.payload <- payload }
 
-func startProcess(p *Plugin, opts RunOptions) (*process, error) {
+func startProcess(p *Plugin) (*process, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -310,11 +289,10 @@ func startProcess(p *Plugin, opts RunOptions) (*process, error) {
 	pr := &process{
 		cmd:        cmd,
 		pid:        cmd.Process.Pid,
-		stdinW:     inW,
 		stdoutR:    outR,
 		stderrR:    errR,
-		stdout:     &capture{max: opts.MaxStdout, overflow: make(chan struct{})},
-		stderr:     &capture{max: opts.MaxStderr},
+		stdout:     &capture{max: DefaultMaxStdout, overflow: make(chan struct{})},
+		stderr:     &capture{max: DefaultMaxStderr},
 		exited:     make(chan struct{}),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -502,7 +480,7 @@ func classify(res *Result, state *os.ProcessState, reason Kind, escalated bool, 
 	}
 	if res.StdoutTruncated {
 		res.Kind, res.Retryable = KindProtocolError, true
-		res.Err = fmt.Sprintf("stdout exceeded %d bytes; plugin killed", opts.MaxStdout)
+		res.Err = fmt.Sprintf("stdout exceeded %d bytes; plugin killed", DefaultMaxStdout)
 		return
 	}
 

@@ -239,17 +239,60 @@ func TestRunCanceled(t *testing.T) {
 
 func TestRunCanceledStubbornEscalates(t *testing.T) {
 	t.Parallel()
+	// Cancel only once the plugin ignores SIGTERM (its trap has run), so
+	// the SIGTERM sent on cancellation is ignored and only the SIGKILL
+	// after the grace period ends the group.
+	const grace = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	trapped := make(chan bool, 1)
 	res := pluginhost.Run(ctx, fixture(t, "stubborn"), pollRequest(), pluginhost.RunOptions{
 		Timeout: time.Minute,
-		Grace:   200 * time.Millisecond,
-		OnStart: func(int) { cancel() },
+		Grace:   grace,
+		OnStart: func(pid int) {
+			go func() {
+				defer cancel()
+				trapped <- waitIgnoresSIGTERM(pid, 5*time.Second)
+			}()
+		},
 	})
+	require.True(t, <-trapped, "the plugin never ignored SIGTERM")
 
 	require.Equal(t, pluginhost.KindCanceled, res.Kind)
-	require.Less(t, res.Duration, 5*time.Second)
+	require.False(t, res.Retryable)
+	require.Equal(t, -1, res.ExitCode)
+	require.Contains(t, string(res.Stderr), "ready child=", "the child was forked before the SIGKILL")
+	require.Contains(t, res.Err, "canceled; SIGKILL after 200ms grace")
+	require.GreaterOrEqual(t, res.Duration, grace)
+	require.Less(t, res.Duration, grace+5*time.Second, "the child holding stdout must not delay the result")
 	requireGroupGone(t, res.PID)
+}
+
+// waitIgnoresSIGTERM polls /proc/<pid>/status every millisecond until its
+// SigIgn mask has SIGTERM set, and reports whether that happened before
+// timeout (false also if the process is gone).
+func waitIgnoresSIGTERM(pid int, timeout time.Duration) bool {
+	status := filepath.Join("/proc", strconv.Itoa(pid), "status")
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(status)
+		if err != nil {
+			return false
+		}
+		for line := range strings.Lines(string(b)) {
+			hex, ok := strings.CutPrefix(line, "SigIgn:")
+			if !ok {
+				continue
+			}
+			// Signal n is bit n-1 of the mask.
+			mask, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			if err == nil && mask&(1<<(unix.SIGTERM-1)) != 0 {
+				return true
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
 
 func TestRunCanceledBeforeStart(t *testing.T) {
@@ -285,15 +328,6 @@ func TestRunBadRequest(t *testing.T) {
 	require.False(t, res.Retryable)
 	require.Contains(t, res.Err, "config must be a JSON object")
 	require.Zero(t, res.PID)
-}
-
-func TestDefaultTimeout(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, 60*time.Second, pluginhost.DefaultTimeout("poll"))
-	require.Equal(t, 120*time.Second, pluginhost.DefaultTimeout("handle"))
-	require.Equal(t, 10*time.Second, pluginhost.DefaultTimeout("health"))
-	require.Equal(t, 30*time.Second, pluginhost.DefaultTimeout("init"))
-	require.Equal(t, 120*time.Second, pluginhost.DefaultTimeout("sync"))
 }
 
 func BenchmarkRunEcho(b *testing.B) {

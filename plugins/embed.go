@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/ductile/ductile/pluginhost"
 )
 
 //go:embed echo
@@ -55,15 +55,13 @@ func Unpack(dir string) error {
 }
 
 func unpackOne(dir, name string) error {
-	raw, err := bundled.ReadFile(path.Join(name, "manifest.yaml"))
+	raw, err := bundled.ReadFile(path.Join(name, pluginhost.ManifestFile))
 	if err != nil {
 		return err
 	}
-	var m struct {
-		Entrypoint string `yaml:"entrypoint"`
-	}
-	if err := yaml.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("manifest: %w", err)
+	m, err := pluginhost.ParseManifest(raw)
+	if err != nil {
+		return err // "invalid manifest: …"
 	}
 	entrypoint := path.Join(name, path.Clean(m.Entrypoint))
 
