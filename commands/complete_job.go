@@ -206,7 +206,6 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	return evs, res, nil
 }
 
-// failedType is the event recording a failed attempt of this kind.
 // load is the job as it stands: Known when nothing was appended to its
 // stream since (one index lookup), else folded from the stream.
 func (cmd Complete) load(tx *ledger.Tx) (*Job, error) {
@@ -223,6 +222,7 @@ func (cmd Complete) load(tx *ledger.Tx) (*Job, error) {
 	return LoadJob(tx, cmd.JobID)
 }
 
+// failedType is the event recording a failed attempt of this kind.
 func failedType(kind string) string {
 	if kind == OutcomeTimeout {
 		return events.JobTimedOut
@@ -329,32 +329,43 @@ func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error
 		Data: events.StateMerged{JobID: j.JobID, Command: j.Command, Updates: updates, State: merged}, Meta: meta}}, nil
 }
 
-// currentState is the plugin's state as its newest event left it.
+// currentState is the plugin's state as its newest event left it, decoded
+// for a merge (see storedState).
 func currentState(tx *ledger.Tx, stream string) (map[string]json.RawMessage, error) {
+	raw, err := storedState(tx, stream)
+	if err != nil {
+		return nil, err
+	}
 	state := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		return nil, err
+	}
+	return state, nil
+}
+
+// storedState is the plugin's state as its newest event left it, as stored:
+// the state of a plugin.state_merged event or the fact of a
+// plugin.fact_recorded event (both JSON objects, as stateEvents writes
+// them), and {} when the stream is empty or ends with another event.
+func storedState(tx *ledger.Tx, stream string) (json.RawMessage, error) {
+	empty := json.RawMessage("{}")
 	ev, ok, err := tx.LastEvent(stream)
 	if err != nil || !ok {
-		return state, err
+		return empty, err
 	}
-	var raw json.RawMessage
 	switch ev.Type {
 	case events.PluginStateMerged:
 		var d events.StateMerged
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, err
 		}
-		raw = d.State
+		return d.State, nil
 	case events.PluginFactRecorded:
 		var d events.FactRecorded
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return nil, err
 		}
-		raw = d.Fact
-	default:
-		return state, nil
+		return d.Fact, nil
 	}
-	if err := json.Unmarshal(raw, &state); err != nil {
-		return nil, err
-	}
-	return state, nil
+	return empty, nil
 }

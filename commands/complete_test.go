@@ -416,6 +416,26 @@ func TestStartedJobIsTheFoldedJob(t *testing.T) {
 	}
 }
 
+// A start carries the plugin's state as its newest state event stored it:
+// {} before any, the merged state, or the latest fact.
+func TestStartCarriesThePluginState(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	start := func(id string) string {
+		t.Helper()
+		b.given(t, job(id).events()...)
+		st, err := commands.StartJob(b.ctx, b.l, commands.Start{JobID: id, Timeout: time.Minute, Now: now})
+		require.NoError(t, err)
+		return string(st.State)
+	}
+	require.Equal(t, `{}`, start("none"))
+	b.given(t, priorState(`{"b":2,"a":{"x":[1]}}`))
+	require.JSONEq(t, `{"a":{"x":[1]},"b":2}`, start("merged"))
+	b.given(t, ledger.NewEvent{Stream: events.PluginStream("echo"), ExpectedVersion: 1, Type: events.PluginFactRecorded,
+		Data: events.FactRecorded{FactType: "echo.snapshot", JobID: "before", Command: "poll", Fact: raw(`{"cursor":"c"}`), View: "mirror_object"}})
+	require.JSONEq(t, `{"cursor":"c"}`, start("fact"))
+}
+
 // A completion given the job as its start left it uses it only while the
 // stream has not moved: after a cancel request it reads the stream, and a
 // failed attempt is canceled (a stale running job would have been retried).
@@ -428,10 +448,18 @@ func TestCompleteWithAKnownJob(t *testing.T) {
 
 	st, err := commands.StartJob(b.ctx, b.l, commands.Start{JobID: "k1", Timeout: time.Minute, Now: now})
 	require.NoError(t, err)
-	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: "k1", Attempt: 1, Now: now, Outcome: ok, Known: st.Job})
+	// A correlation only the known job carries shows which one was used.
+	known := *st.Job
+	known.Correlation = "from-known"
+	mark := b.mark(t)
+	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: "k1", Attempt: 1, Now: now, Outcome: ok, Known: &known})
 	require.NoError(t, err)
 	require.Equal(t, events.StatusSucceeded, res.Status)
 	require.Equal(t, events.StatusSucceeded, b.fold(t, "k1").Status)
+	got := b.since(t, mark)
+	require.Len(t, got, 1, "events: %s", describe(got))
+	require.Equal(t, events.JobSucceeded, got[0].Type)
+	require.JSONEq(t, `{"correlation_id":"from-known","actor":"dispatcher"}`, string(got[0].Meta), "the known job was used")
 
 	st, err = commands.StartJob(b.ctx, b.l, commands.Start{JobID: "k2", Timeout: time.Minute, Now: now})
 	require.NoError(t, err)

@@ -81,7 +81,7 @@ func (j *Job) apply(ev ledger.Event) error {
 		}
 		j.Status, j.Attempt = events.StatusQueued, 1
 	case events.JobStarted:
-		j.Status, j.NextRetryAt = events.StatusRunning, time.Time{}
+		j.started()
 	case events.JobSucceeded:
 		j.Status, j.LastError = events.StatusSucceeded, ""
 	case events.JobFailed, events.JobTimedOut:
@@ -138,6 +138,12 @@ func (j *Job) apply(ev ledger.Event) error {
 		return fmt.Errorf("unknown job event type %q", ev.Type)
 	}
 	return nil
+}
+
+// started is what job.started does to a job: both the fold and Start.decide
+// apply it, so the job a start returns is the job its stream folds to.
+func (j *Job) started() {
+	j.Status, j.NextRetryAt = events.StatusRunning, time.Time{}
 }
 
 // LoadJob folds a job's stream inside a decision.

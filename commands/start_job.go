@@ -49,11 +49,7 @@ func SubmitStart(ctx context.Context, l *ledger.Ledger, cmd Start) func() (Start
 		if err != nil {
 			return nil, err
 		}
-		state, err := currentState(tx, events.PluginStream(j.Plugin))
-		if err != nil {
-			return nil, err
-		}
-		if st.State, err = json.Marshal(state); err != nil {
+		if st.State, err = storedState(tx, events.PluginStream(j.Plugin)); err != nil {
 			return nil, err
 		}
 		st.Job = j
@@ -77,6 +73,6 @@ func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {
 	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID}, "", "dispatcher")
 	// j is now the job as its stream folds once ev is in (see Job.apply),
 	// so a completion can start from it (Complete.Known).
-	j.Status, j.NextRetryAt = events.StatusRunning, time.Time{}
+	j.started()
 	return []ledger.NewEvent{ev}, nil
 }

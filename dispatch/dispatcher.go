@@ -211,16 +211,12 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 			}
 		}
 		c := candidate{id: id, plugin: j.Plugin, command: j.Command, dedupeKey: j.DedupeKey, seq: 0}
-		rctx, cancel := context.WithCancelCause(d.runCtx)
+		d.mu.Lock()
+		rctx, cancel := d.claimLocked(c)
+		d.mu.Unlock()
 		stop := context.AfterFunc(ctx, func() { cancel(errCanceledByUser) })
 		watched := make(chan struct{})
 		go d.watchCancel(rctx, id, cancel, watched)
-		d.mu.Lock()
-		d.running[id] = &run{candidate: c, active: true, cancel: cancel}
-		d.procs++
-		d.perPlug[c.plugin]++
-		d.wg.Add(1)
-		d.mu.Unlock()
 		started := d.work(rctx, c, nil)
 		stop()
 		cancel(nil)
@@ -446,18 +442,20 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 
 // launch hands a job to a new worker. Called with d.mu held.
 func (d *Dispatcher) launch(c candidate) {
-	go d.work(d.claimLocked(c), c, nil)
+	ctx, _ := d.claimLocked(c)
+	go d.work(ctx, c, nil)
 }
 
 // claimLocked takes a worker slot for c and returns the context its worker
-// runs under. Called with d.mu held.
-func (d *Dispatcher) claimLocked(c candidate) context.Context {
+// runs under, with the function that cancels it (also what a cancel request
+// or Stop calls). Called with d.mu held.
+func (d *Dispatcher) claimLocked(c candidate) (context.Context, context.CancelCauseFunc) {
 	rctx, cancel := context.WithCancelCause(d.runCtx)
 	d.running[c.id] = &run{candidate: c, active: true, cancel: cancel}
 	d.procs++
 	d.perPlug[c.plugin]++
 	d.wg.Add(1)
-	return rctx
+	return rctx, cancel
 }
 
 // submitStart queues c's start (a relaxed, versioned append) and returns
@@ -568,7 +566,7 @@ func (d *Dispatcher) handoff(c candidate) (candidate, context.Context, func() (c
 		d.mu.Unlock()
 		return candidate{}, nil, nil
 	}
-	ctx := d.claimLocked(next)
+	ctx, _ := d.claimLocked(next)
 	d.mu.Unlock()
 	return next, ctx, d.submitStart(next)
 }
@@ -849,7 +847,7 @@ func (d *Dispatcher) addRoutingAndFacts(complete *commands.Complete, job *comman
 func (d *Dispatcher) logOutcome(log *slog.Logger, job *commands.Job, out commands.Outcome, res commands.CompleteResult, children []commands.Enqueue) {
 	attrs := []any{"attempt", job.Attempt, "duration_ms", out.Duration.Milliseconds(), "status", res.Status}
 	switch res.Status {
-	case "succeeded":
+	case events.StatusSucceeded:
 		routed := 0
 		for i, c := range res.Children {
 			if !c.Deduped {
@@ -859,9 +857,9 @@ func (d *Dispatcher) logOutcome(log *slog.Logger, job *commands.Job, out command
 			log.Info("routed job dropped as a duplicate", "to", children[i].Plugin, "dedupe_key", children[i].DedupeKey, "existing_job_id", c.ExistingJobID)
 		}
 		log.Info("job succeeded", append(attrs, "children", routed)...)
-	case "queued":
+	case events.StatusQueued:
 		log.Warn("job failed; will retry", append(attrs, "kind", res.Kind, "error", out.Error, "next_retry_at", commands.Time(res.NextRetryAt))...)
-	case "canceled":
+	case events.StatusCanceled:
 		log.Info("job canceled", attrs...)
 	default:
 		log.Error("job is dead", append(attrs, "kind", res.Kind, "error", out.Error)...)

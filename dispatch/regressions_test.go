@@ -108,21 +108,16 @@ func TestShutdownDoesNotBuryALastAttempt(t *testing.T) {
 // RunJob waiting for a retry used to sleep through a cancel from another
 // process (holding the lock for up to the whole backoff).
 func TestRunJobStopsWaitingWhenCanceled(t *testing.T) {
-	b := setupWith(t, 1, quickRetries("failing", 3, time.Hour), daemon.Options{NoDispatch: true})
+	logs := &recorder{lines: make(chan string, 100)}
+	b := setupWith(t, 1, quickRetries("failing", 3, time.Hour), daemon.Options{Logger: slog.New(logs), NoDispatch: true})
 	id := b.enqueue("failing")
 	done := make(chan error, 1)
 	go func() { done <- b.d.Dispatcher.RunJob(b.ctx, id) }()
-	for {
-		changed := b.d.Ledger.Changed()
-		if b.fold(id).Status == events.StatusQueued && b.fold(id).Attempt == 2 {
-			break // the first attempt failed; RunJob now waits an hour
-		}
-		select {
-		case <-changed:
-		case <-b.ctx.Done():
-			t.Fatal("the first attempt never failed")
-		}
-	}
+	// The first attempt failed and RunJob, having read the retry, waits an hour.
+	logs.waitFor(t, b.ctx, "waiting for the retry")
+	j := b.fold(id)
+	require.Equal(t, events.StatusQueued, j.Status)
+	require.Equal(t, 2, j.Attempt)
 	status, err := commands.CancelJob(b.ctx, b.d.Ledger, commands.Cancel{JobID: id, Now: time.Now()})
 	require.NoError(t, err)
 	require.Equal(t, events.StatusCanceled, status)

@@ -64,13 +64,13 @@ const (
 	StatusCancelRequested = "cancel_requested"
 )
 
-// Outcomes of one attempt, as job_log shows them.
+// Outcomes of one attempt, as job_log shows them. An attempt a cancel
+// stopped shows canceled, set by the CancelJobLog query.
 const (
 	AttemptSucceeded = "succeeded"
 	AttemptFailed    = "failed"
 	AttemptTimedOut  = "timed_out"
 	AttemptRecovered = "recovered" // the daemon died while it ran
-	AttemptCanceled  = "canceled"
 )
 
 // Enqueued is the data of job.enqueued: everything about the job that does
@@ -139,7 +139,8 @@ type Recovered struct {
 	Reason      string `json:"reason"`
 }
 
-// CancelRequested is the data of job.cancel_requested and job.canceled.
+// Canceled is the data of job.cancel_requested and job.canceled: the
+// attempt the job was on, and why.
 type Canceled struct {
 	Attempt int    `json:"attempt"`
 	Reason  string `json:"reason,omitempty"`

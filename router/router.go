@@ -47,8 +47,7 @@ type Envelope struct {
 // returned in unrouted, for logging.
 func Route(routes []config.Route, from, parentDedupeKey string, evs []Event, now time.Time) (children []Child, unrouted []string, err error) {
 	for _, ev := range evs {
-		matched := false
-		var env json.RawMessage
+		var env json.RawMessage // built at the event's first matching route
 		var id string
 		for _, r := range routes {
 			if r.From != from || r.EventType != ev.Type {
@@ -70,7 +69,6 @@ func Route(routes []config.Route, from, parentDedupeKey string, evs []Event, now
 					return nil, nil, fmt.Errorf("route event %s: %w", ev.Type, err)
 				}
 			}
-			matched = true
 			key := ev.DedupeKey
 			if key == "" {
 				key = parentDedupeKey
@@ -81,7 +79,7 @@ func Route(routes []config.Route, from, parentDedupeKey string, evs []Event, now
 			}
 			children = append(children, Child{Plugin: r.To, Command: cmd, EventID: id, Envelope: env, Payload: ev.Payload, DedupeKey: key})
 		}
-		if !matched {
+		if env == nil {
 			unrouted = append(unrouted, ev.Type)
 		}
 	}
