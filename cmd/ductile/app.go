@@ -177,7 +177,9 @@ func normalizeArgs(app *cli.App, args []string) []string {
 
 // finishTree gives every command the same handling of usage errors (exit 2,
 // a one-line message, no help dump on stdout), makes an unknown subcommand a
-// usage error, and rejects positional arguments where a command takes none.
+// usage error, rejects positional arguments where a command takes none, and
+// requires exactly one where its ArgsUsage names one (e.g. "JOB_ID"). The
+// check runs before the action, so bad input touches nothing.
 func finishTree(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
 		name := strings.TrimSpace(parent + " " + c.Name)
@@ -194,13 +196,28 @@ func finishTree(cmds []*cli.Command, parent string) {
 			}
 			continue
 		}
-		if c.ArgsUsage == "" && c.Action != nil {
-			action := c.Action
+		if c.Action == nil {
+			continue
+		}
+		action := c.Action
+		switch want := strings.Fields(c.ArgsUsage); {
+		case len(want) == 0:
 			c.Action = func(ctx *cli.Context) error {
 				if ctx.NArg() > 0 {
 					return usagef("%s takes no arguments, got %q (see: ductile %s --help)", name, ctx.Args().Slice(), name)
 				}
 				return action(ctx)
+			}
+		case len(want) == 1 && !strings.ContainsAny(want[0], "[]."):
+			c.Action = func(ctx *cli.Context) error {
+				switch ctx.NArg() {
+				case 1:
+					return action(ctx)
+				case 0:
+					return usagef("%s needs a %s (see: ductile %s --help)", name, want[0], name)
+				default:
+					return usagef("%s takes one %s, got %q (see: ductile %s --help)", name, want[0], ctx.Args().Slice(), name)
+				}
 			}
 		}
 	}
@@ -250,31 +267,37 @@ type env struct {
 	verbose        bool
 }
 
-// loadEnv resolves the config and the state directory: --state-dir, then
-// $DUCTILE_STATE_DIR (both arrive through the flag), then the config's
-// state_dir, then the per-user default.
+// loadEnv loads the config (--config, else the built-in defaults) and
+// resolves the state directory from it (see newEnv).
 func loadEnv(c *cli.Context) (*env, error) {
 	// Global flags live on the root; c.String finds them through the lineage.
+	path := c.String("config")
+	if path == "" {
+		return newEnv(c, config.Default())
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, failf("%v\n(check the file with: ductile config check --config %s)", err, path)
+	}
+	return newEnv(c, cfg)
+}
+
+// newEnv is the environment for an already loaded config. The state
+// directory is --state-dir, then $DUCTILE_STATE_DIR (both arrive through the
+// flag), then the config's state_dir, then the per-user default.
+func newEnv(c *cli.Context, cfg *config.Config) (*env, error) {
 	e := &env{
 		stdout:     c.App.Writer,
 		stderr:     c.App.ErrWriter,
 		configPath: c.String("config"),
+		cfg:        cfg,
 		verbose:    c.Bool("verbose"),
-	}
-	if e.configPath != "" {
-		cfg, err := config.Load(e.configPath)
-		if err != nil {
-			return nil, failf("%v\n(check the file with: ductile config check --config %s)", err, e.configPath)
-		}
-		e.cfg = cfg
-	} else {
-		e.cfg = config.Default()
 	}
 	switch {
 	case c.String("state-dir") != "":
 		e.stateDir = c.String("state-dir")
-	case e.cfg.StateDir != "":
-		e.stateDir = e.cfg.StateDir
+	case cfg.StateDir != "":
+		e.stateDir = cfg.StateDir
 	default:
 		dir, err := defaultStateDir()
 		if err != nil {
@@ -301,14 +324,17 @@ func defaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "ductile"), nil
 }
 
-// logger writes JSON lines; the daemon logs to stdout, other commands to stderr.
-func (e *env) logger(w io.Writer) *slog.Logger {
-	level := slog.LevelInfo
+// logger writes JSON lines to w at level, or at debug with --verbose. The
+// daemon logs to stdout at info; other commands use quietLogger.
+func (e *env) logger(w io.Writer, level slog.Level) *slog.Logger {
 	if e.verbose {
 		level = slog.LevelDebug
 	}
 	return daemon.NewLogger(w, level)
 }
+
+// quietLogger is a one-shot command's logger: warnings and errors on stderr.
+func (e *env) quietLogger() *slog.Logger { return e.logger(e.stderr, slog.LevelWarn) }
 
 // openLedger opens (and migrates) the state directory's ledger for a
 // one-shot command. It works while a daemon runs: SQLite serialises writers.
@@ -334,14 +360,6 @@ func withLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.Act
 		defer l.Close()
 		return fn(c, e, l)
 	}
-}
-
-func (e *env) quietLogger() *slog.Logger {
-	level := slog.LevelWarn
-	if e.verbose {
-		level = slog.LevelDebug
-	}
-	return daemon.NewLogger(e.stderr, level)
 }
 
 // printJSON writes v as indented JSON.

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -68,18 +67,14 @@ plugins:
 `)
 	run := start(t, nil, w.args("plugin", "run", "echo", "--json")...)
 	var id string
-	deadline := time.Now().Add(waitTimeout)
-	for id == "" {
-		require.True(t, time.Now().Before(deadline), "the job never showed up as running")
+	waitFor(t, waitTimeout, "the job to show up as running", func() bool {
 		for _, j := range w.jobList() {
 			if j.Status == "running" {
 				id = j.ID
 			}
 		}
-		if id == "" {
-			time.Sleep(20 * time.Millisecond) // waiting for a process we do not control
-		}
-	}
+		return id != ""
+	})
 	var out map[string]any
 	w.runJSON(0, &out, "job", "cancel", id, "--json")
 	require.Equal(t, "cancel_requested", out["status"])

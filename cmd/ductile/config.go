@@ -60,7 +60,7 @@ func configCheck(c *cli.Context) error {
 		cfg, out.Files = loaded, loaded.Files
 	}
 	if cfg != nil {
-		e, err := loadEnv(c)
+		e, err := newEnv(c, cfg)
 		if err != nil {
 			return err
 		}

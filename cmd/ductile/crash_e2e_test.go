@@ -201,17 +201,8 @@ func jobCounts(t *testing.T, l *ledger.Ledger) map[string]int64 {
 func runningInLog(t *testing.T, l *ledger.Ledger) map[string]bool {
 	t.Helper()
 	last := map[string]string{}
-	var after int64
-	for {
-		next, err := l.ReadFrom(context.Background(), after, 4096, ledger.Filter{}, func(ev ledger.Event) error {
-			last[ev.Stream] = ev.Type
-			return nil
-		})
-		require.NoError(t, err)
-		if next == after {
-			break
-		}
-		after = next
+	for _, ev := range readAll(t, l) {
+		last[ev.Stream] = ev.Type
 	}
 	running := map[string]bool{}
 	for stream, typ := range last {

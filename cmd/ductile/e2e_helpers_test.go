@@ -349,15 +349,39 @@ func seed(t *testing.T, stateDir string, n int) []ledger.Event {
 	return readAll(t, l)
 }
 
+// readAll returns every event of the ledger, oldest first.
 func readAll(t *testing.T, l *ledger.Ledger) []ledger.Event {
 	t.Helper()
 	var out []ledger.Event
-	_, err := l.ReadFrom(context.Background(), 0, 100000, ledger.Filter{}, func(ev ledger.Event) error {
-		out = append(out, ev)
-		return nil
-	})
-	require.NoError(t, err)
-	return out
+	for after := int64(0); ; {
+		last, err := l.ReadFrom(context.Background(), after, 4096, ledger.Filter{}, func(ev ledger.Event) error {
+			out = append(out, ev)
+			return nil
+		})
+		require.NoError(t, err)
+		if last == after {
+			return out
+		}
+		after = last
+	}
+}
+
+// waitFor polls cond until it holds, failing after timeout. A detail, if
+// given, adds to the failure message (e.g. the last value seen, or what a
+// daemon printed); it runs only on failure.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool, detail ...func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			msg := fmt.Sprintf("gave up after %v waiting for %s", timeout, what)
+			for _, d := range detail {
+				msg += "\n" + d()
+			}
+			t.Fatal(msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // runScript runs testdata/file on a raw connection to the state directory's

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +41,7 @@ func jobCommand() *cli.Command {
 				Usage:     "show a job: its state, attempts, events and children",
 				ArgsUsage: "JOB_ID",
 				Flags:     []cli.Flag{jsonFlag},
-				Action:    jobInspect,
+				Action:    withLedger(jobInspect),
 			},
 			{
 				Name:      "cancel",
@@ -57,7 +58,7 @@ func jobCommand() *cli.Command {
 				Usage:     "show what a job's plugin wrote: stderr and logs of each attempt",
 				ArgsUsage: "JOB_ID",
 				Flags:     []cli.Flag{jsonFlag},
-				Action:    jobLogs,
+				Action:    withLedger(jobLogs),
 			},
 		},
 	}
@@ -97,9 +98,8 @@ func toJobRow(r queries.GetJobRow) jobRow {
 }
 
 func jobList(c *cli.Context, e *env, l *ledger.Ledger) error {
-	var err error
 	rows := []jobRow{}
-	err = l.Read(c.Context, func(conn *sqlite.Conn) error {
+	err := l.Read(c.Context, func(conn *sqlite.Conn) error {
 		return queries.ListJobs(conn, queries.ListJobsParams{Status: c.String("status"), Plugin: c.String("plugin"), MaxJobs: int64(c.Int("limit"))},
 			func(r queries.ListJobsRow) error { rows = append(rows, toJobRow(queries.GetJobRow(r))); return nil })
 	})
@@ -150,23 +150,10 @@ type inspection struct {
 	Children []jobRow     `json:"children"`
 }
 
-func inspectJob(c *cli.Context) (*env, *inspection, error) {
-	e, err := loadEnv(c)
-	if err != nil {
-		return nil, nil, err
-	}
-	id := c.Args().First()
-	if id == "" {
-		return nil, nil, usagef("%s needs a JOB_ID (see: ductile job list)", c.Command.FullName())
-	}
-	l, err := e.openLedger(c.Context)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer l.Close()
+func inspectJob(ctx context.Context, l *ledger.Ledger, id string) (*inspection, error) {
 	in := &inspection{Attempts: []attemptRow{}, Events: []eventLine{}, Children: []jobRow{}}
 	found := false
-	err = l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
+	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		if err := queries.GetJob(conn, id, func(r queries.GetJobRow) error { in.Job, found = toJobRow(r), true; return nil }); err != nil {
 			return err
 		}
@@ -188,23 +175,23 @@ func inspectJob(c *cli.Context) (*env, *inspection, error) {
 		})
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	evs, err := l.ReadStream(c.Context, events.JobStream(id))
+	evs, err := l.ReadStream(ctx, events.JobStream(id))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if !found && len(evs) == 0 {
-		return nil, nil, failf("no job %s (see: ductile job list)", id)
+		return nil, failf("no job %s (see: ductile job list)", id)
 	}
 	for _, ev := range evs {
 		in.Events = append(in.Events, toEventLine(ev))
 	}
-	return e, in, nil
+	return in, nil
 }
 
-func jobInspect(c *cli.Context) error {
-	e, in, err := inspectJob(c)
+func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
+	in, err := inspectJob(c.Context, l, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -259,8 +246,8 @@ func jobInspect(c *cli.Context) error {
 	return nil
 }
 
-func jobLogs(c *cli.Context) error {
-	e, in, err := inspectJob(c)
+func jobLogs(c *cli.Context, e *env, l *ledger.Ledger) error {
+	in, err := inspectJob(c.Context, l, c.Args().First())
 	if err != nil {
 		return err
 	}
@@ -314,12 +301,11 @@ func queueCommand() *cli.Command {
 }
 
 func queueShow(c *cli.Context, e *env, l *ledger.Ledger) error {
-	var err error
 	out := struct {
 		Counts map[string]int64 `json:"counts"`
 		Active []jobRow         `json:"active"`
 	}{Counts: map[string]int64{}, Active: []jobRow{}}
-	err = l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
+	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
 		if err := queries.CountJobsByStatus(conn, func(r queries.CountJobsByStatusRow) error { out.Counts[r.Status] = r.Jobs; return nil }); err != nil {
 			return err
 		}
@@ -369,9 +355,6 @@ func oneLine(s string, n int) string {
 
 func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	id := c.Args().First()
-	if id == "" || c.NArg() > 1 {
-		return usagef("job cancel needs exactly one JOB_ID (see: ductile job list)")
-	}
 	evs, err := l.ReadStream(c.Context, events.JobStream(id))
 	if err != nil {
 		return err

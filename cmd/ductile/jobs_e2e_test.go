@@ -182,17 +182,12 @@ func (w *jobWorld) inspect(id string) inspectView {
 // waitInspect inspects the job until cond holds, failing after waitTimeout.
 func (w *jobWorld) waitInspect(id, what string, cond func(inspectView) bool) inspectView {
 	w.t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		in := w.inspect(id)
-		if cond(in) {
-			return in
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("job %s: not %s within %v; last seen:\n%s", id, what, waitTimeout, mustJSON(in))
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	var in inspectView
+	waitFor(w.t, waitTimeout, fmt.Sprintf("job %s to be %s", id, what), func() bool {
+		in = w.inspect(id)
+		return cond(in)
+	}, func() string { return "last seen:\n" + mustJSON(in) })
+	return in
 }
 
 // waitSettled waits until the job is terminal and its projections have
@@ -852,8 +847,11 @@ func TestQueueShowsActiveJobs(t *testing.T) {
 plugin_roots: ["$PLUGINS"]
 service: {max_workers: 1}
 plugins:
-  slow: {config: {sleep: "2"}}
+  slow: {config: {dir: "$SCRATCH"}}
 `)
+	// slow holds each job running until this file exists.
+	release := filepath.Join(w.scratch, "release")
+	t.Cleanup(func() { _ = os.WriteFile(release, nil, 0o600) }) // after a failure too: leave no plugin waiting
 	d := w.startDaemon()
 	var first, second runView
 	w.runJSON(0, &first, "plugin", "run", "slow", "--json")
@@ -873,8 +871,13 @@ plugins:
 	require.Equal(t, []string{first.JobID + " running", second.JobID + " queued"}, active,
 		"queue lists the running job, then the queued one")
 
-	// Stopping drains the running job; the queued one waits for the next daemon.
-	w.stopDaemon(d)
+	// Stopping drains the running job; the queued one waits for the next
+	// daemon. The running one is released once the daemon has stopped
+	// dispatching, so the queued one cannot take its slot.
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	d.waitLine(t, 0, messageIs("ductile stopping"))
+	require.NoError(t, os.WriteFile(release, nil, 0o600))
+	require.Equal(t, 0, d.wait(t), "daemon stderr: %s", d.stderr.String())
 	require.Equal(t, "succeeded", w.inspect(first.JobID).Job.Status)
 	require.Equal(t, "queued", w.inspect(second.JobID).Job.Status)
 }
@@ -907,18 +910,6 @@ plugins:
 			i, run.JobID, in.Job.Status, in.Job.UpdatedSeq, in.Events[len(in.Events)-1].Seq)
 	}
 	w.replayAndVerify()
-}
-
-// waitFor polls cond until it holds, failing after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 type procStatus struct {
@@ -1015,7 +1006,7 @@ plugin_roots: ["$PLUGINS"]
 plugins:
   sink: {retry: {max_attempts: 1}}
 `)
-	w.run("ledger", "stats", "--json") // create the ledger first
+	mustRun(t, nil, w.args("ledger", "stats", "--json")...) // create the ledger first
 	const n = 6
 	results := runConcurrently(t, n, w.args("plugin", "run", "sink", "--command", "handle", "--json")...)
 	for i, r := range results {

@@ -163,19 +163,27 @@ func scanAll(ctx context.Context, l *ledger.Ledger, f ledger.Filter, fn func(led
 	}
 }
 
-func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
-	asJSON := c.Bool("json")
-	progress := func(stage string) func(int64) {
-		if asJSON {
-			return nil
-		}
-		return func(n int64) {
-			if n%65536 < 4096 && n >= 4096 {
-				fmt.Fprintf(e.stderr, "%s: %d events…\n", stage, n)
-			}
+// progress returns a callback for a long walk over the log that prints
+// line(n) to w (stderr) about every 65536 events (the walks report every few
+// thousand) and at n == last (0: no final line); nil with --json, which keeps
+// stderr clean.
+func progress(w io.Writer, asJSON bool, last int64, line func(n int64) string) func(int64) {
+	if asJSON {
+		return nil
+	}
+	return func(n int64) {
+		if n >= 4096 && n%65536 < 4096 || n == last {
+			fmt.Fprintln(w, line(n))
 		}
 	}
-	chain, err := l.Verify(c.Context, progress("hash chain"))
+}
+
+func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
+	asJSON := c.Bool("json")
+	stage := func(name string) func(int64) {
+		return progress(e.stderr, asJSON, 0, func(n int64) string { return fmt.Sprintf("%s: %d events…", name, n) })
+	}
+	chain, err := l.Verify(c.Context, stage("hash chain"))
 	if err != nil {
 		return err
 	}
@@ -186,7 +194,7 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 		Checkpoint  int64                 `json:"checkpoint"`
 	}{Chain: chain}
 	if chain.OK {
-		mismatch, cp, err := compareWithReplay(c.Context, e, l, progress("replay"))
+		mismatch, cp, err := compareWithReplay(c.Context, e, l, stage("replay"))
 		if err != nil {
 			return err
 		}
@@ -293,14 +301,9 @@ func ledgerReplay(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "would replay %d events %s (run without --dry-run to do it)\n", until, where)
 		return nil
 	}
-	var progress func(int64)
-	if !c.Bool("json") {
-		progress = func(seq int64) {
-			if seq%65536 < 4096 || seq == until {
-				fmt.Fprintf(e.stderr, "replayed %d/%d events…\n", seq, until)
-			}
-		}
-	}
+	copied := progress(e.stderr, c.Bool("json"), until, func(seq int64) string {
+		return fmt.Sprintf("replayed %d/%d events…", seq, until)
+	})
 	target := l
 	if out != "" {
 		dst, err := ledger.Open(c.Context, out, ledger.Options{Logger: e.quietLogger()})
@@ -308,7 +311,7 @@ func ledgerReplay(c *cli.Context) error {
 			return err
 		}
 		defer dst.Close()
-		if _, err := projections.CopyLog(c.Context, l, dst, until, progress); err != nil {
+		if _, err := projections.CopyLog(c.Context, l, dst, until, copied); err != nil {
 			return err
 		}
 		target = dst
@@ -330,11 +333,6 @@ func ledgerReplay(c *cli.Context) error {
 }
 
 func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
-	var err error
-	st, err := l.Stats(c.Context)
-	if err != nil {
-		return err
-	}
 	type typeCount struct {
 		Type  string `json:"type"`
 		Count int64  `json:"count"`
@@ -350,37 +348,45 @@ func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
 		Types      []typeCount `json:"types"`
 		Daemon     bool        `json:"daemon_running"`
 		DaemonPID  int         `json:"daemon_pid,omitempty"`
-	}{Stats: st, Database: l.Path(), Types: []typeCount{}}
+	}{Database: l.Path(), Types: []typeCount{}}
 	if fi, err := os.Stat(l.Path()); err == nil {
 		out.FileBytes = fi.Size()
 	}
 	if fi, err := os.Stat(l.Path() + "-wal"); err == nil {
 		out.WALBytes = fi.Size()
 	}
-	err = l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
-		var err error
+	// One read transaction: the counts and the checkpoint are of the same
+	// moment, so the lag is what it was then (never negative).
+	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
+		st, err := queries.LedgerStats(conn)
+		if err != nil {
+			return fmt.Errorf("ledger stats: %w", err)
+		}
+		out.Stats = ledger.Stats(st)
 		if out.Streams, err = queries.CountStreams(conn); err != nil {
 			return err
 		}
-		return queries.CountEventTypes(conn, func(r queries.CountEventTypesRow) error {
+		err = queries.CountEventTypes(conn, func(r queries.CountEventTypesRow) error {
 			out.Types = append(out.Types, typeCount{r.Type, r.Count})
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		out.Checkpoint, err = projections.CheckpointConn(conn)
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	if out.Checkpoint, err = projections.ReadCheckpoint(c.Context, l); err != nil {
-		return err
-	}
-	out.Lag = st.LastSeq - out.Checkpoint
+	out.Lag = out.LastSeq - out.Checkpoint
 	if h, err := daemon.Holder(e.stateDir); err == nil && h.Daemon() {
 		out.Daemon, out.DaemonPID = true, h.PID
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
-	w := e.stdout
+	w, st := e.stdout, out.Stats
 	fmt.Fprintf(w, "database     %s (%s, wal %s)\n", out.Database, humanBytes(out.FileBytes), humanBytes(out.WALBytes))
 	fmt.Fprintf(w, "events       %d (seq %d..%d)\n", st.Events, st.FirstSeq, st.LastSeq)
 	if st.Events > 0 {

@@ -131,9 +131,6 @@ func pluginRun(c *cli.Context) error {
 		return err
 	}
 	name := c.Args().First()
-	if name == "" || c.NArg() > 1 {
-		return usagef("plugin run needs exactly one PLUGIN (see: ductile plugin list)")
-	}
 	if !e.cfg.Plugin(name).Enabled {
 		return failf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
 	}

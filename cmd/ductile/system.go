@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -37,7 +38,7 @@ func systemStart(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	log := e.logger(e.stdout)
+	log := e.logger(e.stdout, slog.LevelInfo)
 	return daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: log})
 }
 

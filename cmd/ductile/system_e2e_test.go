@@ -182,17 +182,12 @@ func TestDaemonProjectsOtherProcessesAppends(t *testing.T) {
 // is seq, and fails with the daemon's output if it is not within waitTimeout.
 func waitCheckpoint(t *testing.T, d *proc, dir string, seq int64) statsJSON {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		s := stats(t, dir)
-		if s.Checkpoint == seq {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("projector checkpoint %d, want %d, %v after the append; the daemon: %s", s.Checkpoint, seq, waitTimeout, d.kill())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var s statsJSON
+	waitFor(t, waitTimeout, fmt.Sprintf("projector checkpoint %d", seq), func() bool {
+		s = stats(t, dir)
+		return s.Checkpoint == seq
+	}, func() string { return fmt.Sprintf("projector checkpoint %d; the daemon: %s", s.Checkpoint, d.kill()) })
+	return s
 }
 
 func TestSystemMigrate(t *testing.T) {
