@@ -168,24 +168,24 @@ func pluginRun(c *cli.Context) error {
 		return nil
 	}
 
-	var l *ledger.Ledger
+	// d is this process's own runner, when no daemon is there to run the job.
 	d, holder, err := openRunner(ctx, e)
 	if err != nil {
 		return err
 	}
-	running, pid := d == nil, holder.PID
-	if d != nil {
+	daemonRuns := d == nil
+	var l *ledger.Ledger
+	if daemonRuns {
+		if l, err = e.openLedger(ctx); err != nil {
+			return err
+		}
+		defer l.Close()
+	} else {
 		defer d.Close()
 		l, out.RanBy = d.Ledger, "cli"
 		if _, ok := d.Plugins.Get(name); !ok {
 			return failf("no plugin named %q (see: ductile plugin list)", name)
 		}
-	}
-	if l == nil {
-		if l, err = e.openLedger(ctx); err != nil {
-			return err
-		}
-		defer l.Close()
 	}
 	enq.Now = time.Now()
 	res, err := commands.EnqueueJob(ctx, l, enq)
@@ -202,24 +202,22 @@ func pluginRun(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "not enqueued: job %s with dedupe key %q already covers it\n", res.ExistingJobID, enq.DedupeKey)
 		return nil
 	}
-	if running && !c.Bool("wait") {
+	if daemonRuns && !c.Bool("wait") {
 		out.Status = events.StatusQueued
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
-		fmt.Fprintf(e.stdout, "enqueued job %s (%s %s); the daemon (pid %d) will run it\n", res.JobID, name, enq.Command, pid)
+		fmt.Fprintf(e.stdout, "enqueued job %s (%s %s); the daemon (pid %d) will run it\n", res.JobID, name, enq.Command, holder.PID)
 		fmt.Fprintf(e.stdout, "follow it with: ductile job inspect %s\n", res.JobID)
 		return nil
 	}
-	if d != nil {
-		// No daemon: run this one job here, retries included. Jobs it routes
-		// stay queued for the daemon.
+	waitCtx := ctx
+	if !daemonRuns {
+		// Run this one job here, retries included. Jobs it routes stay
+		// queued for the daemon.
 		if err := d.Dispatcher.RunJob(ctx, res.JobID); err != nil && ctx.Err() == nil {
 			return err
 		}
-	}
-	waitCtx := ctx
-	if d != nil {
 		waitCtx = context.WithoutCancel(ctx) // the job is finished (or canceled by the interrupt)
 	}
 	j, last, err := waitJob(waitCtx, l, res.JobID)
