@@ -87,10 +87,13 @@ SELECT job_id, attempt, plugin, command, status, kind, result, stdout, stderr, s
 FROM job_log ORDER BY started_seq;
 
 -- name: ListActiveJobs :many
--- Jobs a process is (or was, before a crash) running.
-SELECT id, plugin, command, dedupe_key, status, attempt
-FROM job_queue
-WHERE status IN ('running', 'cancel_requested')
+-- Jobs a process is (or was, before a crash) running. One status per arm,
+-- so each is read from the partial index job_queue_active.
+SELECT id, plugin, command, dedupe_key, status, attempt, seq
+FROM job_queue WHERE status = 'running'
+UNION ALL
+SELECT id, plugin, command, dedupe_key, status, attempt, seq
+FROM job_queue WHERE status = 'cancel_requested'
 ORDER BY seq;
 
 -- name: GetJob :many
@@ -137,7 +140,7 @@ LIMIT @max_jobs;
 -- name: ListWaitingRetries :many
 -- Queued jobs waiting for their retry time (few: one per failing job). The
 -- unary + keeps the planner on the small partial index job_queue_waiting_retry
--- instead of scanning every queued job through job_queue_status_seq.
+-- instead of scanning every queued job through job_queue_active.
 SELECT id, seq, plugin, command, dedupe_key, next_retry_at
 FROM job_queue
 WHERE next_retry_at IS NOT NULL AND +status = 'queued'

@@ -901,9 +901,11 @@ func DumpJobLog(conn *sqlite.Conn, fn func(DumpJobLogRow) error) (err error) {
 	}
 }
 
-const listActiveJobs = `SELECT id, plugin, command, dedupe_key, status, attempt
-FROM job_queue
-WHERE status IN ('running', 'cancel_requested')
+const listActiveJobs = `SELECT id, plugin, command, dedupe_key, status, attempt, seq
+FROM job_queue WHERE status = 'running'
+UNION ALL
+SELECT id, plugin, command, dedupe_key, status, attempt, seq
+FROM job_queue WHERE status = 'cancel_requested'
 ORDER BY seq`
 
 type ListActiveJobsRow struct {
@@ -913,9 +915,11 @@ type ListActiveJobsRow struct {
 	DedupeKey *string
 	Status    string
 	Attempt   int64
+	Seq       int64
 }
 
-// Jobs a process is (or was, before a crash) running.
+// Jobs a process is (or was, before a crash) running. One status per arm,
+// so each is read from the partial index job_queue_active.
 func ListActiveJobs(conn *sqlite.Conn, fn func(ListActiveJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listActiveJobs)
 	if err != nil {
@@ -944,6 +948,7 @@ func ListActiveJobs(conn *sqlite.Conn, fn func(ListActiveJobsRow) error) (err er
 		}
 		row.Status = stmt.ColumnText(4)
 		row.Attempt = stmt.ColumnInt64(5)
+		row.Seq = stmt.ColumnInt64(6)
 		if err := fn(row); err != nil {
 			return err
 		}
@@ -1466,7 +1471,7 @@ type ListWaitingRetriesRow struct {
 
 // Queued jobs waiting for their retry time (few: one per failing job). The
 // unary + keeps the planner on the small partial index job_queue_waiting_retry
-// instead of scanning every queued job through job_queue_status_seq.
+// instead of scanning every queued job through job_queue_active.
 func ListWaitingRetries(conn *sqlite.Conn, fn func(ListWaitingRetriesRow) error) (err error) {
 	stmt, err := conn.Prepare(listWaitingRetries)
 	if err != nil {
