@@ -64,10 +64,6 @@ type Complete struct {
 	// Jitter returns random(0, base) for the backoff (default math/rand).
 	Jitter func(base time.Duration) time.Duration
 	Now    time.Time
-	// Known, if set, is the job as its start left it (Started.Job). If the
-	// stream is still at that version, the decision uses it rather than
-	// reading and folding the stream again; otherwise it reads as usual.
-	Known *Job
 }
 
 // CompleteResult says where the job went.
@@ -111,10 +107,11 @@ func SubmitComplete(ctx context.Context, l *ledger.Ledger, cmd Complete) func() 
 
 func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, error) {
 	var res CompleteResult
-	j, err := cmd.load(tx)
+	j, err := LoadJob(tx, cmd.JobID)
 	if err != nil {
 		return nil, res, err
 	}
+	defer j.forget(tx) // finished or waiting for a retry: its next start folds it
 	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "complete an attempt"}
 	}
@@ -204,22 +201,6 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		}
 	}
 	return evs, res, nil
-}
-
-// load is the job as it stands: Known when nothing was appended to its
-// stream since (one index lookup), else folded from the stream.
-func (cmd Complete) load(tx *ledger.Tx) (*Job, error) {
-	if k := cmd.Known; k != nil && k.JobID == cmd.JobID {
-		v, err := tx.StreamVersion(events.JobStream(cmd.JobID))
-		if err != nil {
-			return nil, err
-		}
-		if v == k.Version {
-			j := *k // the decision changes its copy
-			return &j, nil
-		}
-	}
-	return LoadJob(tx, cmd.JobID)
 }
 
 // failedType is the event recording a failed attempt of this kind.

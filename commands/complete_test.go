@@ -436,38 +436,3 @@ func TestStartCarriesThePluginState(t *testing.T) {
 	require.JSONEq(t, `{"cursor":"c"}`, start("fact"))
 }
 
-// A completion given the job as its start left it uses it only while the
-// stream has not moved: after a cancel request it reads the stream, and a
-// failed attempt is canceled (a stale running job would have been retried).
-func TestCompleteWithAKnownJob(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.given(t, job("k1").events()...)
-	b.given(t, job("k2").events()...)
-	ok := commands.Outcome{Kind: commands.OutcomeOK, Response: raw(`{"status":"ok"}`)}
-
-	st, err := commands.StartJob(b.ctx, b.l, commands.Start{JobID: "k1", Timeout: time.Minute, Now: now})
-	require.NoError(t, err)
-	// A correlation only the known job carries shows which one was used.
-	known := *st.Job
-	known.Correlation = "from-known"
-	mark := b.mark(t)
-	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: "k1", Attempt: 1, Now: now, Outcome: ok, Known: &known})
-	require.NoError(t, err)
-	require.Equal(t, events.StatusSucceeded, res.Status)
-	require.Equal(t, events.StatusSucceeded, b.fold(t, "k1").Status)
-	got := b.since(t, mark)
-	require.Len(t, got, 1, "events: %s", describe(got))
-	require.Equal(t, events.JobSucceeded, got[0].Type)
-	require.JSONEq(t, `{"correlation_id":"from-known","actor":"dispatcher"}`, string(got[0].Meta), "the known job was used")
-
-	st, err = commands.StartJob(b.ctx, b.l, commands.Start{JobID: "k2", Timeout: time.Minute, Now: now})
-	require.NoError(t, err)
-	b.given(t, ledger.NewEvent{Stream: events.JobStream("k2"), ExpectedVersion: st.Version, Type: events.JobCancelRequested,
-		Data: events.Canceled{Attempt: 1, Reason: "stop"}, Meta: ledger.Meta{CorrelationID: "k2"}})
-	failed := commands.Outcome{Kind: commands.OutcomeError, Retryable: true, Error: "boom"}
-	res, err = commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: "k2", Attempt: 1, Now: now, Outcome: failed, Known: st.Job})
-	require.NoError(t, err)
-	require.Equal(t, events.StatusCanceled, res.Status, "the stale known job was not used")
-	require.Equal(t, events.StatusCanceled, b.fold(t, "k2").Status)
-}

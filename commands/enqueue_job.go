@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -160,14 +161,49 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 		}
 		ev = env
 	}
+	payload, err := asStored(cmd.Payload)
+	if err != nil {
+		return nil, EnqueueResult{}, err
+	}
+	if ev, err = asStored(ev); err != nil {
+		return nil, EnqueueResult{}, err
+	}
 	data := events.Enqueued{
-		JobID: id, Plugin: cmd.Plugin, Command: cmd.Command, Payload: cmd.Payload,
+		JobID: id, Plugin: cmd.Plugin, Command: cmd.Command, Payload: payload,
 		MaxAttempts: cmd.MaxAttempts, BackoffBaseMS: cmd.BackoffBase.Milliseconds(),
 		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
 		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: ev,
 	}
 	evs = append([]ledger.NewEvent{{Stream: events.JobStream(id), ExpectedVersion: 0, Type: events.JobEnqueued, Data: data, Meta: meta}}, evs...)
+	if foldsAsIs(data, meta) {
+		// The job its start will fold, without reading it back.
+		j := &Job{Enqueued: data, Version: 1, Correlation: correlation, Status: events.StatusQueued, Attempt: 1}
+		j.memoize(tx)
+	}
 	return evs, EnqueueResult{JobID: id}, nil
+}
+
+// asStored is JSON text as encoding/json embeds a json.RawMessage in the
+// event it marshals (compact, HTML characters escaped), which is what
+// decoding the stored event gives back; nil when empty (omitted).
+func asStored(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(raw)
+}
+
+// foldsAsIs reports whether decoding job.enqueued's stored data and meta
+// gives back exactly these values, so they can be memoized: true unless a
+// string is not valid UTF-8 (encoding/json replaces the bad bytes).
+// Payload and Event are already as stored (asStored).
+func foldsAsIs(d events.Enqueued, m ledger.Meta) bool {
+	for _, s := range []string{d.JobID, d.Plugin, d.Command, d.SubmittedBy, d.DedupeKey, d.ParentJobID, d.SourceEventID, m.CorrelationID} {
+		if !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // window is the effective dedupe window (spec §3.6).

@@ -146,9 +146,21 @@ func (j *Job) started() {
 	j.Status, j.NextRetryAt = events.StatusRunning, time.Time{}
 }
 
-// LoadJob folds a job's stream inside a decision.
+// LoadJob is a job as its stream folds, inside a decision: the job the
+// last decision on it left (ledger.Tx.Memo: a start takes what its enqueue
+// built, a completion what its start left) while the stream has not moved
+// since, else folded from its events.
 func LoadJob(tx *ledger.Tx, id string) (*Job, error) {
-	evs, err := tx.ReadStream(events.JobStream(id))
+	stream := events.JobStream(id)
+	v, ok, err := tx.Memo(stream)
+	if err != nil {
+		return nil, err
+	}
+	if m, isJob := v.(*Job); ok && isJob {
+		j := *m // the decision changes its copy
+		return &j, nil
+	}
+	evs, err := tx.ReadStream(stream)
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +170,21 @@ func LoadJob(tx *ledger.Tx, id string) (*Job, error) {
 	}
 	return j, err
 }
+
+// memoize leaves the job, as its stream folds once this decision's events
+// are in, for the next decision on it (see LoadJob).
+func (j *Job) memoize(tx *ledger.Tx) {
+	m := *j
+	tx.Memoize(events.JobStream(j.JobID), j.Version, &m, jobMemoSize+len(j.Payload)+len(j.Event))
+}
+
+// forget drops the job's memo: it will not be decided on again soon.
+func (j *Job) forget(tx *ledger.Tx) {
+	tx.Memoize(events.JobStream(j.JobID), j.Version, nil, 0)
+}
+
+// jobMemoSize is roughly what a memoized Job holds besides its payload and event.
+const jobMemoSize = 512
 
 // next builds an event for the job's stream at its next version, carrying
 // the job tree's correlation id.

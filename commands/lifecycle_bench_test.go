@@ -70,7 +70,6 @@ func BenchmarkJobLifecycle(b *testing.B) {
 					return
 				}
 				_, err = commands.CompleteJob(ctx, l, commands.Complete{JobID: id, Attempt: st.Attempt, Now: time.Now(),
-					Known:   st.Job,
 					Outcome: commands.Outcome{Kind: commands.OutcomeOK, Duration: time.Millisecond, Response: json.RawMessage(`{"status":"ok","result":"ok"}`)}})
 				if err != nil {
 					fail(err)

@@ -53,6 +53,7 @@ func SubmitStart(ctx context.Context, l *ledger.Ledger, cmd Start) func() (Start
 			return nil, err
 		}
 		st.Job = j
+		j.memoize(tx)
 		return evs, nil
 	})
 	return func() (Started, error) {
@@ -72,7 +73,7 @@ func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {
 	}
 	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID}, "", "dispatcher")
 	// j is now the job as its stream folds once ev is in (see Job.apply),
-	// so a completion can start from it (Complete.Known).
+	// so a completion can start from it (Job.memoize).
 	j.started()
 	return []ledger.NewEvent{ev}, nil
 }

@@ -684,7 +684,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 		outcome = d.outcome(ctx, res, log)
 	}
 	job := st.Job
-	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: d.opts.Now(), Known: job}
+	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: d.opts.Now()}
 	if outcome.Kind == commands.OutcomeOK {
 		d.addRoutingAndFacts(&complete, job, res, log)
 	}

@@ -23,9 +23,10 @@ type request struct {
 	exclusive func(conn *sqlite.Conn) error
 	relaxed   bool
 
-	seqs []int64
-	err  error
-	done chan struct{}
+	seqs  []int64
+	err   error
+	memos []stagedMemo // left by decide, kept once committed
+	done  chan struct{}
 }
 
 // Tx is what a decision sees inside the write transaction: the streams as
@@ -35,6 +36,8 @@ type Tx struct {
 	// versions remembers the streams this decision has read, so appending
 	// to them needs no second look (nothing else writes during a decision).
 	versions map[string]int64
+	memos    *memoTable   // the writer's (memo.go)
+	staged   []stagedMemo // this decision's, kept if it commits
 }
 
 func (tx *Tx) remember(stream string, version int64) {
@@ -327,6 +330,10 @@ func (l *Ledger) commitBatch(batch []*request) {
 		if err != nil {
 			r.seqs, r.err = nil, err
 		}
+		if r.err == nil {
+			l.memos.keep(r.memos)
+		}
+		r.memos = nil
 	}
 	if err == nil && lastSeq > 0 {
 		l.stats.commits.Add(1)
@@ -387,7 +394,7 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 			err = fmt.Errorf("append: decision panicked: %v", p)
 		}
 	}()
-	tx := &Tx{conn: conn}
+	tx := &Tx{conn: conn, memos: &l.memos}
 	events, err := r.decide(tx)
 	if err != nil {
 		return head, nil, err
@@ -413,6 +420,7 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 	if err != nil {
 		return start, nil, err
 	}
+	r.memos = tx.staged
 	return head, stored, nil
 }
 

@@ -56,6 +56,7 @@ type Ledger struct {
 	watcher *walWatcher
 	syncer  syncer
 	inline  atomic.Pointer[InlineProjection]
+	memos   memoTable // the writer goroutine's (memo.go)
 	stats   struct{ commits, syncs atomic.Int64 }
 }
 
