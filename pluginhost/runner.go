@@ -326,8 +326,40 @@ func startProcess(p *Plugin) (*process, error) {
 }
 
 // waitExited blocks until pid has exited, leaving it unreaped (a zombie) so
-// its pid, and so its process group id, cannot be reused yet.
+// its pid, and so its process group id, cannot be reused yet. It waits in
+// the runtime's poller on a pidfd, which becomes readable when the process
+// exits, so no thread sits blocked in waitid for the plugin's whole run
+// (the runtime would hand that thread's processor to another thread, again
+// for every run); without pidfds (Linux before 5.3) it blocks in waitid.
 func waitExited(pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err == nil {
+		if err = unix.SetNonblock(fd, true); err != nil {
+			_ = unix.Close(fd)
+		}
+	}
+	if err != nil {
+		waitExitedBlocking(pid)
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err == nil {
+		err = rc.Read(func(uintptr) bool {
+			var info unix.Siginfo
+			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
+			// Exited (Signo is SIGCHLD), or nothing left to wait for:
+			// done. Still running (or EINTR): wait for the pidfd.
+			return (err == nil && info.Signo != 0) || (err != nil && !errors.Is(err, unix.EINTR))
+		})
+	}
+	if err != nil {
+		waitExitedBlocking(pid) // the pidfd was not pollable
+	}
+}
+
+func waitExitedBlocking(pid int) {
 	var info unix.Siginfo
 	for {
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
