@@ -63,3 +63,48 @@ func TestLeanWritesMigrationKeepsTheLog(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.OK, res.Problem)
 }
+
+// Migration 00006 rebuilds job_log as a WITHOUT ROWID table keyed by
+// (job_id, attempt) and keeps every row as it was; 00006's down undoes it.
+func TestJobLogMigrationKeepsItsRows(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ductile.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 5)
+	require.NoError(t, err)
+	for i := range 30 {
+		_, err := db.Exec(`INSERT INTO job_log (job_id, attempt, plugin, command, status, result, stderr, submitted_by,
+			created_at, started_at, started_seq, ended_seq) VALUES (?, ?, 'echo', 'poll', 'succeeded', '{"i":1}', 'e', 'cli', 'c', 's', ?, ?)`,
+			fmt.Sprintf("job-%02d", i/3), i%3+1, 2*i+1, 2*i+2)
+		require.NoError(t, err)
+	}
+	dump := func() string {
+		var out string
+		require.NoError(t, db.QueryRow(`SELECT group_concat(job_id || ':' || attempt || ':' || status || ':' || result || ':' ||
+			stderr || ':' || started_seq || ':' || ended_seq, ' ') FROM (SELECT * FROM job_log ORDER BY started_seq)`).Scan(&out))
+		return out
+	}
+	schema := func() string {
+		var s string
+		require.NoError(t, db.QueryRow(`SELECT sql FROM sqlite_schema WHERE name = 'job_log'`).Scan(&s))
+		return s
+	}
+	before := dump()
+
+	_, err = p.UpTo(ctx, 6)
+	require.NoError(t, err)
+	require.Contains(t, schema(), "WITHOUT ROWID")
+	require.Equal(t, before, dump(), "rows changed in the rebuild")
+	_, err = db.Exec(`INSERT INTO job_log (job_id, attempt, plugin, command, status, submitted_by, created_at, started_at, started_seq)
+		VALUES ('job-00', 1, 'echo', 'poll', 'running', 'cli', 'c', 's', 99)`)
+	require.Error(t, err, "a second row with the same (job_id, attempt) got in")
+
+	_, err = p.DownTo(ctx, 5)
+	require.NoError(t, err)
+	require.NotContains(t, schema(), "WITHOUT ROWID")
+	require.Equal(t, before, dump(), "rows changed going down")
+}
