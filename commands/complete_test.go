@@ -435,4 +435,3 @@ func TestStartCarriesThePluginState(t *testing.T) {
 		Data: events.FactRecorded{FactType: "echo.snapshot", JobID: "before", Command: "poll", Fact: raw(`{"cursor":"c"}`), View: "mirror_object"}})
 	require.JSONEq(t, `{"cursor":"c"}`, start("fact"))
 }
-
