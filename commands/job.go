@@ -179,9 +179,7 @@ func (j *Job) memoize(tx *ledger.Tx) {
 }
 
 // forget drops the job's memo: it will not be decided on again soon.
-func (j *Job) forget(tx *ledger.Tx) {
-	tx.Memoize(events.JobStream(j.JobID), j.Version, nil, 0)
-}
+func (j *Job) forget(tx *ledger.Tx) { tx.Forget(events.JobStream(j.JobID)) }
 
 // jobMemoSize is roughly what a memoized Job holds besides its payload and event.
 const jobMemoSize = 512

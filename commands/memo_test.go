@@ -85,7 +85,7 @@ func TestMemoizedJobIsTheFoldedJob(t *testing.T) {
 				Outcome: commands.Outcome{Kind: commands.OutcomeOK, Response: raw(`{"status":"ok"}`)}})
 			require.NoError(t, err)
 			memo, _ = memoAndFold(t, b, res.JobID)
-			require.Nil(t, memo, "a finished job's memo was kept")
+			require.Nil(t, memo, "a finished job's memo was still returned")
 		})
 	}
 }

@@ -22,7 +22,7 @@ const (
 
 type memo struct {
 	version int64
-	value   any // nil: forget the stream's memo
+	value   any // nil: forget the stream's memo (Forget)
 	size    int
 }
 
@@ -92,11 +92,19 @@ func (tx *Tx) Memo(stream string) (any, bool, error) {
 // Memoize leaves value, the stream folded as of version (which this
 // decision's events bring it to), for the next decision on the stream; it
 // is kept only if those events commit. size is roughly what value holds, in
-// bytes, for the table's bound. A nil value forgets the stream's memo (a
-// job that has finished will not be decided on again).
+// bytes, for the table's bound.
 //
 // value must be exactly what folding the stream's events would give: the
 // next decision takes it instead.
 func (tx *Tx) Memoize(stream string, version int64, value any, size int) {
+	if value == nil {
+		return
+	}
 	tx.staged = append(tx.staged, stagedMemo{stream: stream, memo: memo{version: version, value: value, size: size}})
+}
+
+// Forget drops the stream's memo once this decision commits (a job that
+// has finished will not be decided on again).
+func (tx *Tx) Forget(stream string) {
+	tx.staged = append(tx.staged, stagedMemo{stream: stream})
 }

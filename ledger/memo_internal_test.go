@@ -82,7 +82,7 @@ func TestMemoIsKeptOnlyOnceCommitted(t *testing.T) {
 }
 
 // A memo is dropped once its stream moves on, whether this ledger or
-// another process appended; a nil memo forgets.
+// another process appended; Forget drops it.
 func TestMemoIsDroppedOnceTheStreamMoves(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ductile.db")
 	l := openMemoLedger(t, path)
@@ -114,9 +114,13 @@ func TestMemoIsDroppedOnceTheStreamMoves(t *testing.T) {
 	_, ok = memoOf(t, l, "other")
 	require.False(t, ok, "a memo outlived another process's append to its stream")
 
-	memoize("forgotten", 1, nil)
+	_, err = l.Decide(ctx, func(tx *Tx) ([]NewEvent, error) {
+		tx.Forget("forgotten")
+		return nil, nil
+	})
+	require.NoError(t, err)
 	_, ok = memoOf(t, l, "forgotten")
-	require.False(t, ok, "a nil memo did not forget")
+	require.False(t, ok, "Forget did not forget")
 }
 
 // The table keeps at most memoMaxEntries memos and memoMaxBytes bytes, and
