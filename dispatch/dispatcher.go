@@ -591,8 +591,9 @@ func (d *Dispatcher) pickLocked(now time.Time) (candidate, bool) {
 
 // finish forgets a job once its outcome is recorded; settleSeq is the seq of
 // that record (0 if nothing was appended), which the projector must reach
-// before the job can be considered again.
-func (d *Dispatcher) finish(c candidate, settleSeq int64) {
+// before the job can be considered again. ended says the job is terminal
+// (succeeded, dead or canceled).
+func (d *Dispatcher) finish(c candidate, settleSeq int64, ended bool) {
 	d.exited(c)
 	d.mu.Lock()
 	delete(d.running, c.id)
@@ -601,8 +602,12 @@ func (d *Dispatcher) finish(c candidate, settleSeq int64) {
 	}
 	d.mu.Unlock()
 	// The job may now be a candidate again (a retry): the loop looks, and
-	// arms its timer for the retry time.
-	d.wake()
+	// arms its timer for the retry time. An ended job changes nothing the
+	// loop would act on: its slot, its plugin's cap and its dedupe key were
+	// released when its process exited (handed over, or the loop woken).
+	if !ended {
+		d.wake()
+	}
 	d.wg.Done()
 }
 
@@ -619,11 +624,12 @@ func (d *Dispatcher) wake() {
 // the job.
 func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (commands.Started, error)) (started bool) {
 	var settle int64
+	ended := false
 	defer func() {
 		if p := recover(); p != nil {
 			d.log.Error("worker panicked", "job_id", c.id, "plugin", c.plugin, "panic", fmt.Sprint(p))
 		}
-		d.finish(c, settle)
+		d.finish(c, settle, ended)
 	}()
 	log := d.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
 
@@ -702,6 +708,10 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 		return true
 	}
 	settle = cres.Seqs[len(cres.Seqs)-1]
+	switch cres.Status {
+	case events.StatusSucceeded, events.StatusDead, events.StatusCanceled:
+		ended = true
+	}
 	d.logOutcome(log, job, outcome, cres, complete.Children)
 	return true
 }

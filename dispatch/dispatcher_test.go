@@ -266,6 +266,21 @@ func TestSameDedupeKeyAndTargetDoNotRunTogether(t *testing.T) {
 	b.waitFor(map[string]string{k2: "succeeded"})
 }
 
+// TestHeldBackJobStartsWhenItsKeyIsFree: the job a same-key job held back
+// starts as soon as that one ends, on an otherwise idle daemon where nothing
+// else (another job's end, a new enqueue) would make the dispatcher look.
+func TestHeldBackJobStartsWhenItsKeyIsFree(t *testing.T) {
+	b := setup(t, 2, nil)
+	k1, rel1 := b.gated("gate", "same")
+	k2, rel2 := b.gated("gate", "same")
+	b.waitFor(map[string]string{k1: "running"})
+	require.Equal(t, []string{"queued"}, b.statuses(k2))
+	rel1()
+	b.waitFor(map[string]string{k1: "succeeded", k2: "running"})
+	rel2()
+	b.waitFor(map[string]string{k2: "succeeded"})
+}
+
 func TestCancelStopsARunningJob(t *testing.T) {
 	b := setup(t, 2, nil)
 	id, _ := b.gated("gate", "") // never released
