@@ -30,7 +30,7 @@ type BenchOptions struct {
 	Jobs      int
 	Workers   int
 	Enqueuers int          // concurrent producers (default 8)
-	Rounds    int          // alternating rounds of both measurements (default 2)
+	Rounds    int          // alternating rounds of both measurements (default DefaultBenchRounds)
 	Progress  func(string) // optional progress lines
 	TempDir   string       // parent of the scratch state dir (default os.TempDir())
 	// CPUProfile, if set, receives a Go CPU profile of the first end-to-end
@@ -45,9 +45,13 @@ type BenchResult struct {
 	JobsPerSec  float64 `json:"jobs_per_sec"`
 	SpawnPerSec float64 `json:"spawn_per_sec"`
 	Ratio       float64 `json:"ratio"`
-	P50MS       float64 `json:"p50_ms"`
-	P99MS       float64 `json:"p99_ms"`
-	EnqueueMS   float64 `json:"enqueue_ms"` // time to durably accept all jobs
+	// RoundRatios is each round's own ratio (its raw spawn time over its
+	// end-to-end time, the same number of jobs each): their spread shows how
+	// much the machine's speed moved during the run.
+	RoundRatios []float64 `json:"round_ratios"`
+	P50MS       float64   `json:"p50_ms"`
+	P99MS       float64   `json:"p99_ms"`
+	EnqueueMS   float64   `json:"enqueue_ms"` // time to durably accept all jobs
 	// Where the time goes, per job of the end-to-end run (ductile's own CPU,
 	// not the plugin's) and per run of the raw spawn measurement; the ratio
 	// follows from them when the CPUs are the limit.
@@ -70,6 +74,12 @@ commands:
 
 const benchScript = "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"ok\",\"result\":\"ok\"}'\n"
 
+// DefaultBenchRounds is how many alternating rounds Bench makes unless told:
+// short rounds follow the speed of a machine that changes from one second
+// to the next (a VM with noisy neighbours) closely, while a round's ramp-up
+// and tail (about one job per worker) stay around 1% of a 200-job round.
+const DefaultBenchRounds = 10
+
 // Bench measures end-to-end throughput on a scratch state directory: a
 // daemon with durable (fsynced, group-committed) acceptance runs Jobs jobs of
 // a trivial shell plugin; the same plugin's raw spawn rate with the same
@@ -86,7 +96,7 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 		opts.Enqueuers = 8
 	}
 	if opts.Rounds <= 0 {
-		opts.Rounds = 2
+		opts.Rounds = DefaultBenchRounds
 	}
 	opts.Rounds = min(opts.Rounds, opts.Jobs)
 	progress := opts.Progress
@@ -130,6 +140,7 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	// the run (a VM, a laptop's clock) weighs on both alike. Between its
 	// rounds the daemon is idle: nothing polls.
 	var spawnTime, e2eTime, enqueueTime time.Duration
+	var roundSpawn, roundE2E time.Duration // this round's
 	var spawnCPU, e2eCPU time.Duration
 	ws0 := d.Ledger.WriteStats()
 	done := 0
@@ -144,7 +155,8 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 			if err := spawnRuns(ctx, p, n, opts.Workers); err != nil {
 				return err
 			}
-			spawnTime += time.Since(t0)
+			roundSpawn = time.Since(t0)
+			spawnTime += roundSpawn
 			spawnCPU += processCPU() - cpu0
 			return nil
 		}
@@ -165,7 +177,8 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 			if err := waitSucceeded(ctx, d, done+n); err != nil {
 				return err
 			}
-			e2eTime += time.Since(t0)
+			roundE2E = time.Since(t0)
+			e2eTime += roundE2E
 			e2eCPU += processCPU() - cpu0
 			return nil
 		}
@@ -179,6 +192,7 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 			}
 		}
 		done += n
+		res.RoundRatios = append(res.RoundRatios, roundSpawn.Seconds()/roundE2E.Seconds())
 	}
 	ws := d.Ledger.WriteStats()
 	jobs := float64(opts.Jobs)

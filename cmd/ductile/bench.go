@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,7 +22,7 @@ func benchCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "how many `N` jobs"},
 			&cli.IntFlag{Name: "workers", Value: 2, Usage: "worker pool size for both measurements"},
-			&cli.IntFlag{Name: "rounds", Value: 2, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
+			&cli.IntFlag{Name: "rounds", Value: daemon.DefaultBenchRounds, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
 			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the first end-to-end round to `FILE` (go tool pprof)"},
 			jsonFlag,
 		},
@@ -49,8 +50,9 @@ func benchCommand() *cli.Command {
 			if asJSON {
 				return printJSON(c.App.Writer, res)
 			}
-			fmt.Fprintf(c.App.Writer, "%d jobs on %d workers: %.0f jobs/s end to end, %.0f spawns/s raw, ratio %.2f\n",
-				res.Jobs, res.Workers, res.JobsPerSec, res.SpawnPerSec, res.Ratio)
+			lo, hi := slices.Min(res.RoundRatios), slices.Max(res.RoundRatios)
+			fmt.Fprintf(c.App.Writer, "%d jobs on %d workers: %.0f jobs/s end to end, %.0f spawns/s raw, ratio %.2f (its %d rounds: %.2f–%.2f)\n",
+				res.Jobs, res.Workers, res.JobsPerSec, res.SpawnPerSec, res.Ratio, len(res.RoundRatios), lo, hi)
 			fmt.Fprintf(c.App.Writer, "enqueue→success latency p50 %.1f ms, p99 %.1f ms; all jobs durably accepted in %.0f ms\n",
 				res.P50MS, res.P99MS, res.EnqueueMS)
 			fmt.Fprintf(c.App.Writer, "ductile's CPU: %.2f ms per job end to end, %.2f ms per raw spawn; %.2f commits and %.2f fsyncs per job\n",
