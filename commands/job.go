@@ -47,13 +47,7 @@ type Job struct {
 }
 
 // Terminal reports whether the job can no longer change.
-func (j *Job) Terminal() bool {
-	switch j.Status {
-	case events.StatusSucceeded, events.StatusDead, events.StatusCanceled:
-		return true
-	}
-	return false
-}
+func (j *Job) Terminal() bool { return events.Terminal(j.Status) }
 
 // FoldJob rebuilds a job from its events, oldest first.
 func FoldJob(evs []ledger.Event) (*Job, error) {

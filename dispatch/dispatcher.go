@@ -167,7 +167,18 @@ func (d *Dispatcher) Stop() {
 			r.cancel(errShutdown)
 		}
 		d.mu.Unlock()
-		<-finished
+		// An interrupted job's worker still records its outcome, retrying
+		// while the ledger refuses. If it refuses for as long again (a held
+		// write lock, a failed disk), stop trying: recovery at the next start
+		// runs the job again.
+		t.Reset(d.opts.DrainTimeout)
+		select {
+		case <-finished:
+		case <-t.C:
+			d.log.Error("giving up recording the outcomes of interrupted jobs; recovery will run them again", "jobs", d.Running())
+			d.stopRn()
+			<-finished
+		}
 	}
 }
 
@@ -348,8 +359,10 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 	d.retries = take(d.retries)
 	d.ready = take(d.ready)
 	// Free workers, and eligible jobs may lie past the end of a truncated
-	// cache: read again at the next wake-up (a finishing job always brings
-	// one, since only running jobs make others ineligible).
+	// cache: read again at the next wake-up. One always comes, since only
+	// running jobs make others ineligible: a job's exit either wakes the
+	// loop or hands its slot over, and then the handed-over job's start
+	// moves the projector on, which a loop with free workers listens to.
 	d.dry = d.procs < d.max && d.truncated && (skipped || !started)
 	if d.dry && !skipped {
 		// The cache simply ran out: read on at once rather than wait for a
@@ -708,10 +721,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 		return true
 	}
 	settle = cres.Seqs[len(cres.Seqs)-1]
-	switch cres.Status {
-	case events.StatusSucceeded, events.StatusDead, events.StatusCanceled:
-		ended = true
-	}
+	ended = events.Terminal(cres.Status)
 	d.logOutcome(log, job, outcome, cres, complete.Children)
 	return true
 }

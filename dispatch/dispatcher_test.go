@@ -267,8 +267,9 @@ func TestSameDedupeKeyAndTargetDoNotRunTogether(t *testing.T) {
 }
 
 // TestHeldBackJobStartsWhenItsKeyIsFree: the job a same-key job held back
-// starts as soon as that one ends, on an otherwise idle daemon where nothing
-// else (another job's end, a new enqueue) would make the dispatcher look.
+// starts once that one's process exits, with no other job running or
+// arriving: the slot is handed to it (the key counts only while a process
+// runs), or the loop, woken by that exit or by the outcome's commit, starts it.
 func TestHeldBackJobStartsWhenItsKeyIsFree(t *testing.T) {
 	b := setup(t, 2, nil)
 	k1, rel1 := b.gated("gate", "same")

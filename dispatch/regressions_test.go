@@ -86,6 +86,32 @@ func TestCompletionIsRetriedWhileTheLedgerIsBusy(t *testing.T) {
 	b.waitFor(map[string]string{id: "succeeded"})
 }
 
+// A shutdown whose interrupted job could not record its outcome (the
+// ledger refusing every try: here another connection holds the write lock)
+// used to wait for ever. It now gives up after a second drain timeout; the
+// job is left running in the ledger, for recovery to run again.
+func TestStopGivesUpOnOutcomesTheLedgerRefuses(t *testing.T) {
+	logs := &recorder{lines: make(chan string, 100)}
+	b := setupWith(t, 1, nil, daemon.Options{Logger: slog.New(logs), Ledger: ledger.Options{BusyTimeout: 50 * time.Millisecond}})
+	id, _ := b.gated("gate", "") // never released: only the shutdown ends it
+	b.waitFor(map[string]string{id: "running"})
+
+	blocker, err := sqlite.OpenConn(daemon.DBPath(b.dir), sqlite.OpenReadWrite|sqlite.OpenWAL)
+	require.NoError(t, err)
+	defer blocker.Close()
+	require.NoError(t, sqlitex.ExecuteTransient(blocker, "BEGIN IMMEDIATE;", nil))
+	stopped := make(chan struct{})
+	go func() { b.d.Dispatcher.Stop(); close(stopped) }()
+	logs.waitFor(t, b.ctx, "giving up recording the outcomes of interrupted jobs; recovery will run them again")
+	select {
+	case <-stopped:
+	case <-b.ctx.Done():
+		t.Fatal("Stop did not return after giving up")
+	}
+	require.NoError(t, sqlitex.ExecuteTransient(blocker, "COMMIT;", nil))
+	require.Equal(t, []string{"running"}, b.statuses(id))
+}
+
 // A shutdown that interrupts a job's last attempt used to bury it; the
 // interrupted attempt is now given back and the job waits for the next run.
 func TestShutdownDoesNotBuryALastAttempt(t *testing.T) {

@@ -64,6 +64,15 @@ const (
 	StatusCancelRequested = "cancel_requested"
 )
 
+// Terminal reports whether a job with this status is done for good.
+func Terminal(status string) bool {
+	switch status {
+	case StatusSucceeded, StatusDead, StatusCanceled:
+		return true
+	}
+	return false
+}
+
 // Outcomes of one attempt, as job_log shows them. An attempt a cancel
 // stopped shows canceled, set by the CancelJobLog query.
 const (
