@@ -46,7 +46,7 @@ type BenchResult struct {
 	SpawnPerSec float64 `json:"spawn_per_sec"`
 	Ratio       float64 `json:"ratio"`
 	// RoundRatios is each round's own ratio (its raw spawn time over its
-	// end-to-end time, the same number of jobs each): their spread shows how
+	// end-to-end time, both over the round's jobs): their spread shows how
 	// much the machine's speed moved during the run.
 	RoundRatios []float64 `json:"round_ratios"`
 	P50MS       float64   `json:"p50_ms"`
@@ -140,12 +140,12 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	// the run (a VM, a laptop's clock) weighs on both alike. Between its
 	// rounds the daemon is idle: nothing polls.
 	var spawnTime, e2eTime, enqueueTime time.Duration
-	var roundSpawn, roundE2E time.Duration // this round's
 	var spawnCPU, e2eCPU time.Duration
 	ws0 := d.Ledger.WriteStats()
 	done := 0
 	for round := range opts.Rounds {
 		n := opts.Jobs / opts.Rounds
+		var roundSpawn, roundE2E time.Duration
 		if round == opts.Rounds-1 {
 			n = opts.Jobs - done
 		}
@@ -199,7 +199,7 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	res.SpawnPerSec = jobs / spawnTime.Seconds()
 	res.SpawnCPUMSPerRun = ms(spawnCPU) / jobs
 	res.JobsPerSec = jobs / e2eTime.Seconds()
-	res.Ratio = res.JobsPerSec / res.SpawnPerSec
+	res.Ratio = spawnTime.Seconds() / e2eTime.Seconds() // = JobsPerSec / SpawnPerSec
 	res.EnqueueMS = ms(enqueueTime)
 	res.CPUMSPerJob = ms(e2eCPU) / jobs
 	res.CommitsPerJob = float64(ws.Commits-ws0.Commits) / jobs
