@@ -918,8 +918,9 @@ type ListActiveJobsRow struct {
 	Seq       int64
 }
 
-// Jobs a process is (or was, before a crash) running. One status per arm,
-// so each is read from the partial index job_queue_active.
+// Jobs a process is (or was, before a crash) running: read at start-up.
+// One status per arm, so each walks the partial index job_queue_active
+// (status in the index: no row is read for a job that is only queued).
 func ListActiveJobs(conn *sqlite.Conn, fn func(ListActiveJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listActiveJobs)
 	if err != nil {
@@ -1509,8 +1510,11 @@ func ListWaitingRetries(conn *sqlite.Conn, fn func(ListWaitingRetriesRow) error)
 	}
 }
 
-const listCancelRequested = `SELECT id FROM job_queue WHERE status = 'cancel_requested' ORDER BY seq`
+const listCancelRequested = `SELECT id FROM job_queue INDEXED BY job_queue_cancel_requested WHERE status = 'cancel_requested' ORDER BY seq`
 
+// The partial index of pending cancel requests (migration 00007) holds only
+// those; without INDEXED BY the planner, with no statistics, walks the
+// index of every active job instead.
 func ListCancelRequested(conn *sqlite.Conn, fn func(string) error) (err error) {
 	stmt, err := conn.Prepare(listCancelRequested)
 	if err != nil {

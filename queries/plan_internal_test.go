@@ -13,9 +13,9 @@ import (
 )
 
 // TestDispatchQueriesUseTheActiveIndex checks the plans of the queries the
-// dispatcher and recovery run often or at start-up: each must read the
-// partial index of active jobs (migration 00005), never scan job_queue,
-// whose size is the whole history.
+// dispatcher and recovery run often or at start-up: each must read one of
+// the partial indexes of active jobs (migration 00007), never scan the
+// table job_queue itself, whose size is the whole history.
 func TestDispatchQueriesUseTheActiveIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plan.db")
 	if _, err := migrations.Up(context.Background(), path); err != nil {
@@ -26,25 +26,31 @@ func TestDispatchQueriesUseTheActiveIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for name, query := range map[string]string{
-		"ListReadyJobs":       listReadyJobs,
-		"ListActiveJobs":      listActiveJobs,
-		"ListCancelRequested": listCancelRequested,
+	for _, tc := range []struct {
+		name, query, index string
+	}{
+		{"ListReadyJobs", listReadyJobs, "job_queue_active"},
+		{"ListActiveJobs", listActiveJobs, "job_queue_active"},
+		{"ListCancelRequested", listCancelRequested, "job_queue_cancel_requested"},
 	} {
 		var plan []string
-		err := sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+query, &sqlitex.ExecOptions{
-			Args: []any{"[]", 10}[:strings.Count(query, "?")],
+		err := sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+tc.query, &sqlitex.ExecOptions{
+			Args: []any{"[]", 10}[:strings.Count(tc.query, "?")],
 			ResultFunc: func(stmt *sqlite.Stmt) error {
 				plan = append(plan, stmt.ColumnText(3))
 				return nil
 			},
 		})
 		if err != nil {
-			t.Fatalf("%s: %v", name, err)
+			t.Fatalf("%s: %v", tc.name, err)
 		}
-		text := strings.Join(plan, "; ")
-		if !strings.Contains(text, "job_queue_active") || strings.Contains(text, "SCAN job_queue") {
-			t.Errorf("%s: plan %q does not read job_queue through job_queue_active", name, text)
+		for _, step := range plan {
+			if strings.HasPrefix(step, "SCAN job_queue") && !strings.HasSuffix(step, "USING INDEX "+tc.index) {
+				t.Errorf("%s: plan %q reads job_queue other than through %s", tc.name, strings.Join(plan, "; "), tc.index)
+			}
+		}
+		if text := strings.Join(plan, "; "); !strings.Contains(text, "INDEX "+tc.index) {
+			t.Errorf("%s: plan %q does not use %s", tc.name, text, tc.index)
 		}
 	}
 }
