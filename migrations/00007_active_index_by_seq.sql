@@ -4,7 +4,7 @@
 -- leaf pages of the index written by every commit of a start and an
 -- outcome. Keyed by seq, an entry keeps its place while the job is active,
 -- so a start rewrites it where it is, next to the entry its neighbour's
--- outcome removes: one leaf page (9.5 → 8.5 WAL frames per commit while
+-- outcome removes: one leaf page (9.6 → 8.8 WAL frames per commit while
 -- ductile bench runs; BenchmarkJobLifecycle about 5% less CPU per job).
 --
 -- Reading queued jobs in FIFO order walks the index by seq and skips the
