@@ -315,7 +315,8 @@ func (d *Dispatcher) loop(ctx context.Context) {
 // fill starts as many eligible jobs as there are free workers. It returns
 // the earliest future retry time among queued jobs (zero if none).
 func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
-	if err := d.refresh(ctx); err != nil {
+	read, err := d.refresh(ctx)
+	if err != nil {
 		return time.Time{}, err
 	}
 	d.mu.Lock()
@@ -359,22 +360,23 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 	d.retries = take(d.retries)
 	d.ready = take(d.ready)
 	// Free workers, and eligible jobs may lie past the end of a truncated
-	// cache: read again at the next wake-up. One always comes, since only
-	// running jobs make others ineligible: a job's exit either wakes the
-	// loop or hands its slot over, and then the handed-over job's start
-	// moves the projector on, which a loop with free workers listens to.
+	// cache: read again at the next wake-up.
 	d.dry = d.procs < d.max && d.truncated && (skipped || !started)
-	if d.dry && !skipped {
-		// The cache simply ran out: read on at once rather than wait for a
-		// wake-up that may already have been spent.
+	if d.dry && (!skipped || !read) {
+		// The cache ran out, or it was read before the exit that freed this
+		// worker: read on at once. The wake-up that brought us here may have
+		// been the last one for a while (the exited job's outcome may already
+		// be projected), and a fresh read may find a job past the cut.
+		// After a fresh read that only found jobs held back by running ones,
+		// wait: the exit of one of those wakes the loop or hands its slot on.
 		d.wake()
 	}
 	return next, nil
 }
 
 // refresh re-reads the candidate cache when it may be stale, and acts on
-// new cancel requests for jobs we run.
-func (d *Dispatcher) refresh(ctx context.Context) error {
+// new cancel requests for jobs we run. It reports whether it read the cache.
+func (d *Dispatcher) refresh(ctx context.Context) (read bool, err error) {
 	d.mu.Lock()
 	checkpoint := d.opts.Projector.Checkpoint()
 	for id, seq := range d.settling {
@@ -399,11 +401,11 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 	limit := int64(free + len(d.running) + len(d.settling) + 256)
 	d.mu.Unlock()
 	if !readCands && !checkCancels {
-		return nil
+		return false, nil
 	}
 	var ready, retries []candidate
 	var cancels []string
-	err := d.opts.Ledger.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+	err = d.opts.Ledger.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		if readCands {
 			err := queries.ListReadyJobs(conn, queries.ListReadyJobsParams{CappedPlugins: capped, MaxJobs: limit}, func(r queries.ListReadyJobsRow) error {
 				ready = append(ready, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey)})
@@ -433,7 +435,7 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 		})
 	})
 	if err != nil {
-		return err
+		return false, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -450,7 +452,7 @@ func (d *Dispatcher) refresh(ctx context.Context) error {
 			r.cancel(errCanceledByUser)
 		}
 	}
-	return nil
+	return readCands, nil
 }
 
 // launch hands a job to a new worker. Called with d.mu held.
