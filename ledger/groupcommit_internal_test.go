@@ -43,7 +43,8 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 	}()
 	<-entered
 
-	// when ten callers queue up behind it, three of them bad,
+	// when eleven callers queue up behind it, four of them bad (one of those
+	// with a good event before its bad one),
 	boom := errors.New("decision failed")
 	calls := []func() ([]int64, error){}
 	for i := range 7 {
@@ -59,6 +60,11 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 			return l.Append(ctx, NewEvent{Stream: "bad/json", Type: "x.y", Data: json.RawMessage("{")})
 		},
 		func() ([]int64, error) { return l.Decide(ctx, func(*Tx) ([]NewEvent, error) { return nil, boom }) },
+		func() ([]int64, error) {
+			return l.Append(ctx,
+				NewEvent{Stream: "half/1", Type: "half.first"},
+				NewEvent{Stream: "acct/x", ExpectedVersion: 0, Type: "acct.opened"}) // conflict
+		},
 	)
 	type result struct {
 		seqs []int64
@@ -91,6 +97,10 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 	require.ErrorIs(t, results[7].err, ErrVersionConflict)
 	require.ErrorIs(t, results[8].err, ErrInvalidEvent)
 	require.ErrorIs(t, results[9].err, boom)
+	require.ErrorIs(t, results[10].err, ErrVersionConflict)
+	half, err := l.ReadStream(ctx, "half/1")
+	require.NoError(t, err)
+	require.Empty(t, half, "a refused request's earlier event was committed")
 
 	// and all the good ones were committed in a single transaction.
 	batchTimes := map[time.Time]int{}

@@ -57,18 +57,19 @@ type Ledger struct {
 	syncer  syncer
 	inline  atomic.Pointer[InlineProjection]
 	memos   memoTable // the writer goroutine's (memo.go)
-	stats   struct{ commits, syncs atomic.Int64 }
+	stats   struct{ commits, syncs, synced atomic.Int64 }
 }
 
 // WriteStats count this Ledger's write work since it was opened.
 type WriteStats struct {
 	Commits int64 `json:"commits"` // append transactions committed
 	Syncs   int64 `json:"syncs"`   // fsyncs of the WAL by the syncer
+	Synced  int64 `json:"synced"`  // commits a successful fsync covered: Commits − Synced are not durable yet
 }
 
 // WriteStats reports how many commits and fsyncs this Ledger's appends took.
 func (l *Ledger) WriteStats() WriteStats {
-	return WriteStats{Commits: l.stats.commits.Load(), Syncs: l.stats.syncs.Load()}
+	return WriteStats{Commits: l.stats.commits.Load(), Syncs: l.stats.syncs.Load(), Synced: l.stats.synced.Load()}
 }
 
 // Open migrates the SQLite file at path (creating it and its directory if

@@ -384,25 +384,38 @@ func TestChangedWakesOnOwnAndOtherProcessesCommits(t *testing.T) {
 }
 
 // Relaxed appends are answered at commit, yet never left unsynced: the
-// syncer flushes within RelaxedSyncDelay, and one flush serves many.
+// syncer flushes within RelaxedSyncDelay, one flush serves many, and a
+// relaxed commit after a flush asks for one of its own.
 func TestRelaxedAppendsAreFlushedSoonAndTogether(t *testing.T) {
 	t.Parallel()
 	b := setup(t, ledger.Options{Synchronous: "FULL"}) // the syncer runs
-	const n = 100
-	for i := range n {
+	appendRelaxed := func(i int) {
+		t.Helper()
 		_, err := b.l.DecideWith(context.Background(), ledger.Relaxed, func(*ledger.Tx) ([]ledger.NewEvent, error) {
 			return []ledger.NewEvent{ev(fmt.Sprintf("s/%d", i), 0, "relaxed.appended", map[string]int{"i": i})}, nil
 		})
 		require.NoError(t, err)
 	}
-	require.Equal(t, int64(n), b.l.WriteStats().Commits)
-	// No durable append follows: only the bounded delay brings the flush.
-	deadline := time.Now().Add(10 * time.Second)
-	for b.l.WriteStats().Syncs == 0 {
-		require.True(t, time.Now().Before(deadline), "relaxed commits were never flushed")
-		time.Sleep(time.Millisecond)
+	// No durable append follows: only the bounded delay brings the flushes.
+	allSynced := func(commits int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for st := b.l.WriteStats(); st.Synced < commits; st = b.l.WriteStats() {
+			require.True(t, time.Now().Before(deadline), "relaxed commits left unsynced: %+v", st)
+			time.Sleep(time.Millisecond)
+		}
 	}
+	const n = 100
+	for i := range n {
+		appendRelaxed(i)
+	}
+	require.Equal(t, int64(n), b.l.WriteStats().Commits)
+	allSynced(n)
 	require.Less(t, b.l.WriteStats().Syncs, int64(n/2), "flushes are shared, not one per relaxed commit")
+
+	// Once everything is flushed, the next relaxed commit is flushed too.
+	appendRelaxed(n)
+	allSynced(n + 1)
 }
 
 // Closing flushes what relaxed appends left unsynced.
@@ -426,10 +439,10 @@ func TestInlineProjectionFailureUndoesOnlyItsOwnWrites(t *testing.T) {
 	for _, mode := range []string{"error", "panic"} {
 		b := setup(t, ledger.Options{})
 		var calls int
+		var writeErr error // checked after the append: the projection runs on the writer goroutine
 		b.l.SetInlineProjection(func(conn *sqlite.Conn, appended []ledger.Event) (func(), error) {
 			calls++
-			err := sqlitex.Execute(conn, `INSERT INTO projector_checkpoint (name, seq) VALUES ('scratch', 99)`, nil)
-			require.NoError(t, err)
+			writeErr = sqlitex.Execute(conn, `INSERT INTO projector_checkpoint (name, seq) VALUES ('scratch', 99)`, nil)
 			if mode == "panic" {
 				panic("projection bug")
 			}
@@ -437,6 +450,7 @@ func TestInlineProjectionFailureUndoesOnlyItsOwnWrites(t *testing.T) {
 		})
 		seqs, err := b.l.Append(context.Background(), ev("s/1", 0, "t.happened", map[string]int{}))
 		require.NoError(t, err, mode)
+		require.NoError(t, writeErr, mode)
 		require.Equal(t, []int64{1}, seqs)
 		require.Equal(t, 1, calls)
 		b.l.SetInlineProjection(nil)

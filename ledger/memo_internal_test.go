@@ -68,6 +68,9 @@ func TestMemoIsKeptOnlyOnceCommitted(t *testing.T) {
 	}
 	_, err = refused.Wait()
 	require.ErrorIs(t, err, ErrVersionConflict)
+	none, err := l.ReadStream(ctx, "t")
+	require.NoError(t, err)
+	require.Empty(t, none, "the refused decision's first event was committed")
 	_, err = failed.Wait()
 	require.Error(t, err)
 

@@ -56,7 +56,11 @@ func (l *Ledger) startSyncer() error {
 	}
 	// Make the WAL's own directory entry durable once, so a flushed WAL
 	// cannot vanish with a power cut right after it was created.
-	if dir, err := os.Open(filepath.Dir(l.path)); err == nil {
+	if dir, err := os.Open(filepath.Dir(l.path)); err != nil {
+		// A directory we may write but not list: the WAL's entry becomes
+		// durable with the filesystem's next journal commit instead.
+		l.log.Warn("cannot open the ledger's directory to sync it", "err", err)
+	} else {
 		err = dir.Sync()
 		dir.Close()
 		if err != nil {
@@ -110,8 +114,10 @@ func (l *Ledger) answer(reqs []*request, syncErr error) {
 	}
 	for _, r := range reqs {
 		if syncErr != nil {
-			r.seqs = nil
-			r.err = fmt.Errorf("%w: %v", ErrNotDurable, syncErr)
+			// The events are in the log (readers may already act on them)
+			// and keep their seqs; only their survival of a power cut is
+			// in doubt, which the caller must know before appending again.
+			r.err = fmt.Errorf("%w: the append committed (seqs %v) but may not survive a power cut: %v", ErrNotDurable, r.seqs, syncErr)
 		}
 		close(r.done)
 	}
@@ -129,7 +135,7 @@ func (l *Ledger) syncLoop() {
 	lazy := time.NewTimer(time.Hour) // the bounded delay of relaxed commits
 	lazy.Stop()
 	lazyArmed := false
-	var synced int64 // commits covered by the last flush
+	unsynced := func() bool { return l.stats.commits.Load() > l.stats.synced.Load() }
 	flush := func() error {
 		// Commits from now on need a flush of their own (this one may not
 		// cover them): let the next relaxed one ask again.
@@ -138,7 +144,7 @@ func (l *Ledger) syncLoop() {
 		l.stats.syncs.Add(1)
 		err := l.syncer.wal.Sync()
 		if err == nil {
-			synced = covered
+			l.stats.synced.Store(covered)
 		} else {
 			l.syncer.failed.CompareAndSwap(nil, &err)
 		}
@@ -149,7 +155,7 @@ func (l *Ledger) syncLoop() {
 		select {
 		case b, ok := <-l.syncer.queue:
 			if !ok {
-				if l.stats.commits.Load() > synced {
+				if unsynced() {
 					flush() // shutting down: leave nothing unsynced
 				}
 				return
@@ -167,7 +173,7 @@ func (l *Ledger) syncLoop() {
 			// have come from a projection write, or from a commit an earlier
 			// flush already covered), the next relaxed commit asks anew.
 			l.syncer.lazyDue.Store(false)
-			if l.stats.commits.Load() > synced && l.syncer.failed.Load() == nil {
+			if unsynced() && l.syncer.failed.Load() == nil {
 				flush()
 			}
 			continue
