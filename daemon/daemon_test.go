@@ -54,6 +54,13 @@ func TestLockKeepsASecondHolderOut(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, h.Daemon())
 	require.NoError(t, second.Release())
+
+	// An in-place replay holding it is named as such.
+	replay, err := daemon.AcquireLock(dir, daemon.RoleReplay)
+	require.NoError(t, err)
+	_, err = daemon.AcquireLock(dir, daemon.RoleDaemon)
+	require.ErrorContains(t, err, "(a ductile ledger replay)")
+	require.NoError(t, replay.Release())
 }
 
 func TestBenchReportsEveryNumber(t *testing.T) {

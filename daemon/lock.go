@@ -19,13 +19,14 @@ var ErrLocked = errors.New("another ductile daemon is running on this state dire
 const (
 	RoleDaemon = "daemon" // system start: runs every job
 	RoleCLI    = "cli"    // plugin run without a daemon: runs only its own job
+	RoleReplay = "replay" // ledger replay in place: rebuilds the projections
 )
 
 // LockError says which process holds the lock.
 type LockError struct {
 	Path string
 	PID  int    // 0 if unknown
-	Role string // RoleDaemon or RoleCLI ("" if unknown)
+	Role string // RoleDaemon, RoleCLI or RoleReplay ("" if unknown)
 }
 
 func (e *LockError) Error() string {
@@ -33,8 +34,11 @@ func (e *LockError) Error() string {
 	if e.PID > 0 {
 		who = "process " + strconv.Itoa(e.PID)
 	}
-	if e.Role == RoleCLI {
+	switch e.Role {
+	case RoleCLI:
 		who += " (a ductile plugin run)"
+	case RoleReplay:
+		who += " (a ductile ledger replay)"
 	}
 	return fmt.Sprintf("%v: %s holds %s (stop it, or use another --state-dir)", ErrLocked, who, e.Path)
 }
@@ -121,7 +125,7 @@ func Holder(stateDir string) (h LockHolder, err error) {
 type LockHolder struct {
 	Held bool
 	PID  int
-	Role string // RoleDaemon or RoleCLI
+	Role string // RoleDaemon, RoleCLI or RoleReplay
 }
 
 // Daemon reports whether the holder is a daemon that will run queued jobs.

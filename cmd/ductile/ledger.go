@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -271,8 +272,20 @@ func ledgerReplay(c *cli.Context) error {
 			return failf("%s already exists: choose a new --out file or remove it first", out)
 		}
 	}
-	if h, err := daemon.Holder(e.stateDir); err == nil && h.Held && out == "" && !dry {
-		return failf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", h.PID, h.Role, e.stateDir)
+	// In place, the rebuild must not race a daemon's or a plugin run's own
+	// projections: it holds the state directory's lock while it runs (and
+	// a dry run says whether it could take it).
+	refused := func(pid int, role string) error {
+		return failf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", pid, role, e.stateDir)
+	}
+	if out == "" && dry {
+		h, err := daemon.Holder(e.stateDir)
+		if err != nil {
+			return err
+		}
+		if h.Held {
+			return refused(h.PID, h.Role)
+		}
 	}
 	l, err := e.openLedger(c.Context)
 	if err != nil {
@@ -300,6 +313,17 @@ func ledgerReplay(c *cli.Context) error {
 		}
 		fmt.Fprintf(e.stdout, "would replay %d events %s (run without --dry-run to do it)\n", until, where)
 		return nil
+	}
+	if out == "" {
+		lock, err := daemon.AcquireLock(e.stateDir, daemon.RoleReplay)
+		var held *daemon.LockError
+		if errors.As(err, &held) {
+			return refused(held.PID, held.Role)
+		}
+		if err != nil {
+			return err
+		}
+		defer lock.Release()
 	}
 	copied := progress(e.stderr, c.Bool("json"), until, func(seq int64) string {
 		return fmt.Sprintf("replayed %d/%d events…", seq, until)

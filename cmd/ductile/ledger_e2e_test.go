@@ -373,6 +373,28 @@ func TestLedgerReplay(t *testing.T) {
 	}
 }
 
+// ledger replay in place under a running daemon is refused, dry run
+// included (it would race the daemon's own projector; the real run holds
+// the state directory's lock while it rebuilds); into a new file it is fine.
+func TestLedgerReplayInPlaceNeedsTheDaemonStopped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	seed(t, dir, 5)
+	d, _ := startDaemon(t, dir)
+
+	for _, args := range [][]string{{}, {"--dry-run"}} {
+		r := ductile(t, nil, append([]string{"ledger", "replay", "--state-dir", dir}, args...)...)
+		require.Equal(t, 1, r.code, "%s", r)
+		require.Contains(t, r.stderr, "(ductile daemon) is running on")
+		require.Contains(t, r.stderr, "stop it before replaying in place, or replay into a new file with --out")
+	}
+	mustRun(t, nil, "ledger", "replay", "--state-dir", dir, "--out", filepath.Join(t.TempDir(), "copy.db"))
+
+	require.Equal(t, 0, d.signal(t, syscall.SIGTERM))
+	mustRun(t, nil, "ledger", "replay", "--state-dir", dir, "--dry-run")
+	mustRun(t, nil, "ledger", "replay", "--state-dir", dir)
+}
+
 func TestLedgerStats(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
