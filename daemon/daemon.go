@@ -68,7 +68,7 @@ type Daemon struct {
 // Open takes the lock, opens and migrates the ledger, loads plugins, brings
 // the projections up to date, recovers jobs a crashed process left running,
 // and starts the projector and dispatcher. Close stops them.
-func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
+func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
@@ -88,11 +88,10 @@ func Open(ctx context.Context, opts Options) (d *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	dm := &Daemon{Config: cfg, StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock}
-	d = dm
+	d := &Daemon{Config: cfg, StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock}
 	defer func() {
 		if err != nil {
-			dm.Close() // d itself is nil by now: the return sets it
+			d.Close()
 		}
 	}()
 

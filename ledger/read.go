@@ -140,16 +140,13 @@ type Stats struct {
 	PayloadBytes    int64  `json:"payload_bytes"`
 }
 
-// Stats reads a summary of the log.
-func (l *Ledger) Stats(ctx context.Context) (Stats, error) {
-	var s Stats
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		r, err := queries.LedgerStats(conn)
-		s = Stats(r)
-		return err
-	})
+// StatsConn reads a summary of the log on conn, inside whatever
+// transaction the caller holds (so it can be read with other things of the
+// same moment).
+func StatsConn(conn *sqlite.Conn) (Stats, error) {
+	r, err := queries.LedgerStats(conn)
 	if err != nil {
 		return Stats{}, fmt.Errorf("ledger stats: %w", err)
 	}
-	return s, nil
+	return Stats(r), nil
 }

@@ -261,7 +261,6 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // env is what a command needs to know about where it runs.
 type env struct {
 	stdout, stderr io.Writer
-	configPath     string
 	cfg            *config.Config
 	stateDir       string
 	verbose        bool
@@ -287,11 +286,10 @@ func loadEnv(c *cli.Context) (*env, error) {
 // flag), then the config's state_dir, then the per-user default.
 func newEnv(c *cli.Context, cfg *config.Config) (*env, error) {
 	e := &env{
-		stdout:     c.App.Writer,
-		stderr:     c.App.ErrWriter,
-		configPath: c.String("config"),
-		cfg:        cfg,
-		verbose:    c.Bool("verbose"),
+		stdout:  c.App.Writer,
+		stderr:  c.App.ErrWriter,
+		cfg:     cfg,
+		verbose: c.Bool("verbose"),
 	}
 	switch {
 	case c.String("state-dir") != "":

@@ -382,11 +382,10 @@ func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
 	// One read transaction: the counts and the checkpoint are of the same
 	// moment, so the lag is what it was then (never negative).
 	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
-		st, err := queries.LedgerStats(conn)
-		if err != nil {
-			return fmt.Errorf("ledger stats: %w", err)
+		var err error
+		if out.Stats, err = ledger.StatsConn(conn); err != nil {
+			return err
 		}
-		out.Stats = ledger.Stats(st)
 		if out.Streams, err = queries.CountStreams(conn); err != nil {
 			return err
 		}
