@@ -209,18 +209,29 @@ func finishTree(cmds []*cli.Command, parent string) {
 				return action(ctx)
 			}
 		case len(want) == 1 && !strings.ContainsAny(want[0], "[]."):
+			see, ok := argSources[want[0]]
+			if !ok {
+				see = "ductile " + name + " --help"
+			}
 			c.Action = func(ctx *cli.Context) error {
 				switch ctx.NArg() {
 				case 1:
 					return action(ctx)
 				case 0:
-					return usagef("%s needs a %s (see: ductile %s --help)", name, want[0], name)
+					return usagef("%s needs a %s (see: %s)", name, want[0], see)
 				default:
-					return usagef("%s takes one %s, got %q (see: ductile %s --help)", name, want[0], ctx.Args().Slice(), name)
+					return usagef("%s takes one %s, got %q (see: %s)", name, want[0], ctx.Args().Slice(), see)
 				}
 			}
 		}
 	}
+}
+
+// argSources names, for an argument a command requires, where to find a
+// valid one: what a usage error about it points to (else the command's --help).
+var argSources = map[string]string{
+	"JOB_ID": "ductile job list",
+	"PLUGIN": "ductile plugin list",
 }
 
 // flagKinds maps every name and alias of flags to whether it takes a value.

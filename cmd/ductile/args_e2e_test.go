@@ -124,13 +124,13 @@ func TestBadInput(t *testing.T) {
 		// A fresh state dir (not even created yet): the cleanup below proves
 		// the missing argument was caught before the ledger was opened.
 		{"job cancel without a JOB_ID", nil, []string{"job", "cancel", "--state-dir", filepath.Join(dir, "fresh")}, 2,
-			[]string{"ductile: job cancel needs a JOB_ID (see: ductile job cancel --help)\n"}},
+			[]string{"ductile: job cancel needs a JOB_ID (see: ductile job list)\n"}},
 		{"job inspect with two JOB_IDs", nil, []string{"job", "inspect", "a", "b", "--state-dir", dir}, 2,
-			[]string{`ductile: job inspect takes one JOB_ID, got ["a" "b"] (see: ductile job inspect --help)` + "\n"}},
+			[]string{`ductile: job inspect takes one JOB_ID, got ["a" "b"] (see: ductile job list)` + "\n"}},
 		{"job logs without a JOB_ID", nil, []string{"job", "logs", "--state-dir", dir}, 2,
-			[]string{"ductile: job logs needs a JOB_ID (see: ductile job logs --help)\n"}},
+			[]string{"ductile: job logs needs a JOB_ID (see: ductile job list)\n"}},
 		{"plugin run with two PLUGINs", nil, []string{"plugin", "run", "a", "b", "--state-dir", dir}, 2,
-			[]string{`ductile: plugin run takes one PLUGIN, got ["a" "b"]`}},
+			[]string{`ductile: plugin run takes one PLUGIN, got ["a" "b"] (see: ductile plugin list)`}},
 		{"missing --config", nil, []string{"ledger", "stats", "--config", missing, "--state-dir", dir}, 1,
 			[]string{"ductile: load config: open " + missing + ": no such file or directory\n"}},
 		{"missing $DUCTILE_CONFIG", []string{"DUCTILE_CONFIG=" + missing}, []string{"system", "start", "--state-dir", dir}, 1,
