@@ -61,7 +61,8 @@ DROP TABLE event_counts;
 
 -- +goose Down
 -- Back to the 00003 schema. The two ledger-wide projections come back
--- empty: run ductile ledger replay after migrating down to refill them.
+-- filled as the projector would have left them at its checkpoint (events
+-- past it are the projector's to apply, as before the migration).
 CREATE TABLE events_auto (
     seq         INTEGER PRIMARY KEY AUTOINCREMENT,
     stream      TEXT    NOT NULL CHECK (stream <> ''),
@@ -122,3 +123,21 @@ CREATE TABLE event_counts (
     first_seq   INTEGER NOT NULL,
     last_seq    INTEGER NOT NULL
 ) STRICT;
+
+INSERT INTO streams (stream, version, first_seq, last_seq, last_type, created_at, updated_at)
+SELECT stream, version, first_seq, seq, type, created_at, recorded_at
+FROM (
+    SELECT stream, version, seq, type, recorded_at,
+           row_number() OVER (PARTITION BY stream ORDER BY version DESC) AS newest,
+           first_value(seq) OVER (PARTITION BY stream ORDER BY version) AS first_seq,
+           first_value(recorded_at) OVER (PARTITION BY stream ORDER BY version) AS created_at
+    FROM events
+    WHERE seq <= coalesce((SELECT seq FROM projector_checkpoint WHERE name = 'main'), 0)
+)
+WHERE newest = 1;
+
+INSERT INTO event_counts (type, count, first_seq, last_seq)
+SELECT type, count(*), min(seq), max(seq)
+FROM events
+WHERE seq <= coalesce((SELECT seq FROM projector_checkpoint WHERE name = 'main'), 0)
+GROUP BY type;

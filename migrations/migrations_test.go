@@ -12,6 +12,7 @@ import (
 
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/migrations"
+	"github.com/ductile/ductile/projections"
 )
 
 // A ledger written under schema 3 (seq AUTOINCREMENT, the streams and
@@ -76,16 +77,24 @@ func TestJobLogMigrationKeepsItsRows(t *testing.T) {
 	require.NoError(t, err)
 	_, err = p.UpTo(ctx, 5)
 	require.NoError(t, err)
+	// Every column gets a value of its own, so a copy that shifted or
+	// swapped columns would show in the dump.
 	for i := range 30 {
-		_, err := db.Exec(`INSERT INTO job_log (job_id, attempt, plugin, command, status, result, stderr, submitted_by,
-			created_at, started_at, started_seq, ended_seq) VALUES (?, ?, 'echo', 'poll', 'succeeded', '{"i":1}', 'e', 'cli', 'c', 's', ?, ?)`,
-			fmt.Sprintf("job-%02d", i/3), i%3+1, 2*i+1, 2*i+2)
+		_, err := db.Exec(`INSERT INTO job_log (job_id, attempt, plugin, command, status, kind, result, stdout, stderr,
+			stderr_truncated, last_error, exit_code, submitted_by, created_at, started_at, completed_at, duration_ms,
+			parent_job_id, source_event_id, started_seq, ended_seq)
+			VALUES (?1, ?2, 'echo', 'poll', 'succeeded', 'k' || ?3, json_object('i', ?3), 'o' || ?3, 'e' || ?3,
+			?3 % 2, 'l' || ?3, 100 + ?3, 'cli', 'c' || ?3, 's' || ?3, 'd' || ?3, 200 + ?3,
+			'p' || ?3, 'v' || ?3, 2 * ?3 + 1, 2 * ?3 + 2)`,
+			fmt.Sprintf("job-%02d", i/3), i%3+1, i)
 		require.NoError(t, err)
 	}
 	dump := func() string {
 		var out string
-		require.NoError(t, db.QueryRow(`SELECT group_concat(job_id || ':' || attempt || ':' || status || ':' || result || ':' ||
-			stderr || ':' || started_seq || ':' || ended_seq, ' ') FROM (SELECT * FROM job_log ORDER BY started_seq)`).Scan(&out))
+		require.NoError(t, db.QueryRow(`SELECT json_group_array(json_array(job_id, attempt, plugin, command, status, kind,
+			result, stdout, stderr, stderr_truncated, last_error, exit_code, submitted_by, created_at, started_at,
+			completed_at, duration_ms, parent_job_id, source_event_id, started_seq, ended_seq))
+			FROM (SELECT * FROM job_log ORDER BY started_seq)`).Scan(&out))
 		return out
 	}
 	schema := func() string {
@@ -107,4 +116,56 @@ func TestJobLogMigrationKeepsItsRows(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, schema(), "WITHOUT ROWID")
 	require.Equal(t, before, dump(), "rows changed going down")
+}
+
+// Going down through 00004 brings streams and event_counts back filled as
+// the old projector would have left them at its checkpoint: events past the
+// checkpoint are left for it to apply (it adds to event_counts, so counting
+// them here would count them twice).
+func TestLeanWritesDownRefillsTheLedgerProjections(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ductile.db")
+	l, err := ledger.Open(ctx, path, ledger.Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	appendOne := func(stream, typ string) {
+		_, err := l.Append(ctx, ledger.NewEvent{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: typ})
+		require.NoError(t, err)
+	}
+	for i := range 9 {
+		appendOne(fmt.Sprintf("s/%d", i%3), []string{"a.opened", "a.moved", "b.seen"}[i/3])
+	}
+	_, err = projections.New(l, projections.Options{}).CatchUp(ctx) // checkpoint 9
+	require.NoError(t, err)
+	appendOne("s/0", "c.late") // seq 10: past the checkpoint
+	require.NoError(t, l.Close())
+
+	db, err := sql.Open("sqlite", "file:"+path)
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	require.NoError(t, err)
+	_, err = p.DownTo(ctx, 3)
+	require.NoError(t, err)
+
+	rows := func(query string) []string {
+		r, err := db.Query(query)
+		require.NoError(t, err)
+		defer r.Close()
+		var out []string
+		for r.Next() {
+			var s string
+			require.NoError(t, r.Scan(&s))
+			out = append(out, s)
+		}
+		require.NoError(t, r.Err())
+		return out
+	}
+	// Stream s/i got events i+1, i+4, i+7 (a.opened, a.moved, b.seen).
+	require.Equal(t, []string{"s/0 3 1 7 b.seen", "s/1 3 2 8 b.seen", "s/2 3 3 9 b.seen"},
+		rows(`SELECT stream || ' ' || version || ' ' || first_seq || ' ' || last_seq || ' ' || last_type FROM streams ORDER BY stream`))
+	require.Equal(t, []string{"a.moved 3 4 6", "a.opened 3 1 3", "b.seen 3 7 9"},
+		rows(`SELECT type || ' ' || count || ' ' || first_seq || ' ' || last_seq FROM event_counts ORDER BY type`))
+	require.Equal(t, []string{"1"},
+		rows(`SELECT count(*) FROM streams s JOIN events f ON f.seq = s.first_seq JOIN events e ON e.seq = s.last_seq
+			WHERE s.stream = 's/1' AND s.created_at = f.recorded_at AND s.updated_at = e.recorded_at`))
 }
