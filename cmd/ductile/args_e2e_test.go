@@ -129,6 +129,8 @@ func TestBadInput(t *testing.T) {
 			[]string{`ductile: job inspect takes one JOB_ID, got ["a" "b"] (see: ductile job list)` + "\n"}},
 		{"job logs without a JOB_ID", nil, []string{"job", "logs", "--state-dir", dir}, 2,
 			[]string{"ductile: job logs needs a JOB_ID (see: ductile job list)\n"}},
+		{"bench with no jobs", nil, []string{"bench", "--jobs", "0"}, 2, []string{"ductile: --jobs must be at least 1\n"}},
+		{"bench with no rounds", nil, []string{"bench", "--rounds", "-1"}, 2, []string{"ductile: --rounds must be at least 1\n"}},
 		{"plugin run with two PLUGINs", nil, []string{"plugin", "run", "a", "b", "--state-dir", dir}, 2,
 			[]string{`ductile: plugin run takes one PLUGIN, got ["a" "b"] (see: ductile plugin list)`}},
 		{"missing --config", nil, []string{"ledger", "stats", "--config", missing, "--state-dir", dir}, 1,

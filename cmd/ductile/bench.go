@@ -26,7 +26,12 @@ func benchCommand() *cli.Command {
 			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the first end-to-end round to `FILE` (go tool pprof)"},
 			jsonFlag,
 		},
-		Action: func(c *cli.Context) error {
+		Action: func(c *cli.Context) (err error) {
+			for _, name := range []string{"jobs", "workers", "rounds"} {
+				if c.Int(name) < 1 {
+					return usagef("--%s must be at least 1", name)
+				}
+			}
 			asJSON := c.Bool("json")
 			w := c.App.ErrWriter
 			opts := daemon.BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Rounds: c.Int("rounds"),
@@ -40,7 +45,11 @@ func benchCommand() *cli.Command {
 				if err != nil {
 					return fmt.Errorf("cpu profile: %w", err)
 				}
-				defer f.Close()
+				defer func() {
+					if cerr := f.Close(); cerr != nil && err == nil {
+						err = fmt.Errorf("cpu profile: %w", cerr)
+					}
+				}()
 				opts.CPUProfile = f
 			}
 			res, err := daemon.Bench(c.Context, opts)
