@@ -160,11 +160,10 @@ func TestLedgerTailFollowStopsMidRead(t *testing.T) {
 	seed(t, dir, n)
 	f := start(t, nil, "ledger", "tail", "--follow", "--from", "1", "--state-dir", dir)
 	f.waitLine(t, 0, func(string) bool { return true })
-	defer func() {
-		lines, _ := f.snapshot()
-		t.Logf("stopped after %d of %d lines", len(lines), n)
-	}()
 	stopFollower(t, f, syscall.SIGINT)
+	// It did stop mid-read (here it stops after a few hundred lines).
+	lines, _ := f.snapshot()
+	require.Less(t, len(lines), n, "the whole backlog was printed before the signal: nothing was interrupted")
 }
 
 func TestLedgerTailFollowFilters(t *testing.T) {
