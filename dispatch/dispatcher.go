@@ -648,35 +648,28 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	}()
 	log := d.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
 
-	timeout := d.opts.Config.Timeout(c.plugin, c.command)
-	var startErr error
-	start := func() (commands.Started, error) {
-		if claim == nil {
-			claim = d.submitStart(c)
-		}
-		st, err := claim()
-		startErr = err
-		return st, err
+	// The start is submitted first (unless the worker that handed its slot
+	// over did), so it is recorded while the process starts; the process
+	// gets its request, with the state read in the start's transaction,
+	// only once it is.
+	if claim == nil {
+		claim = d.submitStart(c)
 	}
 	var st commands.Started
+	var startErr error
+	start := func() error {
+		st, startErr = claim()
+		started = startErr == nil
+		return startErr
+	}
+	timeout := d.opts.Config.Timeout(c.plugin, c.command)
 	var res pluginhost.Result
-	var outcome commands.Outcome
 	p, cfgJSON, problem := d.runnable(c)
 	if problem == "" {
-		// The start is submitted first, so it is recorded while the process
-		// starts; the process gets its request (with the state read in the
-		// start's transaction) after. If it could not be spawned (a missing
-		// interpreter, no more processes…), res says so and the attempt
-		// fails, to be retried.
-		if claim == nil {
-			claim = d.submitStart(c)
-		}
 		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
-			var err error
-			if st, err = start(); err != nil {
+			if err := start(); err != nil {
 				return pluginhost.Request{}, err
 			}
-			started = true
 			return pluginhost.Request{
 				Protocol: pluginhost.ProtocolVersion, JobID: st.JobID, Command: st.Command,
 				Config: cfgJSON, State: st.State, Context: json.RawMessage("{}"), Event: st.Event,
@@ -685,10 +678,11 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace})
 	}
 	if !started && startErr == nil {
-		if st, startErr = start(); startErr == nil {
-			started = true
-			outcome.Kind, outcome.Error = commands.OutcomeError, problem
-		}
+		// No process got a request: the plugin cannot run here (problem),
+		// or its process could not be spawned (a missing interpreter, no
+		// more processes…; res says so). The attempt is recorded all the
+		// same, started and failed, so it is retried like any other.
+		start()
 	}
 	if !started {
 		if errors.Is(startErr, commands.ErrInvalidTransition) || errors.Is(startErr, commands.ErrNotDue) {
@@ -701,7 +695,8 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 		}
 		return false
 	}
-	if outcome.Kind == "" {
+	outcome := commands.Outcome{Kind: commands.OutcomeError, Error: problem}
+	if problem == "" {
 		outcome = d.outcome(ctx, res, log)
 	}
 	job := st.Job

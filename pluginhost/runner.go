@@ -141,25 +141,18 @@ const NotStartedError = "not started: "
 // dispatcher submits a job's start) has it recorded while the process
 // spawns. If prepare fails, the process group is killed before it has
 // received anything, and the result is KindCanceled with Err starting with
-// NotStartedError. prepare has always been called when RunPrepared
-// returns, even if the process could not be started (the result then says
-// so, and the claim stands). The timeout counts from the moment the
-// request is written.
+// NotStartedError. If the process cannot be started, prepare is not called
+// (the result says why). The timeout counts from the moment the request is
+// written.
 func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() (Request, error), opts RunOptions) Result {
 	opts = opts.withDefaults(command)
-	prepared := false
-	res := run(ctx, p, command, func() ([]byte, error) {
-		prepared = true
+	return run(ctx, p, command, func() ([]byte, error) {
 		req, err := prepare()
 		if err != nil {
 			return nil, err
 		}
 		return encodeRequest(req, opts.Timeout)
 	}, opts)
-	if !prepared {
-		prepare() // the caller learns its claim's fate through prepare itself
-	}
-	return res
 }
 
 // encodeRequest is the request line, with deadline_at set from timeout when
