@@ -228,12 +228,13 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 		stop := context.AfterFunc(ctx, func() { cancel(errCanceledByUser) })
 		watched := make(chan struct{})
 		go d.watchCancel(rctx, id, cancel, watched)
-		started := d.work(rctx, c, nil)
+		err = d.work(rctx, c, nil)
 		stop()
 		cancel(nil)
 		<-watched
-		if !started {
-			// Not started (the ledger refused for now): do not spin.
+		if refusedForNow(err) {
+			// Not started, the ledger refused for now (busy, full…): do not
+			// spin. Otherwise (canceled, or started elsewhere) look again.
 			t := time.NewTimer(time.Second)
 			select {
 			case <-ctx.Done():
@@ -458,7 +459,7 @@ func (d *Dispatcher) refresh(ctx context.Context) (read bool, err error) {
 // launch hands a job to a new worker. Called with d.mu held.
 func (d *Dispatcher) launch(c candidate) {
 	ctx, _ := d.claimLocked(c)
-	go d.work(ctx, c, nil)
+	go d.worker(ctx, c, nil)
 }
 
 // claimLocked takes a worker slot for c and returns the context its worker
@@ -633,11 +634,26 @@ func (d *Dispatcher) wake() {
 	}
 }
 
+// worker runs one job for the dispatch loop: a start the ledger refused for
+// now makes the loop read the queue again a little later, or the job would
+// be forgotten.
+func (d *Dispatcher) worker(ctx context.Context, c candidate, claim func() (commands.Started, error)) {
+	if refusedForNow(d.work(ctx, c, claim)) {
+		d.retryLater(time.Second)
+	}
+}
+
+// refusedForNow reports whether a start failed for a reason that may pass
+// (the ledger busy, full…), not because the job moved on.
+func refusedForNow(startErr error) bool {
+	return startErr != nil && !errors.Is(startErr, commands.ErrInvalidTransition) && !errors.Is(startErr, commands.ErrNotDue)
+}
+
 // work runs one job: start, run the plugin, complete. claim, if not nil,
 // waits for the job's start, already submitted (by the worker that handed
-// its slot over); otherwise work submits it. It reports whether it started
-// the job.
-func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (commands.Started, error)) (started bool) {
+// its slot over); otherwise work submits it. It returns the start's error if
+// the job was not started, nil if it was.
+func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (commands.Started, error)) error {
 	var settle int64
 	ended := false
 	defer func() {
@@ -657,6 +673,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	}
 	var st commands.Started
 	var startErr error
+	started := false
 	start := func() error {
 		st, startErr = claim()
 		started = startErr == nil
@@ -685,15 +702,12 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 		start()
 	}
 	if !started {
-		if errors.Is(startErr, commands.ErrInvalidTransition) || errors.Is(startErr, commands.ErrNotDue) {
-			log.Debug("job not started", "err", startErr) // canceled, or started elsewhere
-		} else {
-			// The ledger refused for now (busy, full…): look at the queue
-			// again a little later, or the job would be forgotten.
+		if refusedForNow(startErr) {
 			log.Warn("could not record the job's start; will try again", "err", startErr)
-			d.retryLater(time.Second)
+		} else {
+			log.Debug("job not started", "err", startErr) // canceled, or started elsewhere
 		}
-		return false
+		return startErr
 	}
 	outcome := commands.Outcome{Kind: commands.OutcomeError, Error: problem}
 	if problem == "" {
@@ -709,18 +723,18 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	next, nextCtx, nextClaim := d.handoff(c)
 	recorded := commands.SubmitComplete(context.Background(), d.opts.Ledger, complete)
 	if nextClaim != nil {
-		go d.work(nextCtx, next, nextClaim)
+		go d.worker(nextCtx, next, nextClaim)
 	} else {
 		d.wake() // the loop fills the slot, or finds nothing to do
 	}
 	cres, ok := d.complete(complete, recorded, log)
 	if !ok {
-		return true
+		return nil
 	}
 	settle = cres.Seqs[len(cres.Seqs)-1]
 	ended = events.Terminal(cres.Status)
 	d.logOutcome(log, job, outcome, cres, complete.Children)
-	return true
+	return nil
 }
 
 // complete waits for an attempt's outcome, submitted as first, and submits
