@@ -539,18 +539,6 @@ func (d *Dispatcher) sameKeyRunning(c candidate) bool {
 	return false
 }
 
-// exited frees the job's worker slot once its plugin process is gone (or
-// never started), so the next job can start while this one's outcome is
-// still being recorded.
-func (d *Dispatcher) exited(c candidate) {
-	d.mu.Lock()
-	freed := d.releaseLocked(c)
-	d.mu.Unlock()
-	if freed {
-		d.wake()
-	}
-}
-
 // releaseLocked frees c's worker slot if it still holds one, and reports
 // whether it did. Called with d.mu held.
 func (d *Dispatcher) releaseLocked(c candidate) bool {
@@ -610,18 +598,19 @@ func (d *Dispatcher) pickLocked(now time.Time) (candidate, bool) {
 // before the job can be considered again. ended says the job is terminal
 // (succeeded, dead or canceled).
 func (d *Dispatcher) finish(c candidate, settleSeq int64, ended bool) {
-	d.exited(c)
 	d.mu.Lock()
+	freed := d.releaseLocked(c) // still held if it never got a process
 	delete(d.running, c.id)
 	if settleSeq > 0 {
 		d.settling[c.id] = settleSeq
 	}
 	d.mu.Unlock()
-	// The job may now be a candidate again (a retry): the loop looks, and
-	// arms its timer for the retry time. An ended job changes nothing the
-	// loop would act on: its slot, its plugin's cap and its dedupe key were
-	// released when its process exited (handed over, or the loop woken).
-	if !ended {
+	// A slot freed here, or a job that may now be a candidate again (a
+	// retry: the loop looks, and arms its timer for the retry time), wakes
+	// the loop. An ended job whose process exited changes nothing the loop
+	// would act on: its slot, its plugin's cap and its dedupe key were
+	// released then (handed over, or the loop woken).
+	if freed || !ended {
 		d.wake()
 	}
 	d.wg.Done()
