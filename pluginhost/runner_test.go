@@ -330,8 +330,9 @@ func TestRunBadRequest(t *testing.T) {
 	require.Zero(t, res.PID)
 }
 
-// BenchmarkRunEcho runs the fixture plugin on two goroutines, as two
-// workers would, and reports this process's CPU per run (not the plugin's).
+// BenchmarkRunEcho runs the fixture plugin on GOMAXPROCS goroutines (as
+// many workers; run with -cpu 2 for two), and reports this process's CPU per
+// run (not the plugin's).
 func BenchmarkRunEcho(b *testing.B) {
 	p := fixture(b, "ok")
 	ctx := context.Background()
