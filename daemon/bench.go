@@ -27,7 +27,10 @@ import (
 
 // BenchOptions configure Bench.
 type BenchOptions struct {
-	Jobs      int
+	Jobs int
+	// Workers is the pool of both measurements; by default the daemon's own
+	// default pool (config.Default: max(1, NumCPU-1)), since the bench
+	// measures the daemon as it runs unconfigured.
 	Workers   int
 	Enqueuers int          // concurrent producers (default 8)
 	Rounds    int          // alternating rounds of both measurements (default DefaultBenchRounds)
@@ -90,7 +93,7 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 		opts.Jobs = 2000
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 2
+		opts.Workers = config.Default().Service.MaxWorkers
 	}
 	if opts.Enqueuers <= 0 {
 		opts.Enqueuers = 8

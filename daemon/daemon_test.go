@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 )
 
@@ -71,10 +72,11 @@ func TestBenchReportsEveryNumber(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tmp := t.TempDir()
-	res, err := daemon.Bench(ctx, daemon.BenchOptions{Jobs: 50, Workers: 2, TempDir: tmp})
+	res, err := daemon.Bench(ctx, daemon.BenchOptions{Jobs: 50, TempDir: tmp})
 	require.NoError(t, err)
 	require.Equal(t, 50, res.Jobs)
-	require.Equal(t, 2, res.Workers)
+	// Unless told, both measurements use the daemon's default pool.
+	require.Equal(t, config.Default().Service.MaxWorkers, res.Workers)
 	require.Positive(t, res.JobsPerSec)
 	require.Positive(t, res.SpawnPerSec)
 	require.InDelta(t, res.JobsPerSec/res.SpawnPerSec, res.Ratio, 1e-9)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 )
 
@@ -16,12 +17,13 @@ func benchCommand() *cli.Command {
 		Usage: "measure end-to-end jobs/s against the raw spawn rate of the same plugin",
 		Description: "Starts a daemon on a scratch state directory (durable, fsynced acceptance), enqueues\n" +
 			"--jobs jobs of a trivial shell plugin from concurrent producers, waits for all to\n" +
-			"succeed, and compares the rate with the same plugin spawned directly by as many workers.\n" +
+			"succeed, and compares the rate with the same plugin spawned directly by as many workers\n" +
+			"(by default as many as the daemon's own default pool: max(1, NumCPU-1)).\n" +
 			"The two measurements alternate in --rounds rounds, so drift in the machine's speed\n" +
 			"weighs on both alike.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "how many `N` jobs"},
-			&cli.IntFlag{Name: "workers", Value: 2, Usage: "worker pool size for both measurements"},
+			&cli.IntFlag{Name: "workers", Value: config.Default().Service.MaxWorkers, Usage: "`N` workers for both measurements: the daemon's default pool, max(1, NumCPU-1), unless set"},
 			&cli.IntFlag{Name: "rounds", Value: daemon.DefaultBenchRounds, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
 			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the first end-to-end round to `FILE` (go tool pprof)"},
 			jsonFlag,
