@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/ductile/ductile/events"
@@ -88,6 +89,13 @@ func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteR
 // SubmitComplete queues the completion (see CompleteJob) and returns at
 // once, with a function that waits for its answer.
 func SubmitComplete(ctx context.Context, l *ledger.Ledger, cmd Complete) func() (CompleteResult, error) {
+	// Routed children are prepared here, off the writer's goroutine (see
+	// Enqueue.prepare); one that cannot be is left to the decision, which
+	// reports why.
+	cmd.Children = slices.Clone(cmd.Children)
+	for i := range cmd.Children {
+		cmd.routed(&cmd.Children[i]).prepare()
+	}
 	var res CompleteResult
 	p := l.Submit(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		var evs []ledger.NewEvent
@@ -103,6 +111,16 @@ func SubmitComplete(ctx context.Context, l *ledger.Ledger, cmd Complete) func() 
 		res.Seqs = seqs
 		return res, nil
 	}
+}
+
+// routed fills in what a routed child takes from the completion that
+// routes it (but its correlation, from the job's stream), and returns it.
+func (cmd *Complete) routed(child *Enqueue) *Enqueue {
+	child.Now, child.ParentJobID = cmd.Now, cmd.JobID
+	if child.SubmittedBy == "" {
+		child.SubmittedBy = ByRoute
+	}
+	return child
 }
 
 func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, error) {
@@ -152,11 +170,8 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			reserved[events.DedupeStream(j.Plugin, j.Command, j.DedupeKey)] = pendingKey{jobID: j.JobID, succeeded: true}
 		}
 		for _, child := range cmd.Children {
-			child.Now, child.ParentJobID, child.Correlation = cmd.Now, j.JobID, j.Correlation
-			if child.SubmittedBy == "" {
-				child.SubmittedBy = ByRoute
-			}
-			childEvs, cres, err := child.decide(tx, reserved)
+			child.Correlation = j.Correlation
+			childEvs, cres, err := cmd.routed(&child).decide(tx, reserved)
 			if err != nil {
 				return nil, res, fmt.Errorf("route to %s %s: %w", child.Plugin, child.Command, err)
 			}

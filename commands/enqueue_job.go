@@ -44,6 +44,15 @@ type Enqueue struct {
 	Correlation      string // the root job of the tree; the job itself when empty
 	Causation        string // what caused it: a request id, an event id
 	Now              time.Time
+
+	prepared *preparedEnqueue // set by prepare
+}
+
+// preparedEnqueue is what prepare makes of an Enqueue: its job.enqueued
+// data, and that data encoded as the ledger stores it.
+type preparedEnqueue struct {
+	data    events.Enqueued
+	encoded ledger.EncodedData
 }
 
 // EnqueueResult says what happened.
@@ -57,6 +66,9 @@ type EnqueueResult struct {
 
 // EnqueueJob appends a job, or drops it as a duplicate, in one decision.
 func EnqueueJob(ctx context.Context, l *ledger.Ledger, cmd Enqueue) (EnqueueResult, error) {
+	if err := cmd.prepare(); err != nil {
+		return EnqueueResult{}, fmt.Errorf("enqueue job: %w", err)
+	}
 	var res EnqueueResult
 	seqs, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		var evs []ledger.NewEvent
@@ -104,18 +116,62 @@ func (cmd *Enqueue) validate() error {
 	return nil
 }
 
-func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEvent, EnqueueResult, error) {
+// prepare checks the command and does the work that needs no transaction:
+// the job's id, the envelope built from the payload, the job.enqueued data
+// encoded as it will be stored. A producer calls it before submitting, so
+// that its own goroutine pays for a large payload (several passes over it),
+// not the writer's, which every other append waits for; decide calls it
+// for a command nobody prepared. The command's fields must not change after.
+func (cmd *Enqueue) prepare() error {
+	if cmd.prepared != nil {
+		return nil
+	}
 	if err := cmd.validate(); err != nil {
+		return err
+	}
+	if cmd.JobID == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return err
+		}
+		cmd.JobID = u.String()
+	}
+	if len(cmd.Event) == 0 && len(cmd.Payload) > 0 {
+		env, err := json.Marshal(map[string]any{
+			"type": "ductile." + cmd.SubmittedBy, "payload": cmd.Payload,
+			"event_id": cmd.JobID, "source": cmd.SubmittedBy, "timestamp": Time(cmd.Now),
+		})
+		if err != nil {
+			return err
+		}
+		cmd.Event = env
+	}
+	var err error
+	if cmd.Payload, err = asStored(cmd.Payload); err != nil {
+		return err
+	}
+	if cmd.Event, err = asStored(cmd.Event); err != nil {
+		return err
+	}
+	data := events.Enqueued{
+		JobID: cmd.JobID, Plugin: cmd.Plugin, Command: cmd.Command, Payload: cmd.Payload,
+		MaxAttempts: cmd.MaxAttempts, BackoffBaseMS: cmd.BackoffBase.Milliseconds(),
+		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
+		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: cmd.Event,
+	}
+	encoded, err := ledger.EncodeData(data)
+	if err != nil {
+		return err
+	}
+	cmd.prepared = &preparedEnqueue{data: data, encoded: encoded}
+	return nil
+}
+
+func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEvent, EnqueueResult, error) {
+	if err := cmd.prepare(); err != nil {
 		return nil, EnqueueResult{}, err
 	}
 	id := cmd.JobID
-	if id == "" {
-		u, err := uuid.NewV7()
-		if err != nil {
-			return nil, EnqueueResult{}, err
-		}
-		id = u.String()
-	}
 	correlation := cmd.Correlation
 	if correlation == "" {
 		correlation = id
@@ -150,31 +206,8 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 		evs = append(evs, ledger.NewEvent{Stream: stream, ExpectedVersion: version, Type: events.DedupeReserved,
 			Data: events.DedupeReservedData{JobID: id}, Meta: meta})
 	}
-	ev := cmd.Event
-	if len(ev) == 0 && len(cmd.Payload) > 0 {
-		env, err := json.Marshal(map[string]any{
-			"type": "ductile." + cmd.SubmittedBy, "payload": cmd.Payload,
-			"event_id": id, "source": cmd.SubmittedBy, "timestamp": Time(cmd.Now),
-		})
-		if err != nil {
-			return nil, EnqueueResult{}, err
-		}
-		ev = env
-	}
-	payload, err := asStored(cmd.Payload)
-	if err != nil {
-		return nil, EnqueueResult{}, err
-	}
-	if ev, err = asStored(ev); err != nil {
-		return nil, EnqueueResult{}, err
-	}
-	data := events.Enqueued{
-		JobID: id, Plugin: cmd.Plugin, Command: cmd.Command, Payload: payload,
-		MaxAttempts: cmd.MaxAttempts, BackoffBaseMS: cmd.BackoffBase.Milliseconds(),
-		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
-		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: ev,
-	}
-	evs = append([]ledger.NewEvent{{Stream: events.JobStream(id), ExpectedVersion: 0, Type: events.JobEnqueued, Data: data, Meta: meta}}, evs...)
+	data := cmd.prepared.data
+	evs = append([]ledger.NewEvent{{Stream: events.JobStream(id), ExpectedVersion: 0, Type: events.JobEnqueued, Data: cmd.prepared.encoded, Meta: meta}}, evs...)
 	if foldsAsIs(data, meta) {
 		// The job its start will fold, without reading it back.
 		j := &Job{Enqueued: data, Version: 1, Correlation: correlation, Status: events.StatusQueued, Attempt: 1}

@@ -62,7 +62,7 @@ type NewEvent struct {
 	// for one stream in one append each expect the version the previous one made.
 	ExpectedVersion int64
 	Type            string
-	Data            any // marshalled to JSON; json.RawMessage and []byte are taken as JSON text
+	Data            any // marshalled to JSON; json.RawMessage and []byte are taken as JSON text; EncodedData as is
 	Meta            Meta
 }
 
@@ -128,12 +128,29 @@ func chainHash(prev []byte, seq int64, stream string, version int64, typ, data, 
 	return h.Sum(nil)
 }
 
+// EncodedData is a NewEvent's Data encoded ahead of its append, by
+// EncodeData: the writer stores its text as is. Encoding a large value
+// (a megabyte of payload) is then work for the caller's goroutine, not the
+// writer's, which every other append waits for.
+type EncodedData struct{ text string }
+
+// EncodeData encodes v as the writer would encode it as a NewEvent's Data.
+func EncodeData(v any) (EncodedData, error) {
+	text, err := encodeData(v)
+	return EncodedData{text}, err
+}
+
 // encodeData turns a NewEvent's Data into compact JSON text.
 func encodeData(v any) (string, error) {
 	var raw []byte
 	switch d := v.(type) {
 	case nil:
 		return "{}", nil
+	case EncodedData:
+		if d.text == "" {
+			return "{}", nil // the zero value: encoded nothing
+		}
+		return d.text, nil
 	case json.RawMessage:
 		raw = d
 	case []byte:

@@ -99,6 +99,35 @@ func TestAppendAssignsSeqsAndVersions(t *testing.T) {
 	require.Equal(t, int64(3), b.l.Head())
 }
 
+// Data encoded ahead (EncodeData) is stored exactly as appending the value
+// itself would store it; encoding nothing stores an empty object, as nil does.
+func TestEncodedDataIsStoredAsTheValueWouldBe(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ledger.Options{})
+	ctx := context.Background()
+	value := map[string]any{"payload": json.RawMessage(`{ "html" : "<b>&</b>" }`), "n": 1}
+	encoded, err := ledger.EncodeData(value)
+	require.NoError(t, err)
+	_, err = ledger.EncodeData(json.RawMessage(`{"oops"`))
+	require.ErrorIs(t, err, ledger.ErrInvalidEvent)
+
+	_, err = b.l.Append(ctx,
+		ev("a", 0, "x", value),
+		ev("b", 0, "x", encoded),
+		ev("c", 0, "x", ledger.EncodedData{}),
+	)
+	require.NoError(t, err)
+	read := func(stream string) string {
+		evs, err := b.l.ReadStream(ctx, stream)
+		require.NoError(t, err)
+		require.Len(t, evs, 1)
+		return string(evs[0].Data)
+	}
+	require.Equal(t, read("a"), read("b"))
+	require.Equal(t, `{"n":1,"payload":{"html":"\u003cb\u003e\u0026\u003c/b\u003e"}}`, read("b"))
+	require.Equal(t, "{}", read("c"))
+}
+
 func TestAppendVersionConflict(t *testing.T) {
 	t.Parallel()
 	b := setup(t, ledger.Options{})
