@@ -86,16 +86,29 @@ func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteR
 	return SubmitComplete(ctx, l, cmd)()
 }
 
-// SubmitComplete queues the completion (see CompleteJob) and returns at
-// once, with a function that waits for its answer.
-func SubmitComplete(ctx context.Context, l *ledger.Ledger, cmd Complete) func() (CompleteResult, error) {
-	// Routed children are prepared here, off the writer's goroutine (see
-	// Enqueue.prepare); one that cannot be is left to the decision, which
-	// reports why.
+// Prepare does the work of the children a success routes that needs no
+// transaction (see Enqueue.prepare: ids, envelopes, encoding), on the
+// caller's goroutine rather than the writer's. SubmitComplete does it for
+// a caller that has not; the dispatcher does it before it queues the next
+// job's start, so that start and this outcome still reach the writer
+// together. It replaces Children with prepared copies (the slice given is
+// left alone). A child that cannot be prepared is left to the decision,
+// which fails the completion and says why.
+func (cmd *Complete) Prepare() {
+	if cmd.Outcome.Kind != OutcomeOK || len(cmd.Children) == 0 {
+		return // only a success routes its children
+	}
 	cmd.Children = slices.Clone(cmd.Children)
 	for i := range cmd.Children {
 		cmd.routed(&cmd.Children[i]).prepare()
 	}
+}
+
+// SubmitComplete queues the completion (see CompleteJob), its routed
+// children prepared first (Prepare), and returns a function that waits
+// for its answer.
+func SubmitComplete(ctx context.Context, l *ledger.Ledger, cmd Complete) func() (CompleteResult, error) {
+	cmd.Prepare()
 	var res CompleteResult
 	p := l.Submit(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		var evs []ledger.NewEvent

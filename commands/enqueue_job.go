@@ -121,7 +121,8 @@ func (cmd *Enqueue) validate() error {
 // encoded as it will be stored. A producer calls it before submitting, so
 // that its own goroutine pays for a large payload (several passes over it),
 // not the writer's, which every other append waits for; decide calls it
-// for a command nobody prepared. The command's fields must not change after.
+// for a command nobody prepared. The fields its data is made of must not
+// change after (Correlation and Causation may: they go in the meta).
 func (cmd *Enqueue) prepare() error {
 	if cmd.prepared != nil {
 		return nil

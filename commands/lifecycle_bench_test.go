@@ -93,14 +93,16 @@ func processCPU() time.Duration {
 	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
 }
 
-// BenchmarkEnqueueBesideLargePayloads measures what a producer of
-// megabyte payloads (a webhook's largest body) costs everyone else: two
-// goroutines enqueue 1 MiB payloads without pause while the benchmark
-// enqueues small jobs, every append durable, the projections inline. It
-// reports the small enqueues' latency (p50-ms, p99-ms) and how many large
-// ones got in meanwhile (large/s). Encoding a payload is the producer's
-// work, not the writer's: only the SQL (its JSON check), the WAL and the
-// hash of a large event hold the other appends up.
+// BenchmarkEnqueueBesideLargePayloads measures what producers of
+// megabyte payloads (a webhook's largest body, 1 MiB of plain text) cost
+// everyone else: two goroutines enqueue them without pause while the
+// benchmark enqueues small jobs, every append durable, the projections
+// inline. It reports the small enqueues' latency (p50-ms, p99-ms) and how
+// many large ones got in meanwhile (large/s). Encoding a payload is its
+// producer's work, not the writer's: only the SQL (its JSON checks), the
+// WAL and the hash of a large event hold the other appends up. On two CPUs
+// the latency depends on how the producers fall in step with the writer,
+// so compare several runs (task bench runs a fixed count).
 func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, filepath.Join(b.TempDir(), "ductile.db"), ledger.Options{})
@@ -111,7 +113,7 @@ func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 	p := projections.New(l, projections.Options{})
 	p.Start(ctx)
 	defer p.Stop()
-	large, err := json.Marshal(map[string]string{"blob": strings.Repeat("a<b>&", 200_000)})
+	large, err := json.Marshal(map[string]string{"body": strings.Repeat("abcdefgh", 1<<17)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -123,6 +125,8 @@ func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 	stop := make(chan struct{})
 	var larges atomic.Int64
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop) // before the wait: the producers stop even if the benchmark fails
 	for range 2 {
 		wg.Add(1)
 		go func() {
@@ -141,9 +145,15 @@ func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 			}
 		}()
 	}
+	// Measure only once the large producers are in their stride.
+	for larges.Load() < 2 {
+		if err := enqueue(json.RawMessage(`{"n":0}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
-	t0 := time.Now()
+	t0, larges0 := time.Now(), larges.Load()
 	for range b.N {
 		start := time.Now()
 		if err := enqueue(json.RawMessage(`{"n":1}`)); err != nil {
@@ -151,13 +161,11 @@ func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 		}
 		lat = append(lat, time.Since(start))
 	}
-	elapsed := time.Since(t0)
+	elapsed, got := time.Since(t0), larges.Load()-larges0
 	b.StopTimer()
-	close(stop)
-	wg.Wait()
 	slices.Sort(lat)
 	at := func(q float64) float64 { return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))]) / 1e6 }
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
-	b.ReportMetric(float64(larges.Load())/elapsed.Seconds(), "large/s")
+	b.ReportMetric(float64(got)/elapsed.Seconds(), "large/s")
 }

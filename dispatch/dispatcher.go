@@ -706,6 +706,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: d.opts.Now()}
 	if outcome.Kind == commands.OutcomeOK {
 		d.addRoutingAndFacts(&complete, job, res, log)
+		complete.Prepare() // the children's JSON work, before the next start is queued
 	}
 	// The slot is free: hand it to the next job, whose start is queued right
 	// before this outcome, so that one transaction usually holds both.

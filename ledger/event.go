@@ -131,7 +131,9 @@ func chainHash(prev []byte, seq int64, stream string, version int64, typ, data, 
 // EncodedData is a NewEvent's Data encoded ahead of its append, by
 // EncodeData: the writer stores its text as is. Encoding a large value
 // (a megabyte of payload) is then work for the caller's goroutine, not the
-// writer's, which every other append waits for.
+// writer's, which every other append waits for. Only EncodeData makes one
+// that holds something (so it is always valid, compact JSON); the zero
+// value encodes nothing and is stored as {}, as nil Data is.
 type EncodedData struct{ text string }
 
 // EncodeData encodes v as the writer would encode it as a NewEvent's Data.
