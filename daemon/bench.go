@@ -153,7 +153,7 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 			n = opts.Jobs - done
 		}
 		raw := func() error {
-			progress(fmt.Sprintf("round %d/%d: %d raw spawns on %d workers…", round+1, opts.Rounds, n, opts.Workers))
+			progress(fmt.Sprintf("round %d/%d: %d raw spawns on %s…", round+1, opts.Rounds, n, WorkerCount(opts.Workers)))
 			cpu0, t0 := processCPU(), time.Now()
 			if err := spawnRuns(ctx, p, n, opts.Workers); err != nil {
 				return err
@@ -304,6 +304,14 @@ func latencies(ctx context.Context, d *Daemon) (p50, p99 float64, err error) {
 	slices.Sort(lat)
 	at := func(q float64) float64 { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
 	return at(0.50), at(0.99), nil
+}
+
+// WorkerCount says how many workers: "1 worker", "2 workers".
+func WorkerCount(n int) string {
+	if n == 1 {
+		return "1 worker"
+	}
+	return fmt.Sprintf("%d workers", n)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -65,8 +65,8 @@ func benchCommand() *cli.Command {
 			if len(res.RoundRatios) > 1 {
 				spread = fmt.Sprintf(" (its %d rounds: %.2f–%.2f)", len(res.RoundRatios), slices.Min(res.RoundRatios), slices.Max(res.RoundRatios))
 			}
-			fmt.Fprintf(c.App.Writer, "%d jobs on %d workers: %.0f jobs/s end to end, %.0f spawns/s raw, ratio %.2f%s\n",
-				res.Jobs, res.Workers, res.JobsPerSec, res.SpawnPerSec, res.Ratio, spread)
+			fmt.Fprintf(c.App.Writer, "%d jobs on %s: %.0f jobs/s end to end, %.0f spawns/s raw, ratio %.2f%s\n",
+				res.Jobs, daemon.WorkerCount(res.Workers), res.JobsPerSec, res.SpawnPerSec, res.Ratio, spread)
 			fmt.Fprintf(c.App.Writer, "enqueue→success latency p50 %.1f ms, p99 %.1f ms; all jobs durably accepted in %.0f ms\n",
 				res.P50MS, res.P99MS, res.EnqueueMS)
 			fmt.Fprintf(c.App.Writer, "ductile's CPU: %.2f ms per job end to end, %.2f ms per raw spawn; %.2f commits and %.2f fsyncs per job\n",
