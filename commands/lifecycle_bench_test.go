@@ -23,16 +23,27 @@ import (
 // as the dispatcher gives it), every projection applied inline, as in the
 // daemon. It reports the process CPU per job (cpu-µs/job), the
 // number to compare when changing the write path; ns/op is wall time per job.
-func BenchmarkJobLifecycle(b *testing.B) {
-	ctx := context.Background()
+// daemonLedger opens a ledger as the daemon runs it (durable appends,
+// group commit) with its projector applying every append inline, both
+// closed when the benchmark ends.
+func daemonLedger(b *testing.B, ctx context.Context) *ledger.Ledger {
+	b.Helper()
 	l, err := ledger.Open(ctx, filepath.Join(b.TempDir(), "ductile.db"), ledger.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Close()
 	p := projections.New(l, projections.Options{})
 	p.Start(ctx)
-	defer p.Stop()
+	b.Cleanup(func() {
+		p.Stop()
+		l.Close()
+	})
+	return l
+}
+
+func BenchmarkJobLifecycle(b *testing.B) {
+	ctx := context.Background()
+	l := daemonLedger(b, ctx)
 
 	queue := make(chan string, b.N)
 	var next atomic.Int64
@@ -105,14 +116,7 @@ func processCPU() time.Duration {
 // so compare several runs (task bench runs a fixed count).
 func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, filepath.Join(b.TempDir(), "ductile.db"), ledger.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	p := projections.New(l, projections.Options{})
-	p.Start(ctx)
-	defer p.Stop()
+	l := daemonLedger(b, ctx)
 	large, err := json.Marshal(map[string]string{"body": strings.Repeat("abcdefgh", 1<<17)})
 	if err != nil {
 		b.Fatal(err)

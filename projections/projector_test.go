@@ -304,13 +304,21 @@ func checkAgainstLog(t *testing.T, l, src *ledger.Ledger, until int64) {
 	require.Greater(t, int64(len(jobs)), until/200, "the generator ran real job lifecycles")
 }
 
-func TestProjectorFollowsCommitsWithoutPolling(t *testing.T) {
+// startedProjector opens a ledger with a started projector that follows it,
+// under a context that bounds the test.
+func startedProjector(t *testing.T) (context.Context, *ledger.Ledger, *projections.Projector) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	l := openLedger(t, "ductile.db")
 	p := projections.New(l, projections.Options{})
 	p.Start(ctx)
-	defer p.Stop()
+	t.Cleanup(p.Stop) // before the ledger closes: cleanups run last first
+	return ctx, l, p
+}
+
+func TestProjectorFollowsCommitsWithoutPolling(t *testing.T) {
+	ctx, l, p := startedProjector(t)
 
 	for i := range 20 {
 		seqs, err := l.Append(ctx, ledger.NewEvent{Stream: fmt.Sprintf("s/%d", i), Type: "t.happened"})
@@ -370,12 +378,7 @@ func TestCompareFindsADriftedProjection(t *testing.T) {
 // Reached fires once a type's count reaches the threshold, at once if it
 // already has, never before; SeenChanged fires at the next event of a type.
 func TestReachedAndSeenChanged(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	l := openLedger(t, "ductile.db")
-	p := projections.New(l, projections.Options{})
-	p.Start(ctx)
-	defer p.Stop()
+	ctx, l, p := startedProjector(t)
 
 	three := p.Reached(ctx, "t.counted", 3)
 	other := p.Reached(ctx, "t.other", 1)
