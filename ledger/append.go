@@ -382,8 +382,8 @@ func (l *Ledger) projectInline(conn *sqlite.Conn, appended []Event) (committed f
 }
 
 // applyOne runs one request's decision and inserts its events, returning
-// the new chain head. Among other
-// callers (isolated), a request of several events gets a savepoint, so a
+// the new chain head. Among other callers (isolated), a request of several
+// events gets a savepoint, so a
 // failure undoes only its own events. A single event needs none: a failed
 // INSERT is undone by SQLite's statement atomicity, and the decision only
 // read. A batch of one needs none either: its failure rolls back the
@@ -399,13 +399,12 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 	if err != nil {
 		return head, nil, err
 	}
-	start := head
+	next, stored = head, make([]Event, 0, len(events))
 	insert := func() error {
-		stored = make([]Event, 0, len(events))
 		for i, ev := range events {
 			var e Event
 			var err error
-			if head, e, err = insertEvent(tx, head, ev, now); err != nil {
+			if next, e, err = insertEvent(tx, next, ev, now); err != nil {
 				return fmt.Errorf("append event %d (%s %s): %w", i, ev.Stream, ev.Type, err)
 			}
 			stored = append(stored, e)
@@ -418,10 +417,10 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 		err = insert()
 	}
 	if err != nil {
-		return start, nil, err
+		return head, nil, err
 	}
 	r.memos = tx.staged
-	return head, stored, nil
+	return next, stored, nil
 }
 
 // The savepoints the writer uses, each statement prepared once per

@@ -79,25 +79,32 @@ func (l *Ledger) startSyncer() error {
 // relaxed ones at once, durable ones through the syncer. A relaxed commit
 // asks the syncer for a flush within RelaxedSyncDelay.
 func (l *Ledger) release(reqs []*request) {
+	atOnce := func(r *request) bool { return r.err != nil || r.relaxed || l.syncer.queue == nil }
 	var durable []*request
 	relaxed := false
 	for _, r := range reqs {
-		if r.err != nil || r.relaxed || l.syncer.queue == nil {
+		if atOnce(r) {
 			relaxed = relaxed || (r.err == nil && r.relaxed)
-			close(r.done)
-			continue
+		} else {
+			durable = append(durable, r)
 		}
-		durable = append(durable, r)
 	}
-	if len(durable) > 0 {
-		l.syncer.queue <- durable
-	} else if relaxed && l.syncer.queue != nil && !l.syncer.lazyDue.Swap(true) {
+	if len(durable) == 0 && relaxed && l.syncer.queue != nil && !l.syncer.lazyDue.Swap(true) {
 		// The first relaxed commit since the last flush arms the delay;
-		// later ones ride along without waking the syncer.
+		// later ones ride along without waking the syncer. Armed before
+		// anyone is answered: an answered caller finds its flush asked for.
 		select {
 		case l.syncer.relaxed <- struct{}{}:
 		default: // a request is already pending
 		}
+	}
+	for _, r := range reqs {
+		if atOnce(r) {
+			close(r.done)
+		}
+	}
+	if len(durable) > 0 {
+		l.syncer.queue <- durable
 	}
 }
 
