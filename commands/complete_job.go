@@ -65,6 +65,8 @@ type Complete struct {
 	// Jitter returns random(0, base) for the backoff (default math/rand).
 	Jitter func(base time.Duration) time.Duration
 	Now    time.Time
+
+	prepared bool // Prepare has run
 }
 
 // CompleteResult says where the job went.
@@ -86,21 +88,31 @@ func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteR
 	return SubmitComplete(ctx, l, cmd)()
 }
 
-// Prepare does the work of the children a success routes that needs no
-// transaction (see Enqueue.prepare: ids, envelopes, encoding), on the
-// caller's goroutine rather than the writer's. SubmitComplete does it for
-// a caller that has not; the dispatcher does it before it queues the next
-// job's start, so that start and this outcome still reach the writer
-// together. It replaces Children with prepared copies (the slice given is
-// left alone). A child that cannot be prepared is left to the decision,
-// which fails the completion and says why.
+// Prepare fills in what the children a success routes take from it (time,
+// parent, producer) and does their work that needs no transaction (see
+// Enqueue.prepare: ids, envelopes, encoding), on the caller's goroutine
+// rather than the writer's. SubmitComplete does it for a caller that has
+// not; the dispatcher does it before it queues the next job's start, so
+// that start and this outcome still reach the writer together. It replaces
+// Children with prepared copies (the slice given is left alone). A child
+// that cannot be prepared is left to the decision, which fails the
+// completion and says why.
 func (cmd *Complete) Prepare() {
+	if cmd.prepared {
+		return
+	}
+	cmd.prepared = true
 	if cmd.Outcome.Kind != OutcomeOK || len(cmd.Children) == 0 {
 		return // only a success routes its children
 	}
 	cmd.Children = slices.Clone(cmd.Children)
 	for i := range cmd.Children {
-		cmd.routed(&cmd.Children[i]).prepare()
+		child := &cmd.Children[i]
+		child.Now, child.ParentJobID = cmd.Now, cmd.JobID
+		if child.SubmittedBy == "" {
+			child.SubmittedBy = ByRoute
+		}
+		child.prepare()
 	}
 }
 
@@ -124,16 +136,6 @@ func SubmitComplete(ctx context.Context, l *ledger.Ledger, cmd Complete) func() 
 		res.Seqs = seqs
 		return res, nil
 	}
-}
-
-// routed fills in what a routed child takes from the completion that
-// routes it (but its correlation, from the job's stream), and returns it.
-func (cmd *Complete) routed(child *Enqueue) *Enqueue {
-	child.Now, child.ParentJobID = cmd.Now, cmd.JobID
-	if child.SubmittedBy == "" {
-		child.SubmittedBy = ByRoute
-	}
-	return child
 }
 
 func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, error) {
@@ -183,8 +185,8 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			reserved[events.DedupeStream(j.Plugin, j.Command, j.DedupeKey)] = pendingKey{jobID: j.JobID, succeeded: true}
 		}
 		for _, child := range cmd.Children {
-			child.Correlation = j.Correlation
-			childEvs, cres, err := cmd.routed(&child).decide(tx, reserved)
+			child.Correlation = j.Correlation // the rest is Prepare's
+			childEvs, cres, err := child.decide(tx, reserved)
 			if err != nil {
 				return nil, res, fmt.Errorf("route to %s %s: %w", child.Plugin, child.Command, err)
 			}
