@@ -272,26 +272,38 @@ func ledgerReplay(c *cli.Context) error {
 			return failf("%s already exists: choose a new --out file or remove it first", out)
 		}
 	}
-	// In place, the rebuild must not race a daemon's or a plugin run's own
-	// projections: it holds the state directory's lock while it runs (and
-	// a dry run says whether it could take it).
-	refused := func(pid int, role string) error {
-		return failf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", pid, role, e.stateDir)
-	}
-	if out == "" && dry {
-		h, err := daemon.Holder(e.stateDir)
-		if err != nil {
-			return err
-		}
-		if h.Held {
-			return refused(h.PID, h.Role)
-		}
-	}
 	l, err := e.openLedger(c.Context)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
+	// In place, the rebuild must not race a daemon's or a plugin run's own
+	// projections: it holds the state directory's lock from before it reads
+	// the head until it is done (and a dry run says whether it could take it).
+	if out == "" {
+		refused := func(pid int, role string) error {
+			return failf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", pid, role, e.stateDir)
+		}
+		if dry {
+			h, err := daemon.Holder(e.stateDir)
+			if err != nil {
+				return err
+			}
+			if h.Held {
+				return refused(h.PID, h.Role)
+			}
+		} else {
+			lock, err := daemon.AcquireLock(e.stateDir, daemon.RoleReplay)
+			var held *daemon.LockError
+			if errors.As(err, &held) {
+				return refused(held.PID, held.Role)
+			}
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
+		}
+	}
 	head, err := l.LastSeq(c.Context)
 	if err != nil {
 		return err
@@ -313,17 +325,6 @@ func ledgerReplay(c *cli.Context) error {
 		}
 		fmt.Fprintf(e.stdout, "would replay %d events %s (run without --dry-run to do it)\n", until, where)
 		return nil
-	}
-	if out == "" {
-		lock, err := daemon.AcquireLock(e.stateDir, daemon.RoleReplay)
-		var held *daemon.LockError
-		if errors.As(err, &held) {
-			return refused(held.PID, held.Role)
-		}
-		if err != nil {
-			return err
-		}
-		defer lock.Release()
 	}
 	copied := progress(e.stderr, c.Bool("json"), until, func(seq int64) string {
 		return fmt.Sprintf("replayed %d/%d events…", seq, until)
