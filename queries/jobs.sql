@@ -88,13 +88,12 @@ FROM job_log ORDER BY started_seq;
 
 -- name: ListActiveJobs :many
 -- Jobs a process is (or was, before a crash) running: read at start-up.
--- One status per arm, so each walks the partial index job_queue_active
--- (status in the index: no row is read for a job that is only queued).
-SELECT id, plugin, command, dedupe_key, status, attempt, seq
-FROM job_queue WHERE status = 'running'
+-- One status per arm, so each walks its partial index: job_queue_active
+-- for running jobs (status in the index: no row is read for a job that is
+-- only queued), job_queue_cancel_requested for the others.
+SELECT id, seq FROM job_queue WHERE status = 'running'
 UNION ALL
-SELECT id, plugin, command, dedupe_key, status, attempt, seq
-FROM job_queue WHERE status = 'cancel_requested'
+SELECT id, seq FROM job_queue WHERE status = 'cancel_requested'
 ORDER BY seq;
 
 -- name: GetJob :many
@@ -148,7 +147,6 @@ WHERE next_retry_at IS NOT NULL AND +status = 'queued'
 ORDER BY seq;
 
 -- name: ListCancelRequested :many
--- The partial index of pending cancel requests (migration 00007) holds only
--- those; without INDEXED BY the planner, with no statistics, walks the
--- index of every active job instead.
-SELECT id FROM job_queue INDEXED BY job_queue_cancel_requested WHERE status = 'cancel_requested' ORDER BY seq;
+-- Through the partial index of pending cancel requests (migration 00007),
+-- the only index that holds them (00008).
+SELECT id FROM job_queue WHERE status = 'cancel_requested' ORDER BY seq;

@@ -901,26 +901,20 @@ func DumpJobLog(conn *sqlite.Conn, fn func(DumpJobLogRow) error) (err error) {
 	}
 }
 
-const listActiveJobs = `SELECT id, plugin, command, dedupe_key, status, attempt, seq
-FROM job_queue WHERE status = 'running'
+const listActiveJobs = `SELECT id, seq FROM job_queue WHERE status = 'running'
 UNION ALL
-SELECT id, plugin, command, dedupe_key, status, attempt, seq
-FROM job_queue WHERE status = 'cancel_requested'
+SELECT id, seq FROM job_queue WHERE status = 'cancel_requested'
 ORDER BY seq`
 
 type ListActiveJobsRow struct {
-	ID        string
-	Plugin    string
-	Command   string
-	DedupeKey *string
-	Status    string
-	Attempt   int64
-	Seq       int64
+	ID  string
+	Seq int64
 }
 
 // Jobs a process is (or was, before a crash) running: read at start-up.
-// One status per arm, so each walks the partial index job_queue_active
-// (status in the index: no row is read for a job that is only queued).
+// One status per arm, so each walks its partial index: job_queue_active
+// for running jobs (status in the index: no row is read for a job that is
+// only queued), job_queue_cancel_requested for the others.
 func ListActiveJobs(conn *sqlite.Conn, fn func(ListActiveJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listActiveJobs)
 	if err != nil {
@@ -941,15 +935,7 @@ func ListActiveJobs(conn *sqlite.Conn, fn func(ListActiveJobsRow) error) (err er
 		}
 		var row ListActiveJobsRow
 		row.ID = stmt.ColumnText(0)
-		row.Plugin = stmt.ColumnText(1)
-		row.Command = stmt.ColumnText(2)
-		if !stmt.ColumnIsNull(3) {
-			val := stmt.ColumnText(3)
-			row.DedupeKey = &val
-		}
-		row.Status = stmt.ColumnText(4)
-		row.Attempt = stmt.ColumnInt64(5)
-		row.Seq = stmt.ColumnInt64(6)
+		row.Seq = stmt.ColumnInt64(1)
 		if err := fn(row); err != nil {
 			return err
 		}
@@ -1510,11 +1496,10 @@ func ListWaitingRetries(conn *sqlite.Conn, fn func(ListWaitingRetriesRow) error)
 	}
 }
 
-const listCancelRequested = `SELECT id FROM job_queue INDEXED BY job_queue_cancel_requested WHERE status = 'cancel_requested' ORDER BY seq`
+const listCancelRequested = `SELECT id FROM job_queue WHERE status = 'cancel_requested' ORDER BY seq`
 
-// The partial index of pending cancel requests (migration 00007) holds only
-// those; without INDEXED BY the planner, with no statistics, walks the
-// index of every active job instead.
+// Through the partial index of pending cancel requests (migration 00007),
+// the only index that holds them (00008).
 func ListCancelRequested(conn *sqlite.Conn, fn func(string) error) (err error) {
 	stmt, err := conn.Prepare(listCancelRequested)
 	if err != nil {
