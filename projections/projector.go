@@ -118,7 +118,7 @@ func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committe
 		advanced = conn.Changes() == 1
 	}
 	if !advanced {
-		if cp, err = readCheckpoint(conn); err != nil {
+		if cp, err = CheckpointConn(conn); err != nil {
 			return nil, err
 		}
 		if first-1-cp > int64(p.batch) {
@@ -220,7 +220,7 @@ func (p *Projector) RunOnce(ctx context.Context) (int, error) {
 		// are the truth: another process may have projected since we last
 		// looked, and appends queued behind us are in by now.
 		var err error
-		if cp, err = readCheckpoint(conn); err != nil {
+		if cp, err = CheckpointConn(conn); err != nil {
 			return err
 		}
 		head, err := queries.MaxSeq(conn)
@@ -256,6 +256,7 @@ func (p *Projector) setResult(cp int64, types map[string]int64, err error) {
 			for _, w := range p.reached {
 				if p.seen[w.typ] >= w.n {
 					close(w.ch)
+					w.stop()
 					continue
 				}
 				kept = append(kept, w)
@@ -304,9 +305,7 @@ func apply(conn *sqlite.Conn, ps []Projection, after, until int64, observe func(
 
 // CheckpointConn reads the projector's checkpoint on conn, inside whatever
 // read transaction the caller holds (0 before any projection).
-func CheckpointConn(conn *sqlite.Conn) (int64, error) { return readCheckpoint(conn) }
-
-func readCheckpoint(conn *sqlite.Conn) (int64, error) {
+func CheckpointConn(conn *sqlite.Conn) (int64, error) {
 	seq, err := queries.GetCheckpoint(conn, checkpointName)
 	if errors.Is(err, queries.ErrNoRows) {
 		return 0, nil
@@ -335,9 +334,10 @@ func (p *Projector) Seen(typ string) int64 {
 
 // A reachWaiter is a Reached call waiting for its count.
 type reachWaiter struct {
-	typ string
-	n   int64
-	ch  chan struct{}
+	typ  string
+	n    int64
+	ch   chan struct{}
+	stop func() bool // drops the context's hook once the count is reached
 }
 
 // Reached returns a channel closed once this projector has applied at
@@ -351,12 +351,12 @@ func (p *Projector) Reached(ctx context.Context, typ string, n int64) <-chan str
 		close(ch)
 		return ch
 	}
-	p.reached = append(p.reached, reachWaiter{typ: typ, n: n, ch: ch})
-	context.AfterFunc(ctx, func() {
+	stop := context.AfterFunc(ctx, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.reached = slices.DeleteFunc(p.reached, func(w reachWaiter) bool { return w.ch == ch })
 	})
+	p.reached = append(p.reached, reachWaiter{typ: typ, n: n, ch: ch, stop: stop})
 	return ch
 }
 
@@ -422,7 +422,7 @@ func (p *Projector) Lag(ctx context.Context) (Lag, error) {
 // ReadCheckpoint reads the stored checkpoint through a read connection.
 func ReadCheckpoint(ctx context.Context, l *ledger.Ledger) (seq int64, err error) {
 	err = l.Read(ctx, func(conn *sqlite.Conn) error {
-		seq, err = readCheckpoint(conn)
+		seq, err = CheckpointConn(conn)
 		return err
 	})
 	return seq, err
@@ -470,7 +470,7 @@ func Dump(ctx context.Context, l *ledger.Ledger, w io.Writer, ps ...Projection) 
 		ps = Default()
 	}
 	err = l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
-		if checkpoint, err = readCheckpoint(conn); err != nil {
+		if checkpoint, err = CheckpointConn(conn); err != nil {
 			return err
 		}
 		for _, pr := range ps {
