@@ -63,17 +63,6 @@ func TestDefault(t *testing.T) {
 	}, config.Default().Plugin("anything"))
 }
 
-func TestDefaultTimeouts(t *testing.T) {
-	t.Parallel()
-	d := config.DefaultTimeouts()
-	require.Equal(t, defaultTimeouts(), d)
-	require.Equal(t, 60*time.Second, d.For("poll"))
-	require.Equal(t, 120*time.Second, d.For("handle"))
-	require.Equal(t, 10*time.Second, d.For("health"))
-	require.Equal(t, 30*time.Second, d.For("init"))
-	require.Equal(t, 120*time.Second, d.For("sync"))
-}
-
 func TestTimeout(t *testing.T) {
 	t.Parallel()
 	c, err := config.Load(fixture(t, "full", "config.yaml"))
@@ -89,6 +78,7 @@ func TestTimeout(t *testing.T) {
 		{"echo", "sync", 2 * time.Minute}, // other commands use handle's
 		{"bare", "poll", 60 * time.Second},
 		{"unconfigured", "poll", 60 * time.Second},
+		{"unconfigured", "handle", 120 * time.Second},
 		{"unconfigured", "health", 10 * time.Second},
 		{"unconfigured", "init", 30 * time.Second},
 		{"unconfigured", "oauth_callback", 120 * time.Second},
