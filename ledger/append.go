@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
@@ -23,10 +24,11 @@ type request struct {
 	exclusive func(conn *sqlite.Conn) error
 	relaxed   bool
 
-	seqs  []int64
-	err   error
-	memos []stagedMemo // left by decide, kept once committed
-	done  chan struct{}
+	seqs    []int64
+	err     error
+	memos   []stagedMemo // left by decide, kept once committed
+	newHead *chainHead   // an exclusive request that appended (Import): the chain's new head
+	done    chan struct{}
 }
 
 // Tx is what a decision sees inside the write transaction: the streams as
@@ -178,6 +180,7 @@ func (l *Ledger) Import(ctx context.Context, events []Event) error {
 			head = chainHead{seq: ev.Seq, hash: ev.Hash}
 		}
 		r.seqs = []int64{head.seq} // announced once committed
+		r.newHead = &head
 		return nil
 	}
 	if err := l.submit(r); err != nil {
@@ -199,6 +202,9 @@ func (l *Ledger) submit(r *request) error {
 func (l *Ledger) enqueue(r *request) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
+	}
+	if l.opts.ReadOnly {
+		return ErrReadOnly
 	}
 	if p := l.syncer.failed.Load(); p != nil {
 		return fmt.Errorf("%w: %v", ErrNotDurable, *p)
@@ -269,6 +275,7 @@ type chainHead struct {
 func (l *Ledger) commitBatch(batch []*request) {
 	conn := l.writer
 	var lastSeq int64
+	var newHead chainHead
 	var committed func() // the inline projection's, run once the batch is in
 	err := func() (err error) {
 		defer func() {
@@ -319,10 +326,13 @@ func (l *Ledger) commitBatch(batch []*request) {
 			head = next
 		}
 		if len(appended) > 0 {
-			lastSeq = head.seq // else nothing was appended: no commit to announce
+			lastSeq, newHead = head.seq, head // else nothing was appended: no commit to announce
 		}
 		if committed, err = l.projectInline(conn, appended); err != nil {
 			return err
+		}
+		if l.opts.BeforeCommit != nil && len(appended) > 0 {
+			l.opts.BeforeCommit(appended)
 		}
 		return nil
 	}()
@@ -336,11 +346,17 @@ func (l *Ledger) commitBatch(batch []*request) {
 		r.memos = nil
 	}
 	if err == nil && lastSeq > 0 {
+		l.committed.Store(&newHead)
 		l.stats.commits.Add(1)
 		if committed != nil {
 			committed()
 		}
 		l.notify.committed(lastSeq)
+		if l.bell != nil && !l.projecting() {
+			// Nothing in this process projects these appends: tell whoever
+			// does (the daemon), now that they are visible.
+			_ = ring(l.bell)
+		}
 	}
 	l.release(batch)
 }
@@ -350,6 +366,13 @@ func (l *Ledger) commitBatch(batch []*request) {
 // write the projection tables on conn and returns a function the writer
 // calls once the transaction has committed.
 type InlineProjection func(conn *sqlite.Conn, appended []Event) (committed func(), err error)
+
+// projecting reports whether a projector follows this process's appends
+// inline.
+func (l *Ledger) projecting() bool {
+	fn := l.inline.Load()
+	return fn != nil && *fn != nil
+}
 
 // SetInlineProjection installs (or, with nil, removes) the inline projection.
 // Only the projector calls it: projections then follow this process's
@@ -507,8 +530,10 @@ func insertEvent(tx *Tx, head chainHead, ev NewEvent, now string) (chainHead, Ev
 	if err != nil {
 		if c := sqlite.ErrCode(err); c == sqlite.ResultConstraintUnique || c == sqlite.ResultConstraintTrigger {
 			// The expected version was stale: say what the stream holds.
+			// If it was not (another trigger refused the event), the
+			// refusal itself is the error.
 			delete(tx.versions, ev.Stream)
-			if actual, verr := tx.StreamVersion(ev.Stream); verr == nil {
+			if actual, verr := tx.StreamVersion(ev.Stream); verr == nil && actual != current {
 				return head, Event{}, &VersionConflictError{Stream: ev.Stream, Expected: ev.ExpectedVersion, Actual: actual}
 			}
 		}
@@ -553,8 +578,16 @@ func (l *Ledger) runExclusive(r *request) {
 		defer end(&err)
 		return r.exclusive(conn)
 	}()
-	if r.err == nil && len(r.seqs) > 0 {
+	if r.err == nil && r.newHead != nil {
+		l.committed.Store(r.newHead)
+	}
+	switch {
+	case r.err == nil && len(r.seqs) > 0:
 		l.notify.committed(r.seqs[len(r.seqs)-1])
+	case r.err == nil:
+		// A commit of projections only (the projector's catch-up): its WAL
+		// writes are this process's, not a hint of another's commit.
+		l.notify.lastCommit.Store(time.Now().UnixNano())
 	}
 }
 

@@ -34,8 +34,30 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives warnings (default slog.Default()).
 	Logger *slog.Logger
-	// SkipMigrate opens the file as it is, without applying migrations.
+	// SkipMigrate opens the file as it is, without applying migrations or
+	// checking its head (which needs the current schema): for tests of old
+	// schemas.
 	SkipMigrate bool
+	// AllowDamaged lets a writer open a ledger whose head does not match what
+	// was recorded of it (events removed from its end) or whose chain is
+	// broken past the last recorded head (head.go): the damage is logged and
+	// reported by Damage instead of failing Open with a *DamagedError.
+	AllowDamaged bool
+	// ReadOnly opens an existing file for reading only (readonly.go):
+	// nothing is migrated, created or written, and appends fail with
+	// ErrReadOnly. A missing file fails with ErrNoLedger, a schema older
+	// than this binary's with a *SchemaError.
+	ReadOnly bool
+	// BeforeCommit, if set, is called on the writer goroutine in every
+	// append transaction that appends events, once they are inserted and
+	// projected inline and just before COMMIT, with those events. It is a
+	// fault point for crash tests (a hook that kills the process here leaves
+	// decisions made but not committed); leave it nil otherwise.
+	BeforeCommit func(appended []Event)
+
+	// syncWAL replaces the syncer's fsync of the WAL file when set: this
+	// package's tests observe through it the order of flushes and answers.
+	syncWAL func(wal *os.File) error
 }
 
 // Ledger is the event store over one SQLite file.
@@ -54,10 +76,15 @@ type Ledger struct {
 
 	notify  notifier
 	watcher *walWatcher
+	bell    *os.File // the doorbell this process rings (notify.go); nil if it cannot
 	syncer  syncer
 	inline  atomic.Pointer[InlineProjection]
 	memos   memoTable // the writer goroutine's (memo.go)
-	stats   struct{ commits, syncs, synced atomic.Int64 }
+	// committed is the chain head after this process's last commit (or as
+	// found at open): what the syncer's next flush makes durable.
+	committed atomic.Pointer[chainHead]
+	damage    *HeadCheck // what Open found wrong and accepted (AllowDamaged)
+	stats     struct{ commits, syncs, synced atomic.Int64 }
 }
 
 // WriteStats count this Ledger's write work since it was opened.
@@ -99,6 +126,9 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if opts.ReadOnly {
+		return openReadOnly(ctx, abs, opts)
 	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
@@ -144,12 +174,22 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		l.writer.Close()
 		return nil, err
 	}
+	if !opts.SkipMigrate {
+		if err := l.checkOpen(ctx); err != nil {
+			l.reads.Close()
+			l.writer.Close()
+			return nil, err
+		}
+	}
 	if err := l.startSyncer(); err != nil {
 		l.reads.Close()
 		l.writer.Close()
 		return nil, fmt.Errorf("open ledger %s: %w", abs, err)
 	}
-	l.watcher, err = watchWAL(abs, &l.notify, l.log)
+	if l.bell, err = openDoorbell(abs); err != nil {
+		l.log.Warn("cannot open the ledger's doorbell: other processes will see this one's appends a few milliseconds later", "err", err)
+	}
+	l.watcher, err = watchWAL(abs, &l.notify, l.projecting, l.log)
 	if err != nil {
 		// Other processes' appends will then only be seen on our own commits
 		// or a caller's own polling; this process still works.
@@ -163,18 +203,22 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 // cannot write through them: all writes go through the writer.
 func (l *Ledger) setPragmas(conn *sqlite.Conn, reader bool) error {
 	conn.SetBusyTimeout(l.opts.BusyTimeout)
-	pragmas := []string{
-		"PRAGMA journal_mode = WAL;",
-		"PRAGMA foreign_keys = ON;",
-		// Commits do not fsync: the syncer fsyncs the WAL for durable
-		// appends off the writer's path (sync.go). Checkpoints still sync.
-		"PRAGMA synchronous = " + l.commitSync() + ";",
-		// A 16 MiB page cache per connection. No mmap: the file grows with
-		// every checkpoint, and each growth made every connection remap it
-		// and fault its pages in again; BenchmarkJobLifecycle spends 3–10%
-		// less CPU per job without it.
-		"PRAGMA cache_size = -16384;",
+	var pragmas []string
+	if !l.opts.ReadOnly {
+		// (A read-only connection can change none of these for the file.)
+		pragmas = append(pragmas,
+			"PRAGMA journal_mode = WAL;",
+			"PRAGMA foreign_keys = ON;",
+			// Commits do not fsync: the syncer fsyncs the WAL for durable
+			// appends off the writer's path (sync.go). Checkpoints still sync.
+			"PRAGMA synchronous = "+l.commitSync()+";",
+		)
 	}
+	// A 16 MiB page cache per connection. No mmap: the file grows with
+	// every checkpoint, and each growth made every connection remap it and
+	// fault its pages in again; BenchmarkJobLifecycle spends 3–10% less CPU
+	// per job without it.
+	pragmas = append(pragmas, "PRAGMA cache_size = -16384;")
 	if reader {
 		pragmas = append(pragmas, "PRAGMA query_only = ON;")
 	}
@@ -214,7 +258,13 @@ func (l *Ledger) Close() error {
 	if l.watcher != nil {
 		errs = append(errs, l.watcher.Close())
 	}
-	errs = append(errs, l.reads.Close(), l.writer.Close())
+	if l.bell != nil {
+		errs = append(errs, l.bell.Close())
+	}
+	errs = append(errs, l.reads.Close())
+	if l.writer != nil {
+		errs = append(errs, l.writer.Close())
+	}
 	l.notify.close()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close ledger: %w", err)

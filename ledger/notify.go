@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -126,15 +128,56 @@ func (l *Ledger) Head() int64 { return l.notify.lastSeq() }
 // projections.Projector). So a hint within walRest of this process's last
 // commit is dropped; the trailing wake-ups still come once the writer has
 // been quiet for walRest.
+//
+// The doorbell. A write to the WAL is only a hint, and an early one: it
+// comes before the commit it belongs to is visible, so on an idle daemon a
+// job enqueued by a CLI used to wait for the 5 ms trailing wake-up (more
+// when the CLI was descheduled meanwhile). So a process that does not
+// project its own appends — a CLI beside a daemon: plugin run, job cancel —
+// rings a doorbell once each of its commits is visible: it writes a byte to
+// <db>-wake. The watcher follows that file with a watch of its own, read at
+// once (no rest: one event per commit), and wakes waiters then. A process
+// with a projector (the daemon) never rings: nothing else follows its
+// appends that closely, and its busy writer would ring thousands of times a
+// second. So a process that projects its own appends takes from the WAL
+// only what a writer that does not ring (an older ductile, the sqlite3
+// shell) needs: one wake-up 200 ms after the writes stop, no immediate one
+// and none at 5 or 20 ms. A process that does not (a CLI waiting for the
+// daemon, which never rings) follows the WAL as above.
 type walWatcher struct {
 	w    *fsnotify.Watcher
+	bell *fsnotify.Watcher // nil when the doorbell cannot be watched
 	done chan struct{}
+}
+
+// doorbellPath is the doorbell of the ledger at dbPath.
+func doorbellPath(dbPath string) string { return dbPath + "-wake" }
+
+// SideFiles are the files a ledger at dbPath may keep beside it: SQLite's
+// write-ahead log and its shared-memory index, the doorbell and the head
+// witness. Whoever removes a ledger file removes these too.
+func SideFiles(dbPath string) []string {
+	return []string{dbPath + "-wal", dbPath + "-shm", doorbellPath(dbPath), WitnessPath(dbPath)}
+}
+
+// openDoorbell opens (creating it if needed) the ledger's doorbell.
+func openDoorbell(dbPath string) (*os.File, error) {
+	return os.OpenFile(doorbellPath(dbPath), os.O_RDWR|os.O_CREATE, 0o600)
+}
+
+// ring tells other processes' watchers that a commit of this process is
+// visible.
+func ring(bell *os.File) error {
+	_, err := bell.WriteAt([]byte{1}, 0)
+	return err
 }
 
 // walRest is how long the watcher stops reading after a write.
 const walRest = 5 * time.Millisecond
 
-func watchWAL(dbPath string, n *notifier, log *slog.Logger) (*walWatcher, error) {
+// watchWAL starts the watcher. projecting reports whether this process
+// projects its own appends (a projector runs in it).
+func watchWAL(dbPath string, n *notifier, projecting func() bool, log *slog.Logger) (*walWatcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
@@ -146,14 +189,31 @@ func watchWAL(dbPath string, n *notifier, log *slog.Logger) (*walWatcher, error)
 		return nil, err
 	}
 	ww := &walWatcher{w: w, done: make(chan struct{})}
+	if bell, err := fsnotify.NewWatcher(); err == nil {
+		if err := bell.Add(doorbellPath(dbPath)); err != nil {
+			bell.Close() // no doorbell (it could not be created): the WAL still tells
+		} else {
+			ww.bell = bell
+		}
+	}
+	var rings <-chan fsnotify.Event
+	var ringErrs <-chan error
+	if ww.bell != nil {
+		rings, ringErrs = ww.bell.Events, ww.bell.Errors
+	}
 	wal := dbPath + "-wal"
 	trailing := []time.Duration{walRest, 20 * time.Millisecond, 200 * time.Millisecond}
+	// In a process that projects its own appends, the one wake-up that
+	// follows WAL writes: other ductile processes ring the doorbell, so only
+	// a writer that does not is seen this way.
+	insurance := []time.Duration{200 * time.Millisecond}
 	go func() {
 		defer close(ww.done)
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
 		defer timer.Stop()
-		step := len(trailing) // no trailing wake-up pending
+		schedule := trailing
+		step := len(schedule) // no trailing wake-up pending
 		var lastPoke time.Time
 		wake := func() {
 			now := time.Now()
@@ -169,26 +229,44 @@ func watchWAL(dbPath string, n *notifier, log *slog.Logger) (*walWatcher, error)
 			case <-timer.C:
 				events = w.Events
 				wake()
-				if step++; step < len(trailing) {
-					timer.Reset(trailing[step] - trailing[step-1])
+				if step++; step < len(schedule) {
+					timer.Reset(schedule[step] - schedule[step-1])
 				}
 			case ev, ok := <-events:
 				if !ok {
 					return
 				}
 				if ev.Name == wal && ev.Has(fsnotify.Write|fsnotify.Create) {
-					if time.Since(lastPoke) >= walRest {
+					schedule = trailing
+					if projecting() {
+						// Other ductile processes ring: the WAL only has to
+						// catch a writer that does not, a while later.
+						schedule = insurance
+					} else if time.Since(lastPoke) >= walRest {
 						wake()
 					}
 					events = nil
 					step = 0
-					timer.Reset(trailing[0])
+					timer.Reset(schedule[0])
+				}
+			case ev, ok := <-rings:
+				if !ok {
+					return
+				}
+				if ev.Has(fsnotify.Write) {
+					n.poke() // another process's commit, visible now
+					lastPoke = time.Now()
 				}
 			case err, ok := <-w.Errors:
 				if !ok {
 					return
 				}
 				log.Warn("ledger file watch", "err", err)
+			case err, ok := <-ringErrs:
+				if !ok {
+					return
+				}
+				log.Warn("ledger doorbell watch", "err", err)
 			}
 		}
 	}()
@@ -197,6 +275,9 @@ func watchWAL(dbPath string, n *notifier, log *slog.Logger) (*walWatcher, error)
 
 func (ww *walWatcher) Close() error {
 	err := ww.w.Close()
+	if ww.bell != nil {
+		err = errors.Join(err, ww.bell.Close())
+	}
 	<-ww.done
 	return err
 }

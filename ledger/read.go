@@ -122,11 +122,16 @@ func (l *Ledger) LastSeq(ctx context.Context) (seq int64, err error) {
 }
 
 func (l *Ledger) loadHead(ctx context.Context) error {
-	seq, err := l.LastSeq(ctx)
+	var head chainHead
+	err := l.Read(ctx, func(conn *sqlite.Conn) (err error) {
+		head, err = readHead(conn)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	l.notify.committed(seq)
+	l.committed.Store(&head)
+	l.notify.committed(head.seq)
 	return nil
 }
 

@@ -28,12 +28,20 @@ import (
 // RelaxedSyncDelay (unless a durable flush covers them first), so the
 // window in which a power cut can take a relaxed commit is bounded, and
 // under load one flush serves every relaxed commit of the interval.
+//
+// After each successful flush, once its callers are answered, the syncer
+// writes the head it made durable to the head witness (head.go): one
+// pwrite, no fsync (a witness lost to a power cut only vouches for less).
 type syncer struct {
-	wal     *os.File // the database's -wal file, opened for fsync only
-	queue   chan []*request
-	relaxed chan struct{} // a relaxed commit wants a flush within RelaxedSyncDelay
-	lazyDue atomic.Bool   // that flush is already asked for
-	done    chan struct{}
+	wal     *os.File             // the database's -wal file, opened for fsync only
+	sync    func(*os.File) error // (*os.File).Sync, unless a test set Options.syncWAL
+	witness *os.File             // the head witness; nil if it could not be opened
+	// witnessed is the head last written to the witness (syncLoop's own).
+	witnessed *chainHead
+	queue     chan []*request
+	relaxed   chan struct{} // a relaxed commit wants a flush within RelaxedSyncDelay
+	lazyDue   atomic.Bool   // that flush is already asked for
+	done      chan struct{}
 	// failed is the first fsync error. After one, Linux may have dropped the
 	// unwritten pages and a later fsync can succeed without them, so no
 	// later append may be called durable: the ledger refuses appends.
@@ -69,6 +77,14 @@ func (l *Ledger) startSyncer() error {
 		}
 	}
 	l.syncer.wal = wal
+	l.syncer.sync = (*os.File).Sync
+	if l.opts.syncWAL != nil {
+		l.syncer.sync = l.opts.syncWAL
+	}
+	if l.syncer.witness, err = os.OpenFile(WitnessPath(l.path), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		// Appends stay durable; only a later truncation goes unnoticed by it.
+		l.log.Warn("cannot open the head witness; truncations of the ledger will be caught by the projector's checkpoint alone", "err", err)
+	}
 	l.syncer.queue = make(chan []*request, l.opts.MaxBatch)
 	l.syncer.relaxed = make(chan struct{}, 1)
 	go l.syncLoop()
@@ -143,20 +159,25 @@ func (l *Ledger) syncLoop() {
 	lazy.Stop()
 	lazyArmed := false
 	unsynced := func() bool { return l.stats.commits.Load() > l.stats.synced.Load() }
+	var flushed *chainHead // the head the last successful flush made durable
 	flush := func() error {
 		// Commits from now on need a flush of their own (this one may not
 		// cover them): let the next relaxed one ask again.
 		l.syncer.lazyDue.Store(false)
 		covered := l.stats.commits.Load()
+		// Committed before the fsync starts, so the fsync covers it.
+		head := l.committed.Load()
 		l.stats.syncs.Add(1)
-		err := l.syncer.wal.Sync()
+		err := l.syncer.sync(l.syncer.wal)
 		if err == nil {
 			l.stats.synced.Store(covered)
+			flushed = head
 		} else {
 			l.syncer.failed.CompareAndSwap(nil, &err)
 		}
 		return err
 	}
+	defer func() { l.witness(flushed) }()
 	for {
 		var batch []*request
 		select {
@@ -182,6 +203,7 @@ func (l *Ledger) syncLoop() {
 			l.syncer.lazyDue.Store(false)
 			if unsynced() && l.syncer.failed.Load() == nil {
 				flush()
+				l.witness(flushed)
 			}
 			continue
 		}
@@ -214,7 +236,27 @@ func (l *Ledger) syncLoop() {
 		}
 		linger.Stop()
 		l.answer(batch, flush())
+		l.witness(flushed)
 	}
+}
+
+// witness records h, a head a flush has made durable, in the head witness
+// (unless it is already there). Only syncLoop calls it.
+func (l *Ledger) witness(h *chainHead) {
+	w := l.syncer.witness
+	if w == nil || h == nil || h.seq == 0 || h == l.syncer.witnessed || l.syncer.failed.Load() != nil {
+		return
+	}
+	line := encodeWitness(*h)
+	_, err := w.WriteAt(line, 0)
+	if err == nil && l.syncer.witnessed == nil {
+		err = w.Truncate(int64(len(line))) // the first write: drop whatever was longer
+	}
+	if err != nil {
+		l.log.Warn("cannot write the head witness", "err", err)
+		return
+	}
+	l.syncer.witnessed = h
 }
 
 // stopSyncer waits for the last flush; the writer has stopped.
@@ -224,6 +266,9 @@ func (l *Ledger) stopSyncer() error {
 	}
 	close(l.syncer.queue)
 	<-l.syncer.done
+	if l.syncer.witness != nil {
+		l.syncer.witness.Close()
+	}
 	return l.syncer.wal.Close()
 }
 

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"time"
 
 	"github.com/pressly/goose/v3"
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", used only to migrate
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 )
 
 // Up applies every pending migration to the SQLite file at path, creating it
@@ -59,6 +62,22 @@ func Status(ctx context.Context, path string) (current, latest int64, err error)
 	return current, Latest(), nil
 }
 
+// Applied reads the newest schema version applied to the database open on
+// conn (0 if none), without writing: for a reader that must not migrate.
+// The table is goose's own, so sqlc cannot compile a query on it.
+func Applied(conn *sqlite.Conn) (int64, error) {
+	var exists bool
+	err := sqlitex.Execute(conn, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'goose_db_version';",
+		&sqlitex.ExecOptions{ResultFunc: func(*sqlite.Stmt) error { exists = true; return nil }})
+	if err != nil || !exists {
+		return 0, err
+	}
+	var v int64
+	err = sqlitex.Execute(conn, "SELECT coalesce(max(version_id), 0) FROM goose_db_version;",
+		&sqlitex.ExecOptions{ResultFunc: func(s *sqlite.Stmt) error { v = s.ColumnInt64(0); return nil }})
+	return v, err
+}
+
 // Latest is the newest schema version this binary knows.
 func Latest() int64 {
 	entries, _ := fs.Glob(FS, "*.sql")
@@ -85,6 +104,39 @@ func provider(path string) (*goose.Provider, *sql.DB, error) {
 		return nil, nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	return p, db, nil
+}
+
+// WaitForMigration returns once no process is migrating the file at path
+// (Up holds an exclusive flock on it while it runs), or when ctx ends or
+// timeout passes. A reader that finds the schema behind calls it before
+// saying so: the file may be being created. It polls, since a blocked flock
+// cannot be interrupted.
+func WaitForMigration(ctx context.Context, path string, timeout time.Duration) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		if err == nil {
+			return unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			return fmt.Errorf("wait for a migration of %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("wait for a migration of %s: still running after %v", path, timeout)
+		}
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 func lockFile(path string) (unlock func(), err error) {

@@ -169,3 +169,50 @@ func TestLeanWritesDownRefillsTheLedgerProjections(t *testing.T) {
 		rows(`SELECT count(*) FROM streams s JOIN events f ON f.seq = s.first_seq JOIN events e ON e.seq = s.last_seq
 			WHERE s.stream = 's/1' AND s.created_at = f.recorded_at AND s.updated_at = e.recorded_at`))
 }
+
+// Migration 00009 gives the projector's checkpoint the hash of the event at
+// its seq: filled in for a checkpoint inside the log, NULL for one past its
+// head (which its seq already gives away); its down drops the column.
+func TestCheckpointHashMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ductile.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	require.NoError(t, err)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 8)
+	require.NoError(t, err)
+
+	old, err := ledger.Open(ctx, path, ledger.Options{SkipMigrate: true, Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	for i := range 5 {
+		_, err := old.Append(ctx, ledger.NewEvent{Stream: "s/1", ExpectedVersion: int64(i), Type: "t.happened"})
+		require.NoError(t, err)
+	}
+	evs, err := old.ReadStream(ctx, "s/1")
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+	_, err = db.Exec(`INSERT INTO projector_checkpoint (name, seq) VALUES ('main', 3), ('ahead', 9)`)
+	require.NoError(t, err)
+
+	_, err = p.UpTo(ctx, 9)
+	require.NoError(t, err)
+	hashes := map[string][]byte{}
+	rows, err := db.Query(`SELECT name, hash FROM projector_checkpoint`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		var hash []byte
+		require.NoError(t, rows.Scan(&name, &hash))
+		hashes[name] = hash
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string][]byte{"main": evs[2].Hash, "ahead": nil}, hashes)
+
+	_, err = p.DownTo(ctx, 8)
+	require.NoError(t, err)
+	var columns int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM pragma_table_info('projector_checkpoint')`).Scan(&columns))
+	require.Equal(t, 2, columns)
+}

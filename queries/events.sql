@@ -65,3 +65,25 @@ SELECT CAST(count(*) AS INTEGER) AS streams FROM events WHERE version = 1;
 
 -- name: CountEventTypes :many
 SELECT type, CAST(count(*) AS INTEGER) AS count FROM events GROUP BY type ORDER BY type;
+
+-- name: ReadStreamLastOfType :many
+-- The newest event of one type in a stream (none if it has none): walks the
+-- stream backwards through UNIQUE (stream, version).
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = CAST(@stream AS TEXT) AND type = CAST(@type AS TEXT)
+ORDER BY version DESC
+LIMIT 1;
+
+-- name: FindStreamsByPrefix :many
+-- Streams whose name lies in [from, until): a prefix search over
+-- UNIQUE (stream, version), one row per stream (its first event).
+SELECT stream
+FROM events
+WHERE stream >= CAST(@from AS TEXT) AND stream < CAST(@until AS TEXT) AND version = 1
+ORDER BY stream
+LIMIT @max_streams;
+
+-- name: EventHash :many
+-- The hash of the event at a seq (no row if there is none).
+SELECT hash FROM events WHERE seq = CAST(@seq AS INTEGER);

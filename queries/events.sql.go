@@ -489,3 +489,140 @@ func CountEventTypes(conn *sqlite.Conn, fn func(CountEventTypesRow) error) (err 
 		}
 	}
 }
+
+const readStreamLastOfType = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = CAST(?1 AS TEXT) AND type = CAST(?2 AS TEXT)
+ORDER BY version DESC
+LIMIT 1`
+
+type ReadStreamLastOfTypeParams struct {
+	Stream string
+	Type   string
+}
+
+type ReadStreamLastOfTypeRow struct {
+	Seq        int64
+	Stream     string
+	Version    int64
+	Type       string
+	Data       string
+	Meta       string
+	RecordedAt string
+	PrevHash   []byte
+	Hash       []byte
+}
+
+// The newest event of one type in a stream (none if it has none): walks the
+// stream backwards through UNIQUE (stream, version).
+func ReadStreamLastOfType(conn *sqlite.Conn, arg ReadStreamLastOfTypeParams, fn func(ReadStreamLastOfTypeRow) error) (err error) {
+	stmt, err := conn.Prepare(readStreamLastOfType)
+	if err != nil {
+		return fmt.Errorf("ReadStreamLastOfType: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ReadStreamLastOfType: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Stream)
+	stmt.BindText(2, arg.Type)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ReadStreamLastOfType: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ReadStreamLastOfTypeRow
+		row.Seq = stmt.ColumnInt64(0)
+		row.Stream = stmt.ColumnText(1)
+		row.Version = stmt.ColumnInt64(2)
+		row.Type = stmt.ColumnText(3)
+		row.Data = stmt.ColumnText(4)
+		row.Meta = stmt.ColumnText(5)
+		row.RecordedAt = stmt.ColumnText(6)
+		row.PrevHash = make([]byte, stmt.ColumnLen(7))
+		stmt.ColumnBytes(7, row.PrevHash)
+		row.Hash = make([]byte, stmt.ColumnLen(8))
+		stmt.ColumnBytes(8, row.Hash)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const findStreamsByPrefix = `SELECT stream
+FROM events
+WHERE stream >= CAST(?1 AS TEXT) AND stream < CAST(?2 AS TEXT) AND version = 1
+ORDER BY stream
+LIMIT ?3`
+
+type FindStreamsByPrefixParams struct {
+	From       string
+	Until      string
+	MaxStreams int64
+}
+
+// Streams whose name lies in [from, until): a prefix search over
+// UNIQUE (stream, version), one row per stream (its first event).
+func FindStreamsByPrefix(conn *sqlite.Conn, arg FindStreamsByPrefixParams, fn func(string) error) (err error) {
+	stmt, err := conn.Prepare(findStreamsByPrefix)
+	if err != nil {
+		return fmt.Errorf("FindStreamsByPrefix: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("FindStreamsByPrefix: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.From)
+	stmt.BindText(2, arg.Until)
+	stmt.BindInt64(3, arg.MaxStreams)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("FindStreamsByPrefix: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var v string
+		v = stmt.ColumnText(0)
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+}
+
+const eventHash = `SELECT hash FROM events WHERE seq = CAST(?1 AS INTEGER)`
+
+// The hash of the event at a seq (no row if there is none).
+func EventHash(conn *sqlite.Conn, seq int64, fn func([]byte) error) (err error) {
+	stmt, err := conn.Prepare(eventHash)
+	if err != nil {
+		return fmt.Errorf("EventHash: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("EventHash: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, seq)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("EventHash: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var v []byte
+		v = make([]byte, stmt.ColumnLen(0))
+		stmt.ColumnBytes(0, v)
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+}

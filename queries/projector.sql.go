@@ -15,7 +15,8 @@ import (
 const getCheckpoint = `
 SELECT seq FROM projector_checkpoint WHERE name = CAST(?1 AS TEXT)`
 
-// The projector's checkpoint. Written only by the projector.
+// The projector's checkpoint. Written only by the projector, which moves its
+// seq and the hash of the event at that seq together.
 func GetCheckpoint(conn *sqlite.Conn, name string) (v int64, err error) {
 	stmt, err := conn.Prepare(getCheckpoint)
 	if err != nil {
@@ -38,12 +39,54 @@ func GetCheckpoint(conn *sqlite.Conn, name string) (v int64, err error) {
 	return v, nil
 }
 
-const setCheckpoint = `INSERT INTO projector_checkpoint (name, seq) VALUES (?1, ?2)
-ON CONFLICT (name) DO UPDATE SET seq = excluded.seq`
+const listCheckpoints = `SELECT name, seq, hash FROM projector_checkpoint ORDER BY name`
+
+type ListCheckpointsRow struct {
+	Name string
+	Seq  int64
+	Hash []byte
+}
+
+// Every checkpoint with the hash it recorded (NULL if it has not moved since
+// migration 00009 on a log that had already lost events past it).
+func ListCheckpoints(conn *sqlite.Conn, fn func(ListCheckpointsRow) error) (err error) {
+	stmt, err := conn.Prepare(listCheckpoints)
+	if err != nil {
+		return fmt.Errorf("ListCheckpoints: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListCheckpoints: %w", resetErr)
+		}
+	}()
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListCheckpoints: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListCheckpointsRow
+		row.Name = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		if !stmt.ColumnIsNull(2) {
+			row.Hash = make([]byte, stmt.ColumnLen(2))
+			stmt.ColumnBytes(2, row.Hash)
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const setCheckpoint = `INSERT INTO projector_checkpoint (name, seq, hash) VALUES (?1, ?2, ?3)
+ON CONFLICT (name) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`
 
 type SetCheckpointParams struct {
 	Name string
 	Seq  int64
+	Hash []byte
 }
 
 func SetCheckpoint(conn *sqlite.Conn, arg SetCheckpointParams) (err error) {
@@ -58,6 +101,11 @@ func SetCheckpoint(conn *sqlite.Conn, arg SetCheckpointParams) (err error) {
 	}()
 	stmt.BindText(1, arg.Name)
 	stmt.BindInt64(2, arg.Seq)
+	if arg.Hash == nil {
+		stmt.BindNull(3)
+	} else {
+		stmt.BindBytes(3, arg.Hash)
+	}
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -94,11 +142,12 @@ func DeleteCheckpoints(conn *sqlite.Conn) (err error) {
 	return nil
 }
 
-const advanceCheckpoint = `UPDATE projector_checkpoint SET seq = CAST(?1 AS INTEGER)
-WHERE name = CAST(?2 AS TEXT) AND seq = CAST(?3 AS INTEGER)`
+const advanceCheckpoint = `UPDATE projector_checkpoint SET seq = CAST(?1 AS INTEGER), hash = CAST(?2 AS BLOB)
+WHERE name = CAST(?3 AS TEXT) AND seq = CAST(?4 AS INTEGER)`
 
 type AdvanceCheckpointParams struct {
 	ToSeq   int64
+	ToHash  []byte
 	Name    string
 	FromSeq int64
 }
@@ -114,8 +163,9 @@ func AdvanceCheckpoint(conn *sqlite.Conn, arg AdvanceCheckpointParams) (err erro
 		}
 	}()
 	stmt.BindInt64(1, arg.ToSeq)
-	stmt.BindText(2, arg.Name)
-	stmt.BindInt64(3, arg.FromSeq)
+	stmt.BindBytes(2, arg.ToHash)
+	stmt.BindText(3, arg.Name)
+	stmt.BindInt64(4, arg.FromSeq)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {

@@ -1,0 +1,60 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrStopFollowing, returned by a Follow callback, ends the follow without an
+// error: the caller has seen what it was waiting for.
+var ErrStopFollowing = errors.New("stop following")
+
+// followPage is how many events Follow reads in one read transaction.
+const followPage = 1000
+
+// Follow calls fn for every event after seq after that matches f, oldest
+// first, including events appended later by this process or another, until
+// fn returns an error or ctx ends. It returns the seq of the last event fn
+// was given (after, if none) with nil when fn returned ErrStopFollowing, the
+// context's error when ctx ended, and fn's or a read's error otherwise.
+//
+// It reads in pages and, once it has caught up, sleeps until Changed fires:
+// it never polls, and a follower that has seen everything costs nothing. fn
+// runs on the caller's goroutine between reads, so a slow fn only slows its
+// own follow (back-pressure), never the writer or other readers.
+func (l *Ledger) Follow(ctx context.Context, after int64, f Filter, fn func(Event) error) (last int64, err error) {
+	last = after
+	for {
+		// Take the wake-up before reading, so an append that lands between
+		// the read and the wait is never missed.
+		changed := l.Changed()
+		for {
+			n := 0
+			next, err := l.ReadFrom(ctx, last, followPage, f, func(ev Event) error {
+				n++
+				if err := fn(ev); err != nil {
+					return err
+				}
+				last = ev.Seq
+				return nil
+			})
+			switch {
+			case errors.Is(err, ErrStopFollowing):
+				return last, nil
+			case err != nil && ctx.Err() != nil:
+				return last, ctx.Err()
+			case err != nil:
+				return last, err
+			}
+			last = next
+			if n < followPage {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-changed:
+		}
+	}
+}

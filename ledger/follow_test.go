@@ -1,0 +1,112 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ductile/ductile/ledger"
+)
+
+// TestFollowSeesEveryMatchingEventOnceInOrder: a follower started before,
+// during and after appends (its own ledger's, and another Ledger's on the
+// same file standing in for another process) is given every matching event
+// exactly once, in seq order, across page boundaries, and ends when its
+// callback says so.
+func TestFollowSeesEveryMatchingEventOnceInOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ledger.Options{Synchronous: "NORMAL"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	other, err := ledger.Open(ctx, b.path, ledger.Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	defer other.Close()
+
+	const before, total = 1500, 2600 // more than a page already there
+	appendOne := func(l *ledger.Ledger, i int) {
+		stream := fmt.Sprintf("job/%d", i%3) // job/1 gets every third event
+		_, err := l.Append(ctx, ledger.NewEvent{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: "test.appended", Data: map[string]int{"i": i}})
+		require.NoError(t, err)
+	}
+	for i := range before {
+		appendOne(b.l, i)
+	}
+
+	type seen struct{ all, filtered []int64 }
+	follow := func(f ledger.Filter, want int, out *[]int64) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := other.Follow(ctx, 0, f, func(ev ledger.Event) error {
+				*out = append(*out, ev.Seq)
+				if len(*out) == want {
+					return ledger.ErrStopFollowing
+				}
+				return nil
+			})
+			done <- err
+		}()
+		return done
+	}
+	var s seen
+	wantFiltered := 0
+	for i := range total {
+		if i%3 == 1 {
+			wantFiltered++
+		}
+	}
+	allDone := follow(ledger.Filter{}, total, &s.all)
+	filteredDone := follow(ledger.Filter{Stream: "job/1"}, wantFiltered, &s.filtered)
+	for i := before; i < total; i++ {
+		l := b.l
+		if i%2 == 0 {
+			l = other
+		}
+		appendOne(l, i)
+	}
+	require.NoError(t, <-allDone)
+	require.NoError(t, <-filteredDone)
+
+	require.Len(t, s.all, total)
+	for i, seq := range s.all {
+		require.Equal(t, int64(i+1), seq, "every event once, in seq order")
+	}
+	require.Len(t, s.filtered, wantFiltered)
+	for i, seq := range s.filtered {
+		require.Equal(t, int64(3*i+2), seq, "every event of job/1 once, in seq order")
+	}
+}
+
+// TestFollowEndsWithItsContextOrItsCallback: a follower with nothing to read
+// returns only when its context ends, with the context's error; a callback's
+// error ends it with that error and the seq of the last event it accepted.
+func TestFollowEndsWithItsContextOrItsCallback(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ledger.Options{Synchronous: "NORMAL"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.l.Follow(ctx, 0, ledger.Filter{}, func(ledger.Event) error { return nil })
+		done <- err
+	}()
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled, "a follower with nothing to read waits for its context")
+
+	bg := context.Background()
+	for i := range 3 {
+		_, err := b.l.Append(bg, ledger.NewEvent{Stream: "s", ExpectedVersion: int64(i), Type: "test.appended"})
+		require.NoError(t, err)
+	}
+	boom := errors.New("boom")
+	last, err := b.l.Follow(bg, 0, ledger.Filter{}, func(ev ledger.Event) error {
+		if ev.Seq == 3 {
+			return boom
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, int64(2), last, "the last event the callback accepted")
+}
