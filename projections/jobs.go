@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 
 	"zombiezen.com/go/sqlite"
@@ -26,10 +27,10 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	switch ev.Type {
 	case events.JobEnqueued:
 		var d events.Enqueued
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
-		meta, err := ev.Metadata()
+		meta, err := decodeMeta(ev)
 		if err != nil {
 			return err
 		}
@@ -41,7 +42,7 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		})
 	case events.JobStarted:
 		var d events.Started
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: int64(d.Attempt), At: &at, Seq: ev.Seq, ID: id})
@@ -51,25 +52,25 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		var d struct { // only the error of events.AttemptEnded, not its output
 			Error string `json:"error"`
 		}
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		return queries.SetJobLastError(conn, queries.SetJobLastErrorParams{LastError: strPtr(d.Error), Seq: ev.Seq, ID: id})
 	case events.JobRetryScheduled:
 		var d events.RetryScheduled
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		return queries.SetJobRetry(conn, queries.SetJobRetryParams{Attempt: int64(d.Attempt), NextRetryAt: &d.NextRetryAt, MaxAttempts: int64(d.MaxAttempts), Seq: ev.Seq, ID: id})
 	case events.JobDead:
 		var d events.Dead
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		return queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: strPtr(d.Reason), Seq: ev.Seq, ID: id})
 	case events.JobRecovered:
 		var d events.Recovered
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		if d.Requeued {
@@ -80,7 +81,7 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		return queries.SetJobStatus(conn, queries.SetJobStatusParams{Status: events.StatusCancelRequested, Seq: ev.Seq, ID: id})
 	case events.JobCanceled:
 		var d events.Canceled
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: events.StatusCanceled, At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id})
@@ -109,13 +110,27 @@ func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	switch ev.Type {
 	case events.JobStarted:
 		var d events.Started
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
-		return queries.StartJobLog(conn, queries.StartJobLogParams{Attempt: int64(d.Attempt), At: at, Seq: ev.Seq, JobID: id})
+		// Read, then insert: an INSERT … SELECT may write several rows, so
+		// SQLite keeps a statement journal of every page it changes (a
+		// tenth of the daemon's writer CPU per job).
+		j, err := queries.GetJobForLog(conn, id)
+		if errors.Is(err, queries.ErrNoRows) {
+			return nil // no such job: no attempt to log
+		}
+		if err != nil {
+			return err
+		}
+		return queries.InsertJobLogRow(conn, queries.InsertJobLogRowParams{
+			JobID: id, Attempt: int64(d.Attempt), Plugin: j.Plugin, Command: j.Command, Status: "running",
+			SubmittedBy: j.SubmittedBy, CreatedAt: j.CreatedAt, StartedAt: at, ParentJobID: j.ParentJobID,
+			SourceEventID: j.SourceEventID, StartedSeq: ev.Seq,
+		})
 	case events.JobSucceeded, events.JobFailed, events.JobTimedOut:
 		var d events.AttemptEnded
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		status := events.AttemptFailed
@@ -137,14 +152,14 @@ func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		})
 	case events.JobRecovered:
 		var d events.Recovered
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		seq := ev.Seq
 		return queries.SetJobLogStatus(conn, queries.SetJobLogStatusParams{Status: events.AttemptRecovered, LastError: &d.Reason, At: &at, Seq: &seq, JobID: id, Attempt: int64(d.Attempt)})
 	case events.JobCanceled:
 		var d events.Canceled
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		seq := ev.Seq

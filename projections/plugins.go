@@ -22,7 +22,7 @@ func (PluginFacts) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		return nil
 	}
 	var d events.FactRecorded
-	if err := json.Unmarshal(ev.Data, &d); err != nil {
+	if err := decodeData(ev.Data, &d); err != nil {
 		return err
 	}
 	plugin := pluginOf(ev.Stream)
@@ -50,13 +50,13 @@ func (PluginState) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	switch ev.Type {
 	case events.PluginFactRecorded:
 		var d events.FactRecorded
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		state = d.Fact
 	case events.PluginStateMerged:
 		var d events.StateMerged
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
+		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
 		state = d.State

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/queries"
@@ -104,15 +105,16 @@ func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committe
 		}
 	}()
 	first, last := appended[0].Seq, appended[len(appended)-1].Seq
+	lastHash := appended[len(appended)-1].Hash
 	types := map[string]int64{}
 	observe := func(ev ledger.Event) { types[ev.Type]++ }
 	// The usual case: the projections stand right before this batch, as
 	// this process last left them. One conditional UPDATE both checks that
-	// and moves the checkpoint past the batch.
+	// and moves the checkpoint (and the hash it records) past the batch.
 	cp := first - 1
 	advanced := false
 	if p.Checkpoint() == cp {
-		if err := queries.AdvanceCheckpoint(conn, queries.AdvanceCheckpointParams{ToSeq: last, Name: checkpointName, FromSeq: cp}); err != nil {
+		if err := queries.AdvanceCheckpoint(conn, queries.AdvanceCheckpointParams{ToSeq: last, ToHash: lastHash, Name: checkpointName, FromSeq: cp}); err != nil {
 			return nil, err
 		}
 		advanced = conn.Changes() == 1
@@ -129,18 +131,22 @@ func (p *Projector) inline(conn *sqlite.Conn, appended []ledger.Event) (committe
 				return nil, err
 			}
 		}
-		if err := queries.SetCheckpoint(conn, queries.SetCheckpointParams{Name: checkpointName, Seq: max(cp, last)}); err != nil {
-			return nil, err
+		if last > cp {
+			if err := queries.SetCheckpoint(conn, queries.SetCheckpointParams{Name: checkpointName, Seq: last, Hash: lastHash}); err != nil {
+				return nil, err
+			}
 		}
 	}
-	for _, ev := range appended {
-		if ev.Seq <= cp {
-			continue
-		}
-		if err := applyEvent(conn, p.ps, ev); err != nil {
+	for len(appended) > 0 && appended[0].Seq <= cp {
+		appended = appended[1:]
+	}
+	if len(appended) > 0 {
+		if err := applyPage(conn, p.ps, newPage(appended)); err != nil {
 			return nil, err
 		}
-		observe(ev)
+		for _, ev := range appended {
+			observe(ev)
+		}
 	}
 	return func() { p.setResult(max(cp, last), types, nil) }, nil
 }
@@ -271,32 +277,44 @@ func (p *Projector) setResult(cp int64, types map[string]int64, err error) {
 	}
 }
 
-// applyEvent folds one event into every projection of ps.
-func applyEvent(conn *sqlite.Conn, ps []Projection, ev ledger.Event) error {
-	for _, pr := range ps {
-		if err := pr.Apply(conn, ev); err != nil {
-			return fmt.Errorf("projection %s: apply event %d (%s): %w", pr.Name(), ev.Seq, ev.Type, err)
-		}
-	}
-	return nil
-}
+// pageSize is how many events apply hands the projections at once: a job
+// whose events all fall in one page is written once, complete (page.go).
+const pageSize = 4096
 
-// apply folds events after < seq <= until into ps and moves the checkpoint,
-// returning the new checkpoint. The caller owns the transaction.
+// apply folds events after < seq <= until into ps, a page at a time, and
+// moves the checkpoint (seq and hash of the last event applied), returning
+// the new checkpoint. The caller owns the transaction.
 func apply(conn *sqlite.Conn, ps []Projection, after, until int64, observe func(ledger.Event)) (int64, error) {
 	last := after
+	var lastHash []byte
+	buf := make([]ledger.Event, 0, min(pageSize, max(until-after, 0)))
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		err := applyPage(conn, ps, newPage(buf))
+		buf = buf[:0]
+		return err
+	}
 	err := ledger.ReadRange(conn, after, until, func(ev ledger.Event) error {
 		if observe != nil {
 			observe(ev)
 		}
-		last = ev.Seq
-		return applyEvent(conn, ps, ev)
+		last, lastHash = ev.Seq, ev.Hash
+		buf = append(buf, ev)
+		if len(buf) == pageSize {
+			return flush()
+		}
+		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
 	if err != nil {
 		return after, err
 	}
 	if last != after {
-		if err := queries.SetCheckpoint(conn, queries.SetCheckpointParams{Name: checkpointName, Seq: last}); err != nil {
+		if err := queries.SetCheckpoint(conn, queries.SetCheckpointParams{Name: checkpointName, Seq: last, Hash: lastHash}); err != nil {
 			return after, fmt.Errorf("move checkpoint to %d: %w", last, err)
 		}
 	}
@@ -445,6 +463,11 @@ func Rebuild(ctx context.Context, l *ledger.Ledger, until int64, ps ...Projectio
 				return err
 			}
 		}
+		restore, err := setCacheSize(conn, rebuildCacheKiB)
+		if err != nil {
+			return err
+		}
+		defer restore()
 		for _, pr := range ps {
 			if err := wrap(pr, "reset", pr.Reset(conn)); err != nil {
 				return err
@@ -453,7 +476,6 @@ func Rebuild(ctx context.Context, l *ledger.Ledger, until int64, ps ...Projectio
 		if err := queries.DeleteCheckpoints(conn); err != nil {
 			return err
 		}
-		var err error
 		cp, err = apply(conn, ps, 0, to, nil)
 		return err
 	})
@@ -461,6 +483,30 @@ func Rebuild(ctx context.Context, l *ledger.Ledger, until int64, ps ...Projectio
 		return 0, fmt.Errorf("rebuild projections: %w", err)
 	}
 	return cp, nil
+}
+
+// rebuildCacheKiB is the page cache a rebuild works with. A rebuild reads
+// each page of the log once and fills the projections' last pages in
+// order: a few dozen pages are its working set. A larger cache only costs
+// allocating its pages and, when the connection closes, freeing them, which
+// modernc's allocator does page by page (ledger replay: 30% less CPU with
+// 256 KiB than with the connections' 16 MiB).
+const rebuildCacheKiB = 256
+
+// setCacheSize sets conn's page cache to kib KiB and returns what sets it
+// back.
+func setCacheSize(conn *sqlite.Conn, kib int) (restore func(), err error) {
+	var was int64
+	err = sqlitex.ExecuteTransient(conn, "PRAGMA cache_size;", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error { was = stmt.ColumnInt64(0); return nil },
+	})
+	if err == nil {
+		err = sqlitex.ExecuteTransient(conn, fmt.Sprintf("PRAGMA cache_size = %d;", -kib), nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("set the page cache: %w", err)
+	}
+	return func() { _ = sqlitex.ExecuteTransient(conn, fmt.Sprintf("PRAGMA cache_size = %d;", was), nil) }, nil
 }
 
 // Dump writes the checkpoint and then every projection's rows, in one read

@@ -6,6 +6,16 @@ INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_a
 VALUES (@id, @seq, @plugin, @command, @payload, 'queued', 1, @max_attempts, @submitted_by,
         @dedupe_key, @created_at, @parent_job_id, @source_event_id, @correlation_id, @seq);
 
+-- name: InsertJobRow :exec
+-- A job's row as a page of events left it (projections/page.go): every
+-- column, as the statements above would have set them one event at a time.
+INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
+                       dedupe_key, created_at, started_at, completed_at, next_retry_at, last_error,
+                       parent_job_id, source_event_id, correlation_id, updated_seq)
+VALUES (@id, @seq, @plugin, @command, @payload, @status, @attempt, @max_attempts, @submitted_by,
+        @dedupe_key, @created_at, @started_at, @completed_at, @next_retry_at, @last_error,
+        @parent_job_id, @source_event_id, @correlation_id, @updated_seq);
+
 -- name: SetJobStarted :exec
 UPDATE job_queue
 SET status = 'running', attempt = @attempt, started_at = @at, next_retry_at = NULL, updated_seq = @seq
@@ -44,12 +54,20 @@ UPDATE job_queue SET status = CAST(@status AS TEXT), updated_seq = @seq WHERE id
 -- name: SetJobAttempt :exec
 UPDATE job_queue SET attempt = CAST(@attempt AS INTEGER), last_error = @last_error, updated_seq = @seq WHERE id = CAST(@id AS TEXT);
 
--- name: StartJobLog :exec
-INSERT INTO job_log (job_id, attempt, plugin, command, status, submitted_by, created_at, started_at,
-                     parent_job_id, source_event_id, started_seq)
-SELECT id, @attempt, plugin, command, 'running', submitted_by, created_at, @at,
-       parent_job_id, source_event_id, @seq
-FROM job_queue WHERE id = CAST(@job_id AS TEXT);
+-- name: GetJobForLog :one
+-- The columns of a job that each of its attempts' rows repeats (fixed once
+-- it is enqueued).
+SELECT plugin, command, submitted_by, created_at, parent_job_id, source_event_id
+FROM job_queue WHERE id = CAST(@id AS TEXT);
+
+-- name: InsertJobLogRow :exec
+-- An attempt's row as a page of events left it (projections/page.go).
+INSERT INTO job_log (job_id, attempt, plugin, command, status, kind, result, stdout, stderr, stderr_truncated,
+                     last_error, exit_code, submitted_by, created_at, started_at, completed_at, duration_ms,
+                     parent_job_id, source_event_id, started_seq, ended_seq)
+VALUES (@job_id, @attempt, @plugin, @command, @status, @kind, @result, @stdout, @stderr, @stderr_truncated,
+        @last_error, @exit_code, @submitted_by, @created_at, @started_at, @completed_at, @duration_ms,
+        @parent_job_id, @source_event_id, @started_seq, @ended_seq);
 
 -- name: EndJobLog :exec
 UPDATE job_log
@@ -102,15 +120,111 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        correlation_id, updated_seq
 FROM job_queue WHERE id = CAST(@id AS TEXT);
 
+-- Job listings, newest first, optionally of one plugin (empty matches all).
+-- One query per status, each naming its status with status = 'x' so that
+-- SQLite reads it through that status's partial index (queries/
+-- plan_internal_test.go checks it): a listing costs what it shows, not the
+-- size of the history. A status given as a parameter would defeat every one
+-- of those indexes and walk all jobs ever run.
+
 -- name: ListJobs :many
--- Newest first, optionally one status and/or one plugin (empty matches all).
+-- Any status: walks job_queue by seq, newest first.
 SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
 FROM job_queue
-WHERE (CAST(@status AS TEXT) = '' OR status = CAST(@status AS TEXT)) AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+WHERE (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
 ORDER BY seq DESC
 LIMIT @max_jobs;
+
+-- name: ListQueuedJobs :many
+-- Through job_queue_active.
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'queued' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+ORDER BY seq DESC
+LIMIT @max_jobs;
+
+-- name: ListRunningJobs :many
+-- Through job_queue_active.
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'running' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+ORDER BY seq DESC
+LIMIT @max_jobs;
+
+-- name: ListCancelRequestedJobs :many
+-- Through job_queue_cancel_requested.
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'cancel_requested' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+ORDER BY seq DESC
+LIMIT @max_jobs;
+
+-- name: ListSucceededJobs :many
+-- No index holds succeeded jobs (one would cost every completion a page
+-- write): walks job_queue by seq, newest first, past the jobs that did not
+-- succeed, few where most jobs succeed.
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'succeeded' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+ORDER BY seq DESC
+LIMIT @max_jobs;
+
+-- name: ListDeadJobs :many
+-- Through job_queue_dead_or_canceled.
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'dead' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+ORDER BY seq DESC
+LIMIT @max_jobs;
+
+-- name: ListCanceledJobs :many
+-- Through job_queue_dead_or_canceled.
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'canceled' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+ORDER BY seq DESC
+LIMIT @max_jobs;
+
+-- name: ListQueue :many
+-- The active jobs in run order, oldest first (a retry keeps its place),
+-- each status through its own index, merged by seq.
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue WHERE status = 'running'
+UNION ALL
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue WHERE status = 'cancel_requested'
+UNION ALL
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue WHERE status = 'queued'
+ORDER BY seq
+LIMIT @max_jobs;
+
+-- name: CountQueue :one
+-- The size of the queue, each status counted in its own index.
+SELECT
+    CAST((SELECT count(*) FROM job_queue WHERE status = 'queued') AS INTEGER)           AS queued,
+    CAST((SELECT count(*) FROM job_queue WHERE status = 'running') AS INTEGER)          AS running,
+    CAST((SELECT count(*) FROM job_queue WHERE status = 'cancel_requested') AS INTEGER) AS cancel_requested;
 
 -- name: ListChildJobs :many
 SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
@@ -123,9 +237,6 @@ SELECT job_id, attempt, plugin, command, status, kind, result, stdout, stderr, s
        exit_code, submitted_by, created_at, started_at, completed_at, duration_ms, parent_job_id,
        source_event_id, started_seq, ended_seq
 FROM job_log WHERE job_id = CAST(@job_id AS TEXT) ORDER BY attempt;
-
--- name: CountJobsByStatus :many
-SELECT status, CAST(count(*) AS INTEGER) AS jobs FROM job_queue GROUP BY status ORDER BY status;
 
 -- name: ListReadyJobs :many
 -- Dispatch candidates that are not waiting for a retry, oldest first,

@@ -84,6 +84,110 @@ func InsertJob(conn *sqlite.Conn, arg InsertJobParams) (err error) {
 	return nil
 }
 
+const insertJobRow = `INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
+                       dedupe_key, created_at, started_at, completed_at, next_retry_at, last_error,
+                       parent_job_id, source_event_id, correlation_id, updated_seq)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
+        ?10, ?11, ?12, ?13, ?14, ?15,
+        ?16, ?17, ?18, ?19)`
+
+type InsertJobRowParams struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// A job's row as a page of events left it (projections/page.go): every
+// column, as the statements above would have set them one event at a time.
+func InsertJobRow(conn *sqlite.Conn, arg InsertJobRowParams) (err error) {
+	stmt, err := conn.Prepare(insertJobRow)
+	if err != nil {
+		return fmt.Errorf("InsertJobRow: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("InsertJobRow: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.ID)
+	stmt.BindInt64(2, arg.Seq)
+	stmt.BindText(3, arg.Plugin)
+	stmt.BindText(4, arg.Command)
+	if arg.Payload == nil {
+		stmt.BindNull(5)
+	} else {
+		stmt.BindText(5, *arg.Payload)
+	}
+	stmt.BindText(6, arg.Status)
+	stmt.BindInt64(7, arg.Attempt)
+	stmt.BindInt64(8, arg.MaxAttempts)
+	stmt.BindText(9, arg.SubmittedBy)
+	if arg.DedupeKey == nil {
+		stmt.BindNull(10)
+	} else {
+		stmt.BindText(10, *arg.DedupeKey)
+	}
+	stmt.BindText(11, arg.CreatedAt)
+	if arg.StartedAt == nil {
+		stmt.BindNull(12)
+	} else {
+		stmt.BindText(12, *arg.StartedAt)
+	}
+	if arg.CompletedAt == nil {
+		stmt.BindNull(13)
+	} else {
+		stmt.BindText(13, *arg.CompletedAt)
+	}
+	if arg.NextRetryAt == nil {
+		stmt.BindNull(14)
+	} else {
+		stmt.BindText(14, *arg.NextRetryAt)
+	}
+	if arg.LastError == nil {
+		stmt.BindNull(15)
+	} else {
+		stmt.BindText(15, *arg.LastError)
+	}
+	if arg.ParentJobID == nil {
+		stmt.BindNull(16)
+	} else {
+		stmt.BindText(16, *arg.ParentJobID)
+	}
+	if arg.SourceEventID == nil {
+		stmt.BindNull(17)
+	} else {
+		stmt.BindText(17, *arg.SourceEventID)
+	}
+	stmt.BindText(18, arg.CorrelationID)
+	stmt.BindInt64(19, arg.UpdatedSeq)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("InsertJobRow: %w", err)
+		}
+		if !hasRow {
+			break
+		}
+	}
+	return nil
+}
+
 const setJobStarted = `UPDATE job_queue
 SET status = 'running', attempt = ?1, started_at = ?2, next_retry_at = NULL, updated_seq = ?3
 WHERE id = CAST(?4 AS TEXT)`
@@ -414,37 +518,164 @@ func SetJobAttempt(conn *sqlite.Conn, arg SetJobAttemptParams) (err error) {
 	return nil
 }
 
-const startJobLog = `INSERT INTO job_log (job_id, attempt, plugin, command, status, submitted_by, created_at, started_at,
-                     parent_job_id, source_event_id, started_seq)
-SELECT id, ?1, plugin, command, 'running', submitted_by, created_at, ?2,
-       parent_job_id, source_event_id, ?3
-FROM job_queue WHERE id = CAST(?4 AS TEXT)`
+const getJobForLog = `SELECT plugin, command, submitted_by, created_at, parent_job_id, source_event_id
+FROM job_queue WHERE id = CAST(?1 AS TEXT)`
 
-type StartJobLogParams struct {
-	Attempt int64
-	At      string
-	Seq     int64
-	JobID   string
+type GetJobForLogRow struct {
+	Plugin        string
+	Command       string
+	SubmittedBy   string
+	CreatedAt     string
+	ParentJobID   *string
+	SourceEventID *string
 }
 
-func StartJobLog(conn *sqlite.Conn, arg StartJobLogParams) (err error) {
-	stmt, err := conn.Prepare(startJobLog)
+// The columns of a job that each of its attempts' rows repeats (fixed once
+// it is enqueued).
+func GetJobForLog(conn *sqlite.Conn, id string) (row GetJobForLogRow, err error) {
+	stmt, err := conn.Prepare(getJobForLog)
 	if err != nil {
-		return fmt.Errorf("StartJobLog: %w", err)
+		return row, fmt.Errorf("GetJobForLog: %w", err)
 	}
 	defer func() {
 		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("StartJobLog: %w", resetErr)
+			err = fmt.Errorf("GetJobForLog: %w", resetErr)
 		}
 	}()
-	stmt.BindInt64(1, arg.Attempt)
-	stmt.BindText(2, arg.At)
-	stmt.BindInt64(3, arg.Seq)
-	stmt.BindText(4, arg.JobID)
+	stmt.BindText(1, id)
+	hasRow, err := stmt.Step()
+	if err != nil {
+		return row, fmt.Errorf("GetJobForLog: %w", err)
+	}
+	if !hasRow {
+		return row, ErrNoRows
+	}
+	row.Plugin = stmt.ColumnText(0)
+	row.Command = stmt.ColumnText(1)
+	row.SubmittedBy = stmt.ColumnText(2)
+	row.CreatedAt = stmt.ColumnText(3)
+	if !stmt.ColumnIsNull(4) {
+		val := stmt.ColumnText(4)
+		row.ParentJobID = &val
+	}
+	if !stmt.ColumnIsNull(5) {
+		val := stmt.ColumnText(5)
+		row.SourceEventID = &val
+	}
+	return row, nil
+}
+
+const insertJobLogRow = `INSERT INTO job_log (job_id, attempt, plugin, command, status, kind, result, stdout, stderr, stderr_truncated,
+                     last_error, exit_code, submitted_by, created_at, started_at, completed_at, duration_ms,
+                     parent_job_id, source_event_id, started_seq, ended_seq)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+        ?11, ?12, ?13, ?14, ?15, ?16, ?17,
+        ?18, ?19, ?20, ?21)`
+
+type InsertJobLogRowParams struct {
+	JobID           string
+	Attempt         int64
+	Plugin          string
+	Command         string
+	Status          string
+	Kind            *string
+	Result          *string
+	Stdout          *string
+	Stderr          *string
+	StderrTruncated int64
+	LastError       *string
+	ExitCode        *int64
+	SubmittedBy     string
+	CreatedAt       string
+	StartedAt       string
+	CompletedAt     *string
+	DurationMs      *int64
+	ParentJobID     *string
+	SourceEventID   *string
+	StartedSeq      int64
+	EndedSeq        *int64
+}
+
+// An attempt's row as a page of events left it (projections/page.go).
+func InsertJobLogRow(conn *sqlite.Conn, arg InsertJobLogRowParams) (err error) {
+	stmt, err := conn.Prepare(insertJobLogRow)
+	if err != nil {
+		return fmt.Errorf("InsertJobLogRow: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("InsertJobLogRow: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.JobID)
+	stmt.BindInt64(2, arg.Attempt)
+	stmt.BindText(3, arg.Plugin)
+	stmt.BindText(4, arg.Command)
+	stmt.BindText(5, arg.Status)
+	if arg.Kind == nil {
+		stmt.BindNull(6)
+	} else {
+		stmt.BindText(6, *arg.Kind)
+	}
+	if arg.Result == nil {
+		stmt.BindNull(7)
+	} else {
+		stmt.BindText(7, *arg.Result)
+	}
+	if arg.Stdout == nil {
+		stmt.BindNull(8)
+	} else {
+		stmt.BindText(8, *arg.Stdout)
+	}
+	if arg.Stderr == nil {
+		stmt.BindNull(9)
+	} else {
+		stmt.BindText(9, *arg.Stderr)
+	}
+	stmt.BindInt64(10, arg.StderrTruncated)
+	if arg.LastError == nil {
+		stmt.BindNull(11)
+	} else {
+		stmt.BindText(11, *arg.LastError)
+	}
+	if arg.ExitCode == nil {
+		stmt.BindNull(12)
+	} else {
+		stmt.BindInt64(12, *arg.ExitCode)
+	}
+	stmt.BindText(13, arg.SubmittedBy)
+	stmt.BindText(14, arg.CreatedAt)
+	stmt.BindText(15, arg.StartedAt)
+	if arg.CompletedAt == nil {
+		stmt.BindNull(16)
+	} else {
+		stmt.BindText(16, *arg.CompletedAt)
+	}
+	if arg.DurationMs == nil {
+		stmt.BindNull(17)
+	} else {
+		stmt.BindInt64(17, *arg.DurationMs)
+	}
+	if arg.ParentJobID == nil {
+		stmt.BindNull(18)
+	} else {
+		stmt.BindText(18, *arg.ParentJobID)
+	}
+	if arg.SourceEventID == nil {
+		stmt.BindNull(19)
+	} else {
+		stmt.BindText(19, *arg.SourceEventID)
+	}
+	stmt.BindInt64(20, arg.StartedSeq)
+	if arg.EndedSeq == nil {
+		stmt.BindNull(21)
+	} else {
+		stmt.BindInt64(21, *arg.EndedSeq)
+	}
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
-			return fmt.Errorf("StartJobLog: %w", err)
+			return fmt.Errorf("InsertJobLogRow: %w", err)
 		}
 		if !hasRow {
 			break
@@ -1038,16 +1269,16 @@ func GetJob(conn *sqlite.Conn, id string, fn func(GetJobRow) error) (err error) 
 	}
 }
 
-const listJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+const listJobs = `
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
 FROM job_queue
-WHERE (CAST(?1 AS TEXT) = '' OR status = CAST(?1 AS TEXT)) AND (CAST(?2 AS TEXT) = '' OR plugin = CAST(?2 AS TEXT))
+WHERE (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
 ORDER BY seq DESC
-LIMIT ?3`
+LIMIT ?2`
 
 type ListJobsParams struct {
-	Status  string
 	Plugin  string
 	MaxJobs int64
 }
@@ -1074,7 +1305,13 @@ type ListJobsRow struct {
 	UpdatedSeq    int64
 }
 
-// Newest first, optionally one status and/or one plugin (empty matches all).
+// Job listings, newest first, optionally of one plugin (empty matches all).
+// One query per status, each naming its status with status = 'x' so that
+// SQLite reads it through that status's partial index (queries/
+// plan_internal_test.go checks it): a listing costs what it shows, not the
+// size of the history. A status given as a parameter would defeat every one
+// of those indexes and walk all jobs ever run.
+// Any status: walks job_queue by seq, newest first.
 func ListJobs(conn *sqlite.Conn, arg ListJobsParams, fn func(ListJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listJobs)
 	if err != nil {
@@ -1085,9 +1322,8 @@ func ListJobs(conn *sqlite.Conn, arg ListJobsParams, fn func(ListJobsRow) error)
 			err = fmt.Errorf("ListJobs: %w", resetErr)
 		}
 	}()
-	stmt.BindText(1, arg.Status)
-	stmt.BindText(2, arg.Plugin)
-	stmt.BindInt64(3, arg.MaxJobs)
+	stmt.BindText(1, arg.Plugin)
+	stmt.BindInt64(2, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -1144,6 +1380,789 @@ func ListJobs(conn *sqlite.Conn, arg ListJobsParams, fn func(ListJobsRow) error)
 			return err
 		}
 	}
+}
+
+const listQueuedJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'queued' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+ORDER BY seq DESC
+LIMIT ?2`
+
+type ListQueuedJobsParams struct {
+	Plugin  string
+	MaxJobs int64
+}
+
+type ListQueuedJobsRow struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// Through job_queue_active.
+func ListQueuedJobs(conn *sqlite.Conn, arg ListQueuedJobsParams, fn func(ListQueuedJobsRow) error) (err error) {
+	stmt, err := conn.Prepare(listQueuedJobs)
+	if err != nil {
+		return fmt.Errorf("ListQueuedJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListQueuedJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Plugin)
+	stmt.BindInt64(2, arg.MaxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListQueuedJobs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListQueuedJobsRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.Payload = &val
+		}
+		row.Status = stmt.ColumnText(5)
+		row.Attempt = stmt.ColumnInt64(6)
+		row.MaxAttempts = stmt.ColumnInt64(7)
+		row.SubmittedBy = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnText(9)
+			row.DedupeKey = &val
+		}
+		row.CreatedAt = stmt.ColumnText(10)
+		if !stmt.ColumnIsNull(11) {
+			val := stmt.ColumnText(11)
+			row.StartedAt = &val
+		}
+		if !stmt.ColumnIsNull(12) {
+			val := stmt.ColumnText(12)
+			row.CompletedAt = &val
+		}
+		if !stmt.ColumnIsNull(13) {
+			val := stmt.ColumnText(13)
+			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(14) {
+			val := stmt.ColumnText(14)
+			row.LastError = &val
+		}
+		if !stmt.ColumnIsNull(15) {
+			val := stmt.ColumnText(15)
+			row.ParentJobID = &val
+		}
+		if !stmt.ColumnIsNull(16) {
+			val := stmt.ColumnText(16)
+			row.SourceEventID = &val
+		}
+		row.CorrelationID = stmt.ColumnText(17)
+		row.UpdatedSeq = stmt.ColumnInt64(18)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listRunningJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'running' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+ORDER BY seq DESC
+LIMIT ?2`
+
+type ListRunningJobsParams struct {
+	Plugin  string
+	MaxJobs int64
+}
+
+type ListRunningJobsRow struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// Through job_queue_active.
+func ListRunningJobs(conn *sqlite.Conn, arg ListRunningJobsParams, fn func(ListRunningJobsRow) error) (err error) {
+	stmt, err := conn.Prepare(listRunningJobs)
+	if err != nil {
+		return fmt.Errorf("ListRunningJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListRunningJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Plugin)
+	stmt.BindInt64(2, arg.MaxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListRunningJobs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListRunningJobsRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.Payload = &val
+		}
+		row.Status = stmt.ColumnText(5)
+		row.Attempt = stmt.ColumnInt64(6)
+		row.MaxAttempts = stmt.ColumnInt64(7)
+		row.SubmittedBy = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnText(9)
+			row.DedupeKey = &val
+		}
+		row.CreatedAt = stmt.ColumnText(10)
+		if !stmt.ColumnIsNull(11) {
+			val := stmt.ColumnText(11)
+			row.StartedAt = &val
+		}
+		if !stmt.ColumnIsNull(12) {
+			val := stmt.ColumnText(12)
+			row.CompletedAt = &val
+		}
+		if !stmt.ColumnIsNull(13) {
+			val := stmt.ColumnText(13)
+			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(14) {
+			val := stmt.ColumnText(14)
+			row.LastError = &val
+		}
+		if !stmt.ColumnIsNull(15) {
+			val := stmt.ColumnText(15)
+			row.ParentJobID = &val
+		}
+		if !stmt.ColumnIsNull(16) {
+			val := stmt.ColumnText(16)
+			row.SourceEventID = &val
+		}
+		row.CorrelationID = stmt.ColumnText(17)
+		row.UpdatedSeq = stmt.ColumnInt64(18)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listCancelRequestedJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'cancel_requested' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+ORDER BY seq DESC
+LIMIT ?2`
+
+type ListCancelRequestedJobsParams struct {
+	Plugin  string
+	MaxJobs int64
+}
+
+type ListCancelRequestedJobsRow struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// Through job_queue_cancel_requested.
+func ListCancelRequestedJobs(conn *sqlite.Conn, arg ListCancelRequestedJobsParams, fn func(ListCancelRequestedJobsRow) error) (err error) {
+	stmt, err := conn.Prepare(listCancelRequestedJobs)
+	if err != nil {
+		return fmt.Errorf("ListCancelRequestedJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListCancelRequestedJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Plugin)
+	stmt.BindInt64(2, arg.MaxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListCancelRequestedJobs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListCancelRequestedJobsRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.Payload = &val
+		}
+		row.Status = stmt.ColumnText(5)
+		row.Attempt = stmt.ColumnInt64(6)
+		row.MaxAttempts = stmt.ColumnInt64(7)
+		row.SubmittedBy = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnText(9)
+			row.DedupeKey = &val
+		}
+		row.CreatedAt = stmt.ColumnText(10)
+		if !stmt.ColumnIsNull(11) {
+			val := stmt.ColumnText(11)
+			row.StartedAt = &val
+		}
+		if !stmt.ColumnIsNull(12) {
+			val := stmt.ColumnText(12)
+			row.CompletedAt = &val
+		}
+		if !stmt.ColumnIsNull(13) {
+			val := stmt.ColumnText(13)
+			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(14) {
+			val := stmt.ColumnText(14)
+			row.LastError = &val
+		}
+		if !stmt.ColumnIsNull(15) {
+			val := stmt.ColumnText(15)
+			row.ParentJobID = &val
+		}
+		if !stmt.ColumnIsNull(16) {
+			val := stmt.ColumnText(16)
+			row.SourceEventID = &val
+		}
+		row.CorrelationID = stmt.ColumnText(17)
+		row.UpdatedSeq = stmt.ColumnInt64(18)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listSucceededJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'succeeded' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+ORDER BY seq DESC
+LIMIT ?2`
+
+type ListSucceededJobsParams struct {
+	Plugin  string
+	MaxJobs int64
+}
+
+type ListSucceededJobsRow struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// No index holds succeeded jobs (one would cost every completion a page
+// write): walks job_queue by seq, newest first, past the jobs that did not
+// succeed, few where most jobs succeed.
+func ListSucceededJobs(conn *sqlite.Conn, arg ListSucceededJobsParams, fn func(ListSucceededJobsRow) error) (err error) {
+	stmt, err := conn.Prepare(listSucceededJobs)
+	if err != nil {
+		return fmt.Errorf("ListSucceededJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListSucceededJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Plugin)
+	stmt.BindInt64(2, arg.MaxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListSucceededJobs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListSucceededJobsRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.Payload = &val
+		}
+		row.Status = stmt.ColumnText(5)
+		row.Attempt = stmt.ColumnInt64(6)
+		row.MaxAttempts = stmt.ColumnInt64(7)
+		row.SubmittedBy = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnText(9)
+			row.DedupeKey = &val
+		}
+		row.CreatedAt = stmt.ColumnText(10)
+		if !stmt.ColumnIsNull(11) {
+			val := stmt.ColumnText(11)
+			row.StartedAt = &val
+		}
+		if !stmt.ColumnIsNull(12) {
+			val := stmt.ColumnText(12)
+			row.CompletedAt = &val
+		}
+		if !stmt.ColumnIsNull(13) {
+			val := stmt.ColumnText(13)
+			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(14) {
+			val := stmt.ColumnText(14)
+			row.LastError = &val
+		}
+		if !stmt.ColumnIsNull(15) {
+			val := stmt.ColumnText(15)
+			row.ParentJobID = &val
+		}
+		if !stmt.ColumnIsNull(16) {
+			val := stmt.ColumnText(16)
+			row.SourceEventID = &val
+		}
+		row.CorrelationID = stmt.ColumnText(17)
+		row.UpdatedSeq = stmt.ColumnInt64(18)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listDeadJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'dead' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+ORDER BY seq DESC
+LIMIT ?2`
+
+type ListDeadJobsParams struct {
+	Plugin  string
+	MaxJobs int64
+}
+
+type ListDeadJobsRow struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// Through job_queue_dead_or_canceled.
+func ListDeadJobs(conn *sqlite.Conn, arg ListDeadJobsParams, fn func(ListDeadJobsRow) error) (err error) {
+	stmt, err := conn.Prepare(listDeadJobs)
+	if err != nil {
+		return fmt.Errorf("ListDeadJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListDeadJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Plugin)
+	stmt.BindInt64(2, arg.MaxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListDeadJobs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListDeadJobsRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.Payload = &val
+		}
+		row.Status = stmt.ColumnText(5)
+		row.Attempt = stmt.ColumnInt64(6)
+		row.MaxAttempts = stmt.ColumnInt64(7)
+		row.SubmittedBy = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnText(9)
+			row.DedupeKey = &val
+		}
+		row.CreatedAt = stmt.ColumnText(10)
+		if !stmt.ColumnIsNull(11) {
+			val := stmt.ColumnText(11)
+			row.StartedAt = &val
+		}
+		if !stmt.ColumnIsNull(12) {
+			val := stmt.ColumnText(12)
+			row.CompletedAt = &val
+		}
+		if !stmt.ColumnIsNull(13) {
+			val := stmt.ColumnText(13)
+			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(14) {
+			val := stmt.ColumnText(14)
+			row.LastError = &val
+		}
+		if !stmt.ColumnIsNull(15) {
+			val := stmt.ColumnText(15)
+			row.ParentJobID = &val
+		}
+		if !stmt.ColumnIsNull(16) {
+			val := stmt.ColumnText(16)
+			row.SourceEventID = &val
+		}
+		row.CorrelationID = stmt.ColumnText(17)
+		row.UpdatedSeq = stmt.ColumnInt64(18)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listCanceledJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE status = 'canceled' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+ORDER BY seq DESC
+LIMIT ?2`
+
+type ListCanceledJobsParams struct {
+	Plugin  string
+	MaxJobs int64
+}
+
+type ListCanceledJobsRow struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// Through job_queue_dead_or_canceled.
+func ListCanceledJobs(conn *sqlite.Conn, arg ListCanceledJobsParams, fn func(ListCanceledJobsRow) error) (err error) {
+	stmt, err := conn.Prepare(listCanceledJobs)
+	if err != nil {
+		return fmt.Errorf("ListCanceledJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListCanceledJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Plugin)
+	stmt.BindInt64(2, arg.MaxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListCanceledJobs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListCanceledJobsRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.Payload = &val
+		}
+		row.Status = stmt.ColumnText(5)
+		row.Attempt = stmt.ColumnInt64(6)
+		row.MaxAttempts = stmt.ColumnInt64(7)
+		row.SubmittedBy = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnText(9)
+			row.DedupeKey = &val
+		}
+		row.CreatedAt = stmt.ColumnText(10)
+		if !stmt.ColumnIsNull(11) {
+			val := stmt.ColumnText(11)
+			row.StartedAt = &val
+		}
+		if !stmt.ColumnIsNull(12) {
+			val := stmt.ColumnText(12)
+			row.CompletedAt = &val
+		}
+		if !stmt.ColumnIsNull(13) {
+			val := stmt.ColumnText(13)
+			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(14) {
+			val := stmt.ColumnText(14)
+			row.LastError = &val
+		}
+		if !stmt.ColumnIsNull(15) {
+			val := stmt.ColumnText(15)
+			row.ParentJobID = &val
+		}
+		if !stmt.ColumnIsNull(16) {
+			val := stmt.ColumnText(16)
+			row.SourceEventID = &val
+		}
+		row.CorrelationID = stmt.ColumnText(17)
+		row.UpdatedSeq = stmt.ColumnInt64(18)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const listQueue = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue WHERE status = 'running'
+UNION ALL
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue WHERE status = 'cancel_requested'
+UNION ALL
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue WHERE status = 'queued'
+ORDER BY seq
+LIMIT ?1`
+
+type ListQueueRow struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// The active jobs in run order, oldest first (a retry keeps its place),
+// each status through its own index, merged by seq.
+func ListQueue(conn *sqlite.Conn, maxJobs int64, fn func(ListQueueRow) error) (err error) {
+	stmt, err := conn.Prepare(listQueue)
+	if err != nil {
+		return fmt.Errorf("ListQueue: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListQueue: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, maxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListQueue: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListQueueRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.Payload = &val
+		}
+		row.Status = stmt.ColumnText(5)
+		row.Attempt = stmt.ColumnInt64(6)
+		row.MaxAttempts = stmt.ColumnInt64(7)
+		row.SubmittedBy = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnText(9)
+			row.DedupeKey = &val
+		}
+		row.CreatedAt = stmt.ColumnText(10)
+		if !stmt.ColumnIsNull(11) {
+			val := stmt.ColumnText(11)
+			row.StartedAt = &val
+		}
+		if !stmt.ColumnIsNull(12) {
+			val := stmt.ColumnText(12)
+			row.CompletedAt = &val
+		}
+		if !stmt.ColumnIsNull(13) {
+			val := stmt.ColumnText(13)
+			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(14) {
+			val := stmt.ColumnText(14)
+			row.LastError = &val
+		}
+		if !stmt.ColumnIsNull(15) {
+			val := stmt.ColumnText(15)
+			row.ParentJobID = &val
+		}
+		if !stmt.ColumnIsNull(16) {
+			val := stmt.ColumnText(16)
+			row.SourceEventID = &val
+		}
+		row.CorrelationID = stmt.ColumnText(17)
+		row.UpdatedSeq = stmt.ColumnInt64(18)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const countQueue = `SELECT
+    CAST((SELECT count(*) FROM job_queue WHERE status = 'queued') AS INTEGER)           AS queued,
+    CAST((SELECT count(*) FROM job_queue WHERE status = 'running') AS INTEGER)          AS running,
+    CAST((SELECT count(*) FROM job_queue WHERE status = 'cancel_requested') AS INTEGER) AS cancel_requested`
+
+type CountQueueRow struct {
+	Queued          int64
+	Running         int64
+	CancelRequested int64
+}
+
+// The size of the queue, each status counted in its own index.
+func CountQueue(conn *sqlite.Conn) (row CountQueueRow, err error) {
+	stmt, err := conn.Prepare(countQueue)
+	if err != nil {
+		return row, fmt.Errorf("CountQueue: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("CountQueue: %w", resetErr)
+		}
+	}()
+	hasRow, err := stmt.Step()
+	if err != nil {
+		return row, fmt.Errorf("CountQueue: %w", err)
+	}
+	if !hasRow {
+		return row, ErrNoRows
+	}
+	row.Queued = stmt.ColumnInt64(0)
+	row.Running = stmt.ColumnInt64(1)
+	row.CancelRequested = stmt.ColumnInt64(2)
+	return row, nil
 }
 
 const listChildJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
@@ -1345,40 +2364,6 @@ func ListJobAttempts(conn *sqlite.Conn, jobID string, fn func(ListJobAttemptsRow
 			val := stmt.ColumnInt64(20)
 			row.EndedSeq = &val
 		}
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-}
-
-const countJobsByStatus = `SELECT status, CAST(count(*) AS INTEGER) AS jobs FROM job_queue GROUP BY status ORDER BY status`
-
-type CountJobsByStatusRow struct {
-	Status string
-	Jobs   int64
-}
-
-func CountJobsByStatus(conn *sqlite.Conn, fn func(CountJobsByStatusRow) error) (err error) {
-	stmt, err := conn.Prepare(countJobsByStatus)
-	if err != nil {
-		return fmt.Errorf("CountJobsByStatus: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("CountJobsByStatus: %w", resetErr)
-		}
-	}()
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("CountJobsByStatus: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var row CountJobsByStatusRow
-		row.Status = stmt.ColumnText(0)
-		row.Jobs = stmt.ColumnInt64(1)
 		if err := fn(row); err != nil {
 			return err
 		}
