@@ -1,6 +1,7 @@
 package pluginhost
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +16,8 @@ import (
 // *PluginError wrapping one of these (or ErrInvalidManifest).
 var (
 	// ErrUntrusted: the plugin breaks a trust rule (symlink escape,
-	// world-writable directory, entrypoint not an executable regular file).
+	// world-writable directory or manifest, entrypoint not an executable
+	// regular file).
 	ErrUntrusted = errors.New("untrusted plugin")
 	// ErrMissingConfig: a config_keys.required key is absent from the
 	// plugin's config.
@@ -70,7 +72,16 @@ type Plugin struct {
 	Dir        string // absolute, symlinks resolved; the working directory of every run
 	Entrypoint string // absolute path of the executable: Dir joined with Manifest.Entrypoint
 	Manifest   *Manifest
+	// Step, if set, runs the plugin's commands in this process instead of
+	// spawning Entrypoint (ductile bench --in-process: the core's cost apart
+	// from process spawning).
+	Step Step
 }
+
+// A Step is a plugin command run in process: it gets the request line a
+// process would read on stdin and returns what the process would print on
+// stdout, or an error standing for a failed exit.
+type Step func(ctx context.Context, request []byte) (stdout []byte, err error)
 
 // Command returns the manifest's command named name.
 func (p *Plugin) Command(name string) (CommandSpec, bool) {
@@ -80,11 +91,13 @@ func (p *Plugin) Command(name string) (CommandSpec, bool) {
 	return p.Manifest.Command(name)
 }
 
-// Registry holds the loaded plugins by name. It is read-only after Discover
-// and safe for concurrent use.
+// Registry holds the loaded plugins by name, and the plugins Discover
+// skipped with the reason. It is read-only after Discover and safe for
+// concurrent use.
 type Registry struct {
-	byName map[string]*Plugin
-	sorted []*Plugin
+	byName  map[string]*Plugin
+	sorted  []*Plugin
+	skipped []*PluginError // in discovery order
 }
 
 // Get returns the plugin named name.
@@ -96,6 +109,28 @@ func (r *Registry) Get(name string) (*Plugin, bool) {
 // List returns the plugins sorted by name. The slice is a copy.
 func (r *Registry) List() []*Plugin {
 	return slices.Clone(r.sorted)
+}
+
+// Skipped returns the plugin directories Discover did not load, each with
+// the reason (a shadowed plugin's name is also loaded, from an earlier root).
+// The slice is a copy.
+func (r *Registry) Skipped() []*PluginError {
+	return slices.Clone(r.skipped)
+}
+
+// SkippedPlugin returns why the plugin named name was not loaded, if a
+// directory of that name (or whose manifest names it) was skipped and no
+// plugin of that name loaded from another one.
+func (r *Registry) SkippedPlugin(name string) (*PluginError, bool) {
+	if _, loaded := r.byName[name]; loaded {
+		return nil, false
+	}
+	for _, p := range r.skipped {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
 }
 
 // Discover scans each root's immediate subdirectories that contain a
@@ -137,14 +172,20 @@ func Discover(roots []string, opts DiscoverOptions) (*Registry, []error) {
 			p, err := d.load(filepath.Join(r.real, e.Name()))
 			if err != nil {
 				errs = append(errs, err)
+				var pe *PluginError
+				if errors.As(err, &pe) {
+					reg.skipped = append(reg.skipped, pe)
+				}
 				continue
 			}
 			if p == nil {
 				continue // not a plugin directory
 			}
 			if first, dup := reg.byName[p.Name]; dup {
-				errs = append(errs, &PluginError{Name: p.Name, Dir: p.Dir,
-					Err: kindErrorf(ErrShadowed, "shadowed by %s (the first root wins)", first.Dir)})
+				pe := &PluginError{Name: p.Name, Dir: p.Dir,
+					Err: kindErrorf(ErrShadowed, "shadowed by %s (the first root wins)", first.Dir)}
+				errs = append(errs, pe)
+				reg.skipped = append(reg.skipped, pe)
 				continue
 			}
 			reg.byName[p.Name] = p
@@ -227,16 +268,24 @@ func (d *discoverer) load(path string) (*Plugin, error) {
 		return fail(kindErrorf(ErrUntrusted, "directory is world-writable (mode %v): chmod o-w %s", dfi.Mode().Perm(), dir))
 	}
 
+	realManifest := mpath
 	if mfi.Mode()&fs.ModeSymlink != 0 {
-		real, err := filepath.EvalSymlinks(mpath)
-		if err != nil {
+		if realManifest, err = filepath.EvalSymlinks(mpath); err != nil {
 			return fail(fmt.Errorf("%s: %w", ManifestFile, err))
 		}
-		if err := d.checkLink(ManifestFile, mpath, real); err != nil {
+		if err := d.checkLink(ManifestFile, mpath, realManifest); err != nil {
 			return fail(err)
+		}
+		if mfi, err = os.Stat(realManifest); err != nil {
+			return fail(fmt.Errorf("%s: %w", ManifestFile, err))
 		}
 	} else if !mfi.Mode().IsRegular() {
 		return fail(fmt.Errorf("%s is not a regular file", ManifestFile))
+	}
+	// Anyone may rewrite a world-writable manifest, and with it the
+	// entrypoint it names: refused like a world-writable directory.
+	if worldWritable(mfi) {
+		return fail(kindErrorf(ErrUntrusted, "%s is world-writable (mode %v): chmod o-w %s", ManifestFile, mfi.Mode().Perm(), realManifest))
 	}
 	m, err := LoadManifest(mpath)
 	if err != nil {

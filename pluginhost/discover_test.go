@@ -261,6 +261,31 @@ func TestDiscoverWorldWritable(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("plugin %q (%s): directory is world-writable (mode -rwxrwxrwx): chmod o-w %s", "open", dir, dir), dirErr.Error())
 }
 
+// A world-writable manifest.yaml used to be accepted while its directory
+// and entrypoint were refused: anyone could point it at another entrypoint.
+func TestDiscoverWorldWritableManifest(t *testing.T) {
+	t.Parallel()
+	root := tempRoot(t)
+	dir := writePlugin(t, root, pluginSpec{name: "open", dir: "openmanifest"})
+	manifest := filepath.Join(dir, "manifest.yaml")
+	require.NoError(t, os.Chmod(manifest, 0o666))
+	// A link to a world-writable manifest inside the roots is refused too.
+	linked := writePlugin(t, root, pluginSpec{name: "linked", dir: "linkedmanifest"})
+	require.NoError(t, os.Remove(filepath.Join(linked, "manifest.yaml")))
+	require.NoError(t, os.Symlink(manifest, filepath.Join(linked, "manifest.yaml")))
+	writePlugin(t, root, pluginSpec{name: "good"})
+
+	reg, errs := pluginhost.Discover([]string{root}, pluginhost.DiscoverOptions{})
+	require.Equal(t, []string{"good"}, names(reg))
+	require.Len(t, errs, 2, "%v", errs)
+	err := onlyError(t, errs, `plugin "openmanifest"`)
+	require.ErrorIs(t, err, pluginhost.ErrUntrusted)
+	require.Equal(t, fmt.Sprintf("plugin %q (%s): manifest.yaml is world-writable (mode -rw-rw-rw-): chmod o-w %s", "openmanifest", dir, manifest), err.Error())
+	err = onlyError(t, errs, `plugin "linkedmanifest"`)
+	require.ErrorIs(t, err, pluginhost.ErrUntrusted)
+	require.Contains(t, err.Error(), "manifest.yaml is world-writable (mode -rw-rw-rw-): chmod o-w "+manifest)
+}
+
 func TestDiscoverRequiredConfig(t *testing.T) {
 	t.Parallel()
 	root := tempRoot(t)

@@ -224,6 +224,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	return m, nil
 }
 
+// nameRE is the rule for a plugin name; Validate's message states it.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // Validate checks the manifest against the rules of spec §5.4 and returns a
@@ -243,7 +244,7 @@ func (m *Manifest) Validate() error {
 	case m.Name == "":
 		add("name is required")
 	case !nameRE.MatchString(m.Name):
-		add("name %q may only contain letters, digits, '_', '-' and '.'", m.Name)
+		add("name %q must start with an ASCII letter or digit and contain only ASCII letters, digits, '_', '-' and '.'", m.Name)
 	}
 	if m.Version == "" {
 		add("version is required")

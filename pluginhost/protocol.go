@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Request is the protocol v2 request envelope written to the plugin's stdin.
@@ -129,9 +130,20 @@ func (r *Response) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// MaxResponseDepth is how deeply a response may nest objects and arrays.
+// The ledger keeps a response inside an event's data, one level deeper
+// (its events' payloads and its state_updates go no deeper than the
+// response itself), and SQLite's json_valid, which every stored event must
+// pass, refuses JSON nested more than 1000 levels (JSON_MAX_DEPTH in its
+// json.c): the limit leaves room for any further wrapping.
+const MaxResponseDepth = 512
+
 // ParseResponse parses stdout as exactly one response object and checks the
 // envelope: status ok or error, every event typed, state_updates an object.
-// A missing result on status ok is accepted (Result is "").
+// A missing result on status ok is accepted (Result is ""). stdout must be
+// UTF-8 and nest at most MaxResponseDepth levels: what the ledger cannot
+// store exactly (SQLite stores invalid UTF-8, but no strict JSON reader
+// accepts it back) is a protocol error here, not a refused completion.
 func ParseResponse(stdout []byte) (*Response, error) {
 	data := bytes.TrimSpace(stdout)
 	if len(data) == 0 {
@@ -139,6 +151,12 @@ func ParseResponse(stdout []byte) (*Response, error) {
 	}
 	if data[0] != '{' {
 		return nil, fmt.Errorf("stdout is not a JSON object (starts with %q)", firstRunes(data, 20))
+	}
+	if at := invalidUTF8(data); at >= 0 {
+		return nil, fmt.Errorf("stdout is not valid UTF-8 (byte %d of the response is 0x%02x): JSON text must be UTF-8; encode binary data, e.g. as base64", at, data[at])
+	}
+	if depth := nesting(data, MaxResponseDepth); depth > MaxResponseDepth {
+		return nil, fmt.Errorf("the response nests objects and arrays more than %d levels deep: flatten it", MaxResponseDepth)
 	}
 	var r Response
 	if err := json.Unmarshal(data, &r); err != nil {
@@ -169,4 +187,53 @@ func ParseResponse(stdout []byte) (*Response, error) {
 func firstRunes(b []byte, n int) string {
 	r := []rune(string(b[:min(len(b), 4*n)]))
 	return string(r[:min(len(r), n)])
+}
+
+// invalidUTF8 is the offset of the first byte of b that is not part of a
+// valid UTF-8 sequence, or -1.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// nesting is how deeply the JSON text b nests objects and arrays, counted
+// up to limit+1 (the scan stops there). Brackets inside strings do not
+// count; b need not be valid JSON (the decoder judges that).
+func nesting(b []byte, limit int) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > deepest {
+				if deepest = depth; deepest > limit {
+					return deepest
+				}
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }

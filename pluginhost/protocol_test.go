@@ -2,6 +2,7 @@ package pluginhost_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,14 +106,38 @@ func TestParseResponse(t *testing.T) {
 	}
 }
 
-func FuzzParseResponse(f *testing.F) {
-	f.Add([]byte(`{"status":"ok","result":"x","events":[{"type":"a"}],"state_updates":{}}`))
-	f.Add([]byte(`{"status":"error","retry":false}`))
-	f.Add([]byte(`not json`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := pluginhost.ParseResponse(data)
-		if err == nil && r.Status != pluginhost.StatusOK && r.Status != pluginhost.StatusError {
-			t.Fatalf("accepted status %q", r.Status)
-		}
-	})
+// A response the ledger cannot store as given used to pass: nested past
+// SQLite's JSON depth limit, the completion was refused by the events
+// table's json_valid CHECK (and retried for ever); invalid UTF-8 was stored
+// and broke strict JSON readers. Both are protocol errors now.
+func TestParseResponseRefusesWhatTheLedgerCannotStore(t *testing.T) {
+	t.Parallel()
+	nested := func(depth int) string { // an event payload nested depth levels below the response
+		return strings.Repeat("[", depth) + strings.Repeat("]", depth)
+	}
+	// The response itself is one level, events a second, the event a third.
+	for _, tc := range []struct {
+		name, stdout, err string
+	}{
+		{"payload at the limit", `{"status":"ok","events":[{"type":"t","payload":` + nested(pluginhost.MaxResponseDepth-3) + `}]}`, ""},
+		{"payload over the limit", `{"status":"ok","events":[{"type":"t","payload":` + nested(pluginhost.MaxResponseDepth-2) + `}]}`, "more than 512 levels deep"},
+		{"payload 1000 deep", `{"status":"ok","events":[{"type":"t","payload":` + nested(1000) + `}]}`, "more than 512 levels deep"},
+		{"state_updates 1000 deep", `{"status":"ok","state_updates":{"k":` + nested(999) + `}}`, "more than 512 levels deep"},
+		{"brackets in strings do not count", `{"status":"ok","result":"` + nested(1000) + `\"[{"}`, ""},
+		{"invalid UTF-8", "{\"status\":\"ok\",\"result\":\"caf\xe9\"}", "stdout is not valid UTF-8 (byte 28 of the response is 0xe9)"},
+		{"truncated UTF-8", "{\"status\":\"ok\",\"result\":\"\xe2\x82\"}", "byte 25 of the response is 0xe2"},
+		{"valid UTF-8", `{"status":"ok","result":"café ✓ 𝄞"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := pluginhost.ParseResponse([]byte(tc.stdout))
+			if tc.err == "" {
+				require.NoError(t, err)
+				require.Equal(t, "ok", r.Status)
+				return
+			}
+			require.ErrorContains(t, err, tc.err)
+			require.Less(t, len(err.Error()), 300, "the error does not quote the response")
+		})
+	}
 }

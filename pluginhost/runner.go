@@ -1,7 +1,7 @@
 package pluginhost
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +51,15 @@ type RunOptions struct {
 	// OnStart, if set, is called with the pid (which is also the process
 	// group id) right after the plugin has started. It must not block.
 	OnStart func(pid int)
+	// OnStderr, if set, receives the lines the plugin writes to stderr
+	// while it runs, coalesced: a delivery every StderrInterval while lines
+	// come, or as soon as StderrChunkSize of them wait, and the last ones
+	// when its stderr closes, before Run returns. Calls come one at a time,
+	// in order, from a goroutine of the runner's, started only if the
+	// plugin writes to stderr. They see what Result.Stderr captures, up to
+	// MaxStreamedStderr. A slow OnStderr delays only later deliveries and
+	// the end of Run, never the plugin.
+	OnStderr func(StderrLines)
 }
 
 func (o RunOptions) withDefaults(command string) RunOptions {
@@ -181,7 +190,11 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		res.Kind, res.Err = KindCanceled, "canceled before start: "+err.Error()
 		return finish()
 	}
-	pr, err := startProcess(p)
+	if p.Step != nil {
+		res = runStep(ctx, p.Step, payload)
+		return finish()
+	}
+	pr, err := startProcess(p, opts.OnStderr)
 	if err != nil {
 		res.Kind, res.Err, res.Retryable = KindError, err.Error(), true
 		return finish()
@@ -213,10 +226,34 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		res.ExitCode = state.ExitCode()
 	}
 	classify(&res, state, reason, escalated, opts)
+	if res.Kind == KindError && res.Response == nil {
+		res.Err += exitHint(p.Entrypoint, res.ExitCode)
+	}
 	if !drained && res.Err != "" {
 		res.Err += fmt.Sprintf(" (output pipes still held open by a process outside the group; closed after %v)", opts.WaitDelay)
 	}
 	return finish()
+}
+
+// runStep runs an in-process step where run would start a process: the
+// request is prepared and encoded all the same, and the step's output is
+// classified as the stdout of a process that exited 0.
+func runStep(ctx context.Context, step Step, payload func() ([]byte, error)) Result {
+	res := Result{ExitCode: -1}
+	request, err := payload()
+	if err != nil {
+		res.Kind, res.Err = KindCanceled, NotStartedError+err.Error()
+		return res
+	}
+	stdout, err := step(ctx, request)
+	if err != nil {
+		res.Kind, res.Err, res.Retryable = KindError, err.Error(), true
+		return res
+	}
+	res.ExitCode, res.Stdout = 0, stdout
+	resp, perr := ParseResponse(stdout)
+	classifyResponse(&res, resp, perr)
+	return res
 }
 
 // process is one running plugin with the pipes and goroutines Run owns.
@@ -239,7 +276,7 @@ type process struct {
 // send hands the request to the stdin writer (nil: close stdin unwritten).
 func (pr *process) send(payload []byte) { pr.payload <- payload }
 
-func startProcess(p *Plugin) (*process, error) {
+func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -291,6 +328,7 @@ func startProcess(p *Plugin) (*process, error) {
 		writerDone: make(chan struct{}),
 		payload:    make(chan []byte, 1),
 	}
+	pr.stderr.onStderr = onStderr
 	var once sync.Once
 	pr.closeStdin = func() { once.Do(func() { _ = inW.Close() }) }
 
@@ -445,6 +483,9 @@ func (pr *process) finish(waitDelay time.Duration) (state *os.ProcessState, drai
 		_ = pr.stdoutR.Close()
 		_ = pr.stderrR.Close()
 	}
+	if st := pr.stderr.stream; st != nil {
+		st.wait() // its reader (done) has closed it: the last lines are being delivered
+	}
 	return state, drained
 }
 
@@ -454,6 +495,11 @@ type capture struct {
 	buf       []byte
 	truncated bool
 	overflow  chan struct{} // if non-nil, closed when the cap is exceeded
+	// onStderr, if set, gets what is kept, through stream: made by drain at
+	// the first byte, closed at the end, read by others only once drain is
+	// done.
+	onStderr func(StderrLines)
+	stream   *stderrStream
 }
 
 // chunks are the read buffers of drain, reused: two fresh 32 KiB buffers
@@ -462,22 +508,30 @@ var chunks = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func (c *capture) drain(r io.Reader, wg *sync.WaitGroup) {
 	defer wg.Done()
+	defer func() {
+		if c.stream != nil {
+			c.stream.close()
+		}
+	}()
 	p := chunks.Get().(*[]byte)
 	defer chunks.Put(p)
 	chunk := *p
 	for {
 		n, err := r.Read(chunk)
 		if n > 0 {
-			if room := c.max - len(c.buf); n <= room {
-				c.buf = append(c.buf, chunk[:n]...)
-			} else {
-				c.buf = append(c.buf, chunk[:room]...)
-				if !c.truncated {
-					c.truncated = true
-					if c.overflow != nil {
-						close(c.overflow)
-					}
+			kept := min(n, c.max-len(c.buf))
+			c.buf = append(c.buf, chunk[:kept]...)
+			if kept < n && !c.truncated {
+				c.truncated = true
+				if c.overflow != nil {
+					close(c.overflow)
 				}
+			}
+			if kept > 0 && c.onStderr != nil {
+				if c.stream == nil {
+					c.stream = newStderrStream(c.onStderr)
+				}
+				c.stream.write(chunk[:kept])
 			}
 		}
 		if err != nil {
@@ -532,6 +586,12 @@ func classify(res *Result, state *os.ProcessState, reason Kind, escalated bool, 
 		return
 	}
 
+	classifyResponse(res, resp, perr)
+}
+
+// classifyResponse classifies the stdout of a clean exit, parsed into resp
+// (or perr).
+func classifyResponse(res *Result, resp *Response, perr error) {
 	if perr != nil {
 		res.Kind, res.Retryable = KindProtocolError, true
 		res.Err = "protocol error: " + perr.Error()
@@ -578,21 +638,74 @@ func stderrTail(b []byte) string {
 	return s
 }
 
-// interpreterHint explains the kernel's ENOENT for an entrypoint that
-// exists: it is the interpreter on its #! line that is missing.
+// interpreterHint explains why the kernel refused to exec an entrypoint
+// that exists, from its first line: ENOENT means the interpreter on its #!
+// line is missing (often only because the line ends with the \r of a file
+// with Windows line endings), ENOEXEC that it has no #! line at all.
 func interpreterHint(entrypoint string, err error) string {
-	if !errors.Is(err, fs.ErrNotExist) {
+	noent, noexec := errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOEXEC)
+	if !noent && !noexec {
 		return ""
 	}
-	f, ferr := os.Open(entrypoint)
-	if ferr != nil {
-		return ""
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
-	interp, ok := strings.CutPrefix(strings.TrimSpace(line), "#!")
+	line, ok := firstLine(entrypoint)
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(" (the interpreter on its #! line, %q, was not found: install it or fix the line)", strings.TrimSpace(interp))
+	if hint := lineEndingHint(entrypoint, line); hint != "" {
+		return hint
+	}
+	if bytes.HasPrefix(line, []byte("\xef\xbb\xbf#!")) {
+		return fmt.Sprintf(" (it starts with a byte-order mark before its #! line: save it as UTF-8 without a BOM, e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' %s)", entrypoint)
+	}
+	interp, isScript := bytes.CutPrefix(line, []byte("#!"))
+	switch {
+	case isScript && noent:
+		return fmt.Sprintf(" (the interpreter on its #! line, %q, was not found: install it or fix the line)", strings.TrimSpace(string(interp)))
+	case !isScript && noexec && bytes.HasPrefix(line, []byte("\x7fELF")):
+		return " (it is a binary for another architecture or system: build it for this one)"
+	case !isScript && noexec:
+		return fmt.Sprintf(" (it has no #! line, so the system cannot tell what runs it: make its first line name the interpreter, e.g. #!/bin/sh, and see: head -n 1 %s)", entrypoint)
+	}
+	return ""
+}
+
+// exitHint explains a plugin that exited 126 or 127 (what a shell or env
+// exits with when it cannot find or run a command) when its #! line ends
+// with a \r: "#!/usr/bin/env sh\r" makes env look for "sh\r".
+func exitHint(entrypoint string, exitCode int) string {
+	if exitCode != 126 && exitCode != 127 {
+		return ""
+	}
+	line, ok := firstLine(entrypoint)
+	if !ok {
+		return ""
+	}
+	return lineEndingHint(entrypoint, line)
+}
+
+// lineEndingHint says what is wrong with a #! line that ends with a \r,
+// and how to fix it; "" for any other line.
+func lineEndingHint(entrypoint string, line []byte) string {
+	if !bytes.HasPrefix(line, []byte("#!")) || !bytes.HasSuffix(line, []byte("\r")) {
+		return ""
+	}
+	return fmt.Sprintf(" (its #! line, %q, ends with a carriage return that the system takes as part of the name to run: the file has Windows (CRLF) line endings; convert them with sed -i 's/\\r$//' %s)",
+		line, entrypoint)
+}
+
+// firstLine is the entrypoint's first line (without its \n; at most 256
+// bytes), and false if it cannot be read.
+func firstLine(entrypoint string) ([]byte, bool) {
+	f, err := os.Open(entrypoint)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, err := io.ReadFull(f, buf)
+	if n == 0 && err != nil {
+		return nil, false
+	}
+	line, _, _ := bytes.Cut(buf[:n], []byte("\n"))
+	return line, true
 }

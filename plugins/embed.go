@@ -35,7 +35,8 @@ func Names() []string {
 	return names
 }
 
-// Unpack writes every bundled plugin into dir (created if needed) as
+// Unpack writes every bundled plugin into dir (created if needed, with its
+// missing parents, mode 0700: it is usually inside a state directory) as
 // dir/<plugin>/…. Each plugin's entrypoint (from its manifest) gets mode
 // 0755, every other file 0644, directories 0755; go:embed does not keep file
 // modes, so the manifest is what marks the executable. Unpack is idempotent:
@@ -43,7 +44,7 @@ func Names() []string {
 // replaced atomically (write to a temporary file, then rename), so a plugin
 // that is running while Unpack runs is never seen half-written.
 func Unpack(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("unpack plugins: %w", err)
 	}
 	for _, name := range Names() {

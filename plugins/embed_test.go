@@ -23,10 +23,15 @@ func TestNames(t *testing.T) {
 
 func TestUnpackModes(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "plugins")
+	// Where a state directory does not exist yet, Unpack creates it
+	// private, as the daemon does.
+	state := filepath.Join(t.TempDir(), "state")
+	dir := filepath.Join(state, "plugins")
 	require.NoError(t, plugins.Unpack(dir))
 
 	for path, mode := range map[string]os.FileMode{
+		"..":                 0o700 | os.ModeDir,
+		".":                  0o700 | os.ModeDir,
 		"echo":               0o755 | os.ModeDir,
 		"echo/run.sh":        0o755,
 		"echo/manifest.yaml": 0o644,

@@ -1,0 +1,50 @@
+package pluginhost_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ductile/ductile/pluginhost"
+)
+
+// TestRegistryKeepsSkippedPlugins: a plugin Discover refused stays known by
+// name with its reason, so "no plugin named X" is never said of a plugin
+// that was found and skipped.
+func TestRegistryKeepsSkippedPlugins(t *testing.T) {
+	t.Parallel()
+	root, other := tempRoot(t), tempRoot(t)
+	writePlugin(t, root, pluginSpec{name: "good"})
+	noexec := writePlugin(t, root, pluginSpec{name: "noexec", mode: 0o644})
+	broken := filepath.Join(root, "broken")
+	require.NoError(t, os.MkdirAll(broken, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(broken, "manifest.yaml"), []byte("name: [\n"), 0o644))
+	shadowed := writePlugin(t, other, pluginSpec{name: "good"})
+
+	reg, errs := pluginhost.Discover([]string{root, other}, pluginhost.DiscoverOptions{})
+	require.Len(t, errs, 3)
+	require.Equal(t, []string{"good"}, names(reg))
+
+	p, ok := reg.SkippedPlugin("noexec")
+	require.True(t, ok)
+	require.Equal(t, noexec, p.Dir)
+	require.ErrorIs(t, p, pluginhost.ErrUntrusted)
+	require.Contains(t, p.Err.Error(), "entrypoint run.sh is not executable")
+
+	p, ok = reg.SkippedPlugin("broken")
+	require.True(t, ok, "a manifest that does not parse is known by its directory's name")
+	require.ErrorIs(t, p, pluginhost.ErrInvalidManifest)
+
+	_, ok = reg.SkippedPlugin("good")
+	require.False(t, ok, "a name that loaded is not skipped, though a shadowed copy was")
+	_, ok = reg.SkippedPlugin("missing")
+	require.False(t, ok)
+
+	var skipped []string
+	for _, p := range reg.Skipped() {
+		skipped = append(skipped, p.Name+" "+p.Dir)
+	}
+	require.Equal(t, []string{"broken " + broken, "noexec " + noexec, "good " + shadowed}, skipped, "in discovery order, shadowed ones too")
+}

@@ -1,0 +1,14 @@
+#!/bin/sh
+# 3000 numbered lines on stderr, a line of 10000 bytes among them, as fast
+# as the shell writes them, then a valid response.
+cat >/dev/null
+i=1
+while [ "$i" -le 3000 ]; do
+	echo "line $i" >&2
+	if [ "$i" -eq 1500 ]; then
+		head -c 10000 /dev/zero | tr '\0' 'L' >&2
+		echo >&2
+	fi
+	i=$((i + 1))
+done
+printf '%s\n' '{"status":"ok","result":"many lines"}'
