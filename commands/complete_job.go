@@ -9,6 +9,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+	"unicode/utf8"
+
+	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
@@ -29,6 +32,9 @@ const (
 	// OutcomeInterrupted: the daemon stopped the plugin to shut down. The
 	// job runs again at once, and the attempt does not count.
 	OutcomeInterrupted = "interrupted"
+	// OutcomeRefused: the ledger refused to record the attempt's outcome
+	// as the plugin gave it (see Complete.Refused). Not retryable.
+	OutcomeRefused = "refused"
 )
 
 // Outcome is how one attempt ended.
@@ -73,6 +79,7 @@ type Complete struct {
 type CompleteResult struct {
 	Status      string          // succeeded, queued (a retry), dead or canceled
 	Kind        string          // the outcome kind recorded (may differ from the one given: state too large)
+	Error       string          // the attempt's error as recorded (set by the decision when it rejects the state)
 	NextRetryAt time.Time       // for a retry
 	Children    []EnqueueResult // one per routed child, in order
 	Seqs        []int64
@@ -169,7 +176,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		DurationMS: out.Duration.Milliseconds(), Response: out.Response, Stdout: out.Stdout,
 		Stderr: out.Stderr, StderrTruncated: out.StderrTruncated,
 	}
-	res.Kind = out.Kind
+	res.Kind, res.Error = out.Kind, out.Error
 	var evs []ledger.NewEvent
 	switch {
 	case out.Kind == OutcomeOK:
@@ -231,6 +238,65 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		}
 	}
 	return evs, res, nil
+}
+
+// Refused is the completion to record instead of cmd once the ledger has
+// refused cmd for what it holds (err, for which ContentRefused is true): the
+// attempt fails, not retryably, with the ledger's reason, and none of the
+// plugin's output (response, stdout, stderr, state, facts, routed jobs) is
+// kept, since any of it may be what was refused. The job ends, dead (or
+// canceled, if a cancel was pending), instead of staying running while the
+// same outcome is refused again and again.
+func (cmd Complete) Refused(err error) Complete {
+	out := cmd.Outcome
+	what := out.Kind
+	if out.Error != "" {
+		what += ": " + cutError(out.Error, 512)
+	}
+	return Complete{
+		JobID: cmd.JobID, Attempt: cmd.Attempt, MaxStateBytes: cmd.MaxStateBytes, Jitter: cmd.Jitter, Now: cmd.Now,
+		Outcome: Outcome{
+			Kind: OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration,
+			Error: fmt.Sprintf("the ledger refused to record the attempt's outcome (%s): %v; it is recorded without the plugin's output", what, err),
+		},
+	}
+}
+
+// cutError keeps at most n bytes of s (whole runes), "…" marking a cut.
+func cutError(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// ContentRefused reports whether err, from recording a completion, is the
+// ledger refusing what the completion holds (a constraint such as the
+// events table's json_valid CHECK, data it cannot encode, a routed job it
+// cannot enqueue), which the same completion would meet again, rather than
+// the ledger being unable to write for now (busy, locked, disk full, an I/O
+// error, closed, no longer durable) or the job having moved on.
+func ContentRefused(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, ErrInvalidTransition),
+		errors.Is(err, ledger.ErrClosed),
+		errors.Is(err, ledger.ErrNotDurable),
+		errors.Is(err, context.Canceled),
+		errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	switch sqlite.ErrCode(err).ToPrimary() {
+	case sqlite.ResultBusy, sqlite.ResultLocked, sqlite.ResultFull, sqlite.ResultIOErr, sqlite.ResultNoMem,
+		sqlite.ResultCantOpen, sqlite.ResultProtocol, sqlite.ResultReadOnly, sqlite.ResultInterrupt,
+		sqlite.ResultCorrupt, sqlite.ResultNotADB, sqlite.ResultNoLFS, sqlite.ResultPerm, sqlite.ResultAuth,
+		sqlite.ResultSchema, sqlite.ResultAbort:
+		return false
+	}
+	return true
 }
 
 // failedType is the event recording a failed attempt of this kind.

@@ -43,6 +43,7 @@ type Enqueue struct {
 	SourceEventID    string
 	Correlation      string // the root job of the tree; the job itself when empty
 	Causation        string // what caused it: a request id, an event id
+	RetryOf          string // the dead or canceled job this one retries
 	Now              time.Time
 
 	prepared *preparedEnqueue // set by prepare
@@ -136,6 +137,15 @@ func (cmd *Enqueue) prepare() error {
 	// Each pass over a payload counts when it is a megabyte: the payload is
 	// checked and encoded once, and an envelope built here is as stored
 	// already (encoding/json's output); only one given is encoded again.
+	// Depth first: encoding/json refuses JSON nested over 10,000 levels as
+	// invalid, and the ledger refuses it over 1,000.
+	if d := JSONDepth(cmd.Payload); d > MaxPayloadDepth {
+		return fmt.Errorf("%w: payload nests %d levels deep; a payload may nest at most %d (so that a plugin can hand it back within its response's own limit)",
+			ErrInvalidCommand, d, MaxPayloadDepth)
+	}
+	if d := JSONDepth(cmd.Event); d > MaxJSONDepth-1 {
+		return fmt.Errorf("%w: event nests %d levels deep; an event may nest at most %d", ErrInvalidCommand, d, MaxJSONDepth-1)
+	}
 	var err error
 	if cmd.Payload, err = asStored(cmd.Payload); err != nil {
 		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalidCommand)
@@ -157,7 +167,7 @@ func (cmd *Enqueue) prepare() error {
 		JobID: cmd.JobID, Plugin: cmd.Plugin, Command: cmd.Command, Payload: cmd.Payload,
 		MaxAttempts: cmd.MaxAttempts, BackoffBaseMS: cmd.BackoffBase.Milliseconds(),
 		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
-		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: cmd.Event,
+		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: cmd.Event, RetryOf: cmd.RetryOf,
 	}
 	encoded, err := ledger.EncodeData(data)
 	if err != nil {
@@ -214,6 +224,45 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 		j.memoize(tx)
 	}
 	return evs, EnqueueResult{JobID: id}, nil
+}
+
+// MaxJSONDepth is how deeply the ledger lets JSON nest: its CHECK
+// (json_valid) refuses text nested deeper (SQLite's JSON_MAX_DEPTH).
+const MaxJSONDepth = 1000
+
+// MaxPayloadDepth is how deeply a job's payload may nest. job.enqueued holds
+// it two levels down, well within MaxJSONDepth; the tighter bound leaves a
+// plugin room to hand the payload back inside its response, which may nest
+// 512 levels (pluginhost.MaxResponseDepth) with the payload three down.
+const MaxPayloadDepth = 500
+
+// JSONDepth returns how deeply text nests arrays and objects, counting
+// brackets outside strings; it needs no valid JSON, so a decoder's own
+// depth limit cannot hide the real depth.
+func JSONDepth(text []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range text {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // asStored is JSON text as encoding/json embeds a json.RawMessage in the

@@ -44,6 +44,7 @@ type Job struct {
 	Attempt     int
 	LastError   string
 	NextRetryAt time.Time // zero unless waiting for a retry
+	RetriedAs   string    // the job that retries this one (job.retried), if any
 }
 
 // Terminal reports whether the job can no longer change.
@@ -117,6 +118,8 @@ func (j *Job) apply(ev ledger.Event) error {
 		if d.Requeued {
 			j.Status = events.StatusQueued
 		}
+	case events.JobStderrWritten:
+		// Output of the running attempt: nothing a decision needs.
 	case events.JobCancelRequested:
 		j.Status = events.StatusCancelRequested
 	case events.JobCanceled:
@@ -128,6 +131,12 @@ func (j *Job) apply(ev ledger.Event) error {
 		if d.Reason != "" {
 			j.LastError = d.Reason
 		}
+	case events.JobRetried:
+		var d events.Retried
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		j.RetriedAs = d.RetryJobID
 	default:
 		return fmt.Errorf("unknown job event type %q", ev.Type)
 	}

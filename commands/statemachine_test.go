@@ -281,7 +281,7 @@ func TestBackoff(t *testing.T) {
 	mark := b.mark(t)
 	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: jobID, Attempt: 4, Outcome: outFailed, Jitter: jitter, Now: clock})
 	require.NoError(t, err)
-	require.Equal(t, commands.CompleteResult{Status: events.StatusDead, Kind: commands.OutcomeError, Seqs: []int64{mark + 1, mark + 2, mark + 3}}, res)
+	require.Equal(t, commands.CompleteResult{Status: events.StatusDead, Kind: commands.OutcomeError, Error: "boom", Seqs: []int64{mark + 1, mark + 2, mark + 3}}, res)
 	requireEvents(t, []want{
 		jobEv(12, events.JobFailed, `{"attempt":4,"error":"boom","kind":"error","retryable":true,"exit_code":1,"duration_ms":1500}`),
 		jobEv(13, events.JobDead, `{"attempt":4,"reason":"attempt 4 of 4 failed: boom"}`),

@@ -19,6 +19,10 @@ func DedupeStream(plugin, command, key string) string {
 	return "dedupe/" + plugin + "/" + command + "/" + key
 }
 
+// SystemStream is the stream of facts about the installation itself, such
+// as the config a daemon applied.
+const SystemStream = "system"
+
 // JobIDFromStream returns the job id of a job stream, or "".
 func JobIDFromStream(stream string) string {
 	id, ok := strings.CutPrefix(stream, "job/")
@@ -40,12 +44,22 @@ const (
 	JobCancelRequested = "job.cancel_requested"
 	JobCanceled        = "job.canceled"
 	JobRecovered       = "job.recovered"
+	// JobRetried is appended to a dead or canceled job's stream when it is
+	// retried as a new job (the job itself does not change).
+	JobRetried       = "job.retried"
+	JobStderrWritten = "job.stderr_written"
 )
 
 // Plugin event types.
 const (
 	PluginFactRecorded = "plugin.fact_recorded"
 	PluginStateMerged  = "plugin.state_merged"
+)
+
+// System event types.
+const (
+	// ConfigApplied records what a daemon runs with, on start.
+	ConfigApplied = "config.applied"
 )
 
 // Dedupe event types.
@@ -63,6 +77,11 @@ const (
 	StatusCanceled        = "canceled"
 	StatusCancelRequested = "cancel_requested"
 )
+
+// JobStatuses returns every job status, in the order of a job's life.
+func JobStatuses() []string {
+	return []string{StatusQueued, StatusRunning, StatusCancelRequested, StatusSucceeded, StatusDead, StatusCanceled}
+}
 
 // Terminal reports whether a job with this status is done for good.
 func Terminal(status string) bool {
@@ -99,6 +118,8 @@ type Enqueued struct {
 	// Event is the envelope a handle command receives: routed jobs get the
 	// producing plugin's event with core-assigned event_id, source, timestamp.
 	Event json.RawMessage `json:"event,omitempty"`
+	// RetryOf is the dead or canceled job this one retries (job retry).
+	RetryOf string `json:"retry_of,omitempty"`
 }
 
 // Started is the data of job.started.
@@ -120,6 +141,25 @@ type AttemptEnded struct {
 	Stdout          string          `json:"stdout,omitempty"`   // only when it was not a valid response
 	Stderr          string          `json:"stderr,omitempty"`
 	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
+}
+
+// StderrWritten is the data of job.stderr_written: lines the plugin of a
+// running attempt wrote to stderr, streamed while it ran. Line is the
+// number of the first of them among the attempt's stderr lines (from 1).
+// Truncated says the attempt streams no more: the lines after these are in
+// its job.succeeded, job.failed or job.timed_out only (stderr).
+type StderrWritten struct {
+	Attempt   int          `json:"attempt"`
+	Line      int          `json:"line"`
+	Lines     []StderrLine `json:"lines"`
+	Truncated bool         `json:"truncated,omitempty"`
+}
+
+// StderrLine is one line of a plugin's stderr, without its newline, and
+// when the core read it (RFC 3339, nanoseconds, UTC).
+type StderrLine struct {
+	At   string `json:"at"`
+	Text string `json:"text"`
 }
 
 // RetryScheduled is the data of job.retry_scheduled: the job is queued again
@@ -155,6 +195,11 @@ type Canceled struct {
 	Reason  string `json:"reason,omitempty"`
 }
 
+// Retried is the data of job.retried: the new job that retries this one.
+type Retried struct {
+	RetryJobID string `json:"retry_job_id"`
+}
+
 // FactRecorded is the data of plugin.fact_recorded: a snapshot the plugin
 // emitted, declared by a fact_outputs rule, which the compatibility view
 // (plugin_state) mirrors.
@@ -187,4 +232,37 @@ type DedupeReleasedData struct {
 	JobID       string `json:"job_id"`
 	Status      string `json:"status"`
 	CompletedAt string `json:"completed_at"`
+}
+
+// ConfigAppliedData is the data of config.applied: what a daemon loaded when it
+// started, so that other processes (the CLI) check against what it really
+// runs. It holds no plugin config values (they may be secrets). New facts
+// about the applied config are new fields, never a new event type.
+type ConfigAppliedData struct {
+	Reason  string          `json:"reason"` // start
+	PID     int             `json:"pid"`    // of the daemon
+	Plugins []AppliedPlugin `json:"plugins"`
+	Skipped []SkippedPlugin `json:"skipped"`
+}
+
+// AppliedPlugin is a plugin a daemon loaded.
+type AppliedPlugin struct {
+	Name     string           `json:"name"`
+	Version  string           `json:"version"`
+	Dir      string           `json:"dir"`
+	Enabled  bool             `json:"enabled"`
+	Commands []AppliedCommand `json:"commands"`
+}
+
+// AppliedCommand is one command of a loaded plugin's manifest.
+type AppliedCommand struct {
+	Name string `json:"name"`
+	Type string `json:"type"` // read | write
+}
+
+// SkippedPlugin is a plugin directory a daemon did not load, and why.
+type SkippedPlugin struct {
+	Name   string `json:"name"`
+	Dir    string `json:"dir"`
+	Reason string `json:"reason"`
 }

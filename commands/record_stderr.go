@@ -1,0 +1,59 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+)
+
+// RecordStderr records lines the plugin of a running attempt wrote to
+// stderr (job.stderr_written), so that they can be read while it runs.
+type RecordStderr struct {
+	JobID     string
+	Attempt   int
+	Line      int // the number of the first line among the attempt's stderr lines, from 1
+	Lines     []events.StderrLine
+	Truncated bool
+}
+
+// SubmitStderr queues the append and returns a function that waits for
+// its answer. It is relaxed, like the start and the outcome: a power cut
+// can lose it, and the attempt's outcome carries its stderr anyway. The
+// job stays memoized at its new version, so the completion still takes it
+// from the memo.
+func SubmitStderr(ctx context.Context, l *ledger.Ledger, cmd RecordStderr) func() error {
+	p := l.Submit(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		j, err := LoadJob(tx, cmd.JobID)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := cmd.decide(j)
+		if err != nil {
+			return nil, err
+		}
+		j.memoize(tx)
+		return evs, nil
+	})
+	return func() error {
+		if _, err := p.Wait(); err != nil {
+			return fmt.Errorf("record stderr: %w", err)
+		}
+		return nil
+	}
+}
+
+func (cmd RecordStderr) decide(j *Job) ([]ledger.NewEvent, error) {
+	if (j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested) || j.Attempt != cmd.Attempt {
+		return nil, &TransitionError{JobID: j.JobID, Status: fmt.Sprintf("%s on attempt %d", j.Status, j.Attempt), Action: fmt.Sprintf("record stderr of attempt %d", cmd.Attempt)}
+	}
+	if len(cmd.Lines) == 0 && !cmd.Truncated {
+		return nil, nil
+	}
+	data := events.StderrWritten{Attempt: cmd.Attempt, Line: cmd.Line, Lines: cmd.Lines, Truncated: cmd.Truncated}
+	if data.Lines == nil {
+		data.Lines = []events.StderrLine{}
+	}
+	return []ledger.NewEvent{j.next(events.JobStderrWritten, data, "", "dispatcher")}, nil
+}
