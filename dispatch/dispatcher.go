@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -66,6 +67,17 @@ type Dispatcher struct {
 	cacheCapped   string      // the capped plugins the cache was read without (JSON)
 	cancelsSeen   int64       // job.cancel_requested events applied at our last look
 
+	// Starts the ledger refused for now (busy, disk full…): nothing starts
+	// before startPausedUntil, a pause that doubles with each refusal (from
+	// MinStartPause up to MaxStartPause) and ends with the next start
+	// recorded. startPaused mirrors "a pause is set" for the lock-free check
+	// of every start.
+	startPause       time.Duration
+	startPausedUntil time.Time
+	startPaused      atomic.Bool
+	startsRefused    atomic.Int64
+	startFailures    repeatedFailure
+
 	freed   chan struct{}
 	loopCtx context.Context // the dispatch loop's (guarded by mu); nil when only RunJob runs jobs
 	cancel  context.CancelFunc
@@ -91,6 +103,18 @@ type candidate struct {
 // so they can add a candidate anywhere in the queue; a new job.enqueued only
 // ever adds one after every job already queued.
 var requeueEvents = []string{events.JobRetryScheduled, events.JobRecovered}
+
+// Start pauses: after a start the ledger refused for now, nothing starts
+// for MinStartPause, doubled at each further refusal up to MaxStartPause.
+// A failed start spawns a plugin process and kills it: without the pause a
+// full disk made the daemon do that about 1,000 times a second.
+const (
+	MinStartPause = 100 * time.Millisecond
+	MaxStartPause = 30 * time.Second
+)
+
+// startFailureWindow is how often a run of refused starts is logged.
+const startFailureWindow = 30 * time.Second
 
 var (
 	errCanceledByUser = errors.New("canceled by request")
@@ -131,6 +155,9 @@ func New(opts Options) *Dispatcher {
 		configs:  map[string]json.RawMessage{},
 		freed:    make(chan struct{}, 1),
 		cacheGen: -1,
+		startFailures: repeatedFailure{
+			msg: "could not record a job's start; no job starts until the pause is over", window: startFailureWindow,
+		},
 	}
 }
 
@@ -233,9 +260,10 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 		cancel(nil)
 		<-watched
 		if refusedForNow(err) {
-			// Not started, the ledger refused for now (busy, full…): do not
-			// spin. Otherwise (canceled, or started elsewhere) look again.
-			t := time.NewTimer(time.Second)
+			// Not started, the ledger refused for now (busy, full…): wait
+			// for the pause that set. Otherwise (canceled, or started
+			// elsewhere) look again.
+			t := time.NewTimer(d.startPauseLeft())
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -323,6 +351,9 @@ func (d *Dispatcher) fill(ctx context.Context) (time.Time, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.opts.Now()
+	if now.Before(d.startPausedUntil) {
+		return d.startPausedUntil, nil // the ledger refused a start: look again then
+	}
 	var next time.Time
 	started := false
 	skipped := false
@@ -578,7 +609,7 @@ func (d *Dispatcher) handoff(c candidate) (candidate, context.Context, func() (c
 // pickLocked takes the oldest job in the candidate cache that may start
 // now out of the cache, by the rules fill applies. Called with d.mu held.
 func (d *Dispatcher) pickLocked(now time.Time) (candidate, bool) {
-	if d.procs >= d.max {
+	if d.procs >= d.max || now.Before(d.startPausedUntil) {
 		return candidate{}, false
 	}
 	for _, list := range []*[]candidate{&d.retries, &d.ready} {
@@ -623,14 +654,65 @@ func (d *Dispatcher) wake() {
 	}
 }
 
-// worker runs one job for the dispatch loop: a start the ledger refused for
-// now makes the loop read the queue again a little later, or the job would
-// be forgotten.
+// worker runs one job for the dispatch loop. A start the ledger refused
+// for now pauses every start (startRefused); the loop reads the queue again
+// once the pause is over, so the job is not forgotten.
 func (d *Dispatcher) worker(ctx context.Context, c candidate, claim func() (commands.Started, error)) {
-	if refusedForNow(d.work(ctx, c, claim)) {
-		d.retryLater(time.Second)
+	_ = d.work(ctx, c, claim)
+}
+
+// startRefused pauses starting jobs after a start the ledger refused for
+// now (startErr): for MinStartPause, or twice the last pause (at most
+// MaxStartPause) if this refusal came after that pause was over. A
+// refusal during a pause (another worker's start, submitted before it)
+// only counts. The failure is logged once per run and window.
+func (d *Dispatcher) startRefused(startErr error) {
+	d.startsRefused.Add(1)
+	d.mu.Lock()
+	now := d.opts.Now()
+	if !now.Before(d.startPausedUntil) {
+		d.startPause = min(max(2*d.startPause, MinStartPause), MaxStartPause)
+		d.startPausedUntil = now.Add(d.startPause)
+	}
+	d.startPaused.Store(true)
+	d.cacheGen = -1 // the job is still queued: read the queue again after the pause
+	pause := d.startPause
+	line := d.startFailures.failed(now)
+	d.mu.Unlock()
+	if line != "" {
+		d.log.Warn(line, "err", startErr, "pause", pause.String())
 	}
 }
+
+// startRecorded ends a pause of starts, if there is one: the ledger
+// records starts again.
+func (d *Dispatcher) startRecorded() {
+	if !d.startPaused.Load() {
+		return
+	}
+	d.mu.Lock()
+	d.startPause, d.startPausedUntil = 0, time.Time{}
+	d.startPaused.Store(false)
+	line, refused := d.startFailures.ended(d.opts.Now())
+	d.mu.Unlock()
+	if line != "" {
+		d.log.Warn(line)
+	}
+	if refused > 0 {
+		d.log.Info("job starts are recorded again", "refused_starts", refused)
+	}
+}
+
+// startPauseLeft is how long the current pause of starts has to run.
+func (d *Dispatcher) startPauseLeft() time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return max(d.startPausedUntil.Sub(d.opts.Now()), 0)
+}
+
+// StartsRefused is how many job starts the ledger has refused for now
+// (busy, disk full…) since the dispatcher was created.
+func (d *Dispatcher) StartsRefused() int64 { return d.startsRefused.Load() }
 
 // refusedForNow reports whether a start failed for a reason that may pass
 // (the ledger busy, full…), not because the job moved on.
@@ -681,7 +763,15 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 				Config: cfgJSON, State: st.State, Context: json.RawMessage("{}"), Event: st.Event,
 				DeadlineAt: d.opts.Now().Add(timeout),
 			}, nil
-		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace})
+		}, pluginhost.RunOptions{Timeout: timeout, Grace: d.opts.Grace, OnStderr: func(lines pluginhost.StderrLines) {
+			// A plugin may write before its start is recorded (it runs from
+			// the spawn on): its lines wait for the start's answer (claim
+			// may be waited for again), which comes, since a spawned
+			// plugin's request is always prepared.
+			if st, err := claim(); err == nil {
+				d.recordStderr(st.Job, lines)
+			}
+		}})
 	}
 	if !started && startErr == nil {
 		// No process got a request: the plugin cannot run here (problem),
@@ -692,12 +782,13 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	}
 	if !started {
 		if refusedForNow(startErr) {
-			log.Warn("could not record the job's start; will try again", "err", startErr)
+			d.startRefused(startErr)
 		} else {
 			log.Debug("job not started", "err", startErr) // canceled, or started elsewhere
 		}
 		return startErr
 	}
+	d.startRecorded()
 	outcome := commands.Outcome{Kind: commands.OutcomeError, Error: problem}
 	if problem == "" {
 		outcome = d.outcome(ctx, res, log)
@@ -727,10 +818,26 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 	return nil
 }
 
+// recordStderr submits lines the plugin of a running job wrote to stderr
+// (job.stderr_written) without waiting for them: they are queued before the
+// job's outcome, whatever becomes of them, and a refusal (the job has moved
+// on) loses nothing the outcome does not carry.
+func (d *Dispatcher) recordStderr(job *commands.Job, sl pluginhost.StderrLines) {
+	lines := make([]events.StderrLine, len(sl.Lines))
+	for i, l := range sl.Lines {
+		lines[i] = events.StderrLine{At: commands.Time(l.At), Text: l.Text}
+	}
+	commands.SubmitStderr(context.Background(), d.opts.Ledger, commands.RecordStderr{
+		JobID: job.JobID, Attempt: job.Attempt, Line: sl.First + 1, Lines: lines, Truncated: sl.Truncated,
+	})
+}
+
 // complete waits for an attempt's outcome, submitted as first, and submits
-// it again with backoff if the ledger refused (busy, full…): the outcome
-// must not be lost. A transition error means an earlier try did land (or
-// the job moved on).
+// it again with backoff if the ledger could not take it for now (busy,
+// full…): the outcome must not be lost. An outcome the ledger refuses for
+// what it holds is replaced once by the attempt failed without the
+// plugin's output (Complete.Refused), which ends the job. A transition
+// error means an earlier try did land (or the job moved on).
 func (d *Dispatcher) complete(cmd commands.Complete, first func() (commands.CompleteResult, error), log *slog.Logger) (commands.CompleteResult, bool) {
 	backoff := 100 * time.Millisecond
 	for {
@@ -747,6 +854,10 @@ func (d *Dispatcher) complete(cmd commands.Complete, first func() (commands.Comp
 		case errors.Is(err, ledger.ErrClosed):
 			log.Error("the job's outcome was not recorded: the ledger is closed; recovery will run it again", "err", err)
 			return res, false
+		case commands.ContentRefused(err) && cmd.Outcome.Kind != commands.OutcomeRefused:
+			log.Error("the ledger refused the job's outcome; recording the attempt as failed without the plugin's output", "err", err)
+			cmd = cmd.Refused(err)
+			continue
 		}
 		log.Error("recording the job's outcome failed; will try again", "err", err, "retry_in", backoff)
 		t := time.NewTimer(backoff)
@@ -759,14 +870,6 @@ func (d *Dispatcher) complete(cmd commands.Complete, first func() (commands.Comp
 		}
 		backoff = min(2*backoff, 30*time.Second)
 	}
-}
-
-// retryLater makes the next wake-up, after delay, read the queue again.
-func (d *Dispatcher) retryLater(delay time.Duration) {
-	d.mu.Lock()
-	d.cacheGen = -1
-	d.mu.Unlock()
-	time.AfterFunc(delay, d.wake)
 }
 
 // runnable finds the job's plugin and its config, or says why it cannot run.
@@ -879,11 +982,11 @@ func (d *Dispatcher) logOutcome(log *slog.Logger, job *commands.Job, out command
 		}
 		log.Info("job succeeded", append(attrs, "children", routed)...)
 	case events.StatusQueued:
-		log.Warn("job failed; will retry", append(attrs, "kind", res.Kind, "error", out.Error, "next_retry_at", commands.Time(res.NextRetryAt))...)
+		log.Warn("job failed; will retry", append(attrs, "kind", res.Kind, "error", res.Error, "next_retry_at", commands.Time(res.NextRetryAt))...)
 	case events.StatusCanceled:
 		log.Info("job canceled", attrs...)
 	default:
-		log.Error("job is dead", append(attrs, "kind", res.Kind, "error", out.Error)...)
+		log.Error("job is dead", append(attrs, "kind", res.Kind, "error", res.Error)...)
 	}
 }
 

@@ -71,6 +71,7 @@ func TestMain(m *testing.M) {
 		// Executable, so discovery accepts it, but its interpreter is missing.
 		{"broken", true, "#!/nonexistent/interpreter\n"},
 		{"failing", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"error\",\"error\":\"nope\"}'\n"},
+		{"quick", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"ok\",\"result\":\"quick\"}'\n"},
 	} {
 		d := filepath.Join(dir, p.name)
 		must(os.MkdirAll(d, 0o755))

@@ -3,7 +3,11 @@ package dispatch_test
 import (
 	"context"
 	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -155,6 +159,62 @@ func TestRunJobStopsWaitingWhenCanceled(t *testing.T) {
 	}
 }
 
+// A start the ledger refused for now (a full disk; here a trigger the test
+// installs refuses every job.started) used to be tried again at once, about
+// 1,000 times a second, each try spawning the plugin and killing it, each
+// logged. Starts now pause after a refusal, 100 ms doubling to 30 s, the
+// run of refusals is logged once (then once per 30 s, with a count), and
+// the first start recorded ends the pause.
+func TestRefusedStartsBackOff(t *testing.T) {
+	logs := &collector{grew: make(chan struct{})}
+	b := setupWith(t, 2, nil, daemon.Options{Logger: slog.New(logs)})
+	conn, err := sqlite.OpenConn(daemon.DBPath(b.dir), sqlite.OpenReadWrite|sqlite.OpenWAL)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, sqlitex.ExecuteTransient(conn, `CREATE TRIGGER test_refuses_starts BEFORE INSERT ON events
+WHEN NEW.type = 'job.started' BEGIN SELECT RAISE(ABORT, 'no space left on device (a test trigger)'); END;`, nil))
+
+	begin := time.Now()
+	id := b.enqueue("quick")
+	const refusals = 5
+	for b.d.Dispatcher.StartsRefused() < refusals {
+		select {
+		case <-b.ctx.Done():
+			t.Fatalf("only %d starts refused", b.d.Dispatcher.StartsRefused())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	// Between the five refusals lay pauses of 100, 200, 400 and 800 ms.
+	require.GreaterOrEqual(t, time.Since(begin), 1500*time.Millisecond)
+	require.Equal(t, []string{"queued"}, b.statuses(id))
+
+	require.NoError(t, sqlitex.ExecuteTransient(conn, "DROP TRIGGER test_refuses_starts;", nil))
+	b.waitFor(map[string]string{id: "succeeded"})
+	logs.waitFor(t, b.ctx, "job starts are recorded again")
+	var refusedLines []string
+	for _, line := range logs.snapshot() {
+		if strings.HasPrefix(line, "could not record") {
+			refusedLines = append(refusedLines, line)
+		}
+	}
+	// One line at the first refusal; the rest counted, in a line per 30 s
+	// window and one when the run ended (here usually that one alone).
+	const msg = "could not record a job's start; no job starts until the pause is over"
+	require.GreaterOrEqual(t, len(refusedLines), 2, "%q", refusedLines)
+	require.Equal(t, msg, refusedLines[0])
+	counted := 0
+	summary := regexp.MustCompile(`^` + regexp.QuoteMeta(msg) + ` \(repeated (\d+) times in \d+s\)$`)
+	for _, line := range refusedLines[1:] {
+		m := summary.FindStringSubmatch(line)
+		require.NotNil(t, m, "%q", line)
+		n, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		counted += n
+	}
+	require.Equal(t, int(b.d.Dispatcher.StartsRefused())-1, counted, "every refusal after the first is counted once")
+	require.LessOrEqual(t, len(refusedLines), 2+int(time.Since(begin)/(30*time.Second)), "at most a line per 30 s")
+}
+
 // recorder is a slog handler that hands each message to a test.
 type recorder struct{ lines chan string }
 
@@ -179,6 +239,49 @@ func (r *recorder) waitFor(t *testing.T, ctx context.Context, msg string) {
 			}
 		case <-ctx.Done():
 			t.Fatalf("no log line %q", msg)
+		}
+	}
+}
+
+// collector is a slog handler that keeps every message, for a test to wait
+// for one and then look at all of them.
+type collector struct {
+	mu    sync.Mutex
+	lines []string
+	grew  chan struct{} // closed and replaced when a line arrives
+}
+
+func (c *collector) Enabled(context.Context, slog.Level) bool { return true }
+func (c *collector) Handle(_ context.Context, rec slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lines = append(c.lines, rec.Message)
+	close(c.grew)
+	c.grew = make(chan struct{})
+	return nil
+}
+func (c *collector) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *collector) WithGroup(string) slog.Handler      { return c }
+
+func (c *collector) snapshot() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.lines)
+}
+
+func (c *collector) waitFor(t *testing.T, ctx context.Context, msg string) {
+	t.Helper()
+	for {
+		c.mu.Lock()
+		lines, grew := c.lines, c.grew
+		c.mu.Unlock()
+		if slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, msg) }) {
+			return
+		}
+		select {
+		case <-grew:
+		case <-ctx.Done():
+			t.Fatalf("no log line %q in %q", msg, lines)
 		}
 	}
 }
