@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ductile/ductile/schedule"
 )
 
 // Defaults applied to keys the config leaves out.
@@ -54,9 +56,12 @@ type Config struct {
 	API       *yaml.Node
 	Webhooks  *yaml.Node
 
-	origin       map[*yaml.Node]string // display file of every node, for Position
-	interpolated map[*yaml.Node]bool   // scalars that took a value from ${…}
-	pluginConfig map[string]*yaml.Node // plugins.<name>.config as parsed, for Redacted
+	origin       map[*yaml.Node]string     // display file of every node, for Position
+	interpolated map[*yaml.Node]bool       // scalars that took a value from ${…}
+	pluginConfig map[string]*yaml.Node     // plugins.<name>.config as parsed, for Redacted
+	pluginKeys   map[string]*yaml.Node     // the key of each plugins.<name>, for Check
+	schedules    map[string]*scheduleNodes // where plugins.<name>.schedules was written
+	routeNodes   []*yaml.Node              // the mapping of each of Routes, for Check
 }
 
 // Service holds the settings of the core itself.
@@ -79,11 +84,15 @@ type PluginConfig struct {
 	Parallelism int
 	Retry       Retry
 	Timeouts    Timeouts
+	// MaxOutstandingPolls is the poll guard: how many poll jobs of the
+	// plugin may be queued or running before the scheduler adds none.
+	MaxOutstandingPolls int
 	// Config is passed to the plugin as is (never nil). Values filled from
 	// ${VAR} are strings.
 	Config map[string]any
-	// Schedules is kept as parsed YAML for the scheduler; nil when absent.
-	Schedules *yaml.Node
+	// Schedules are the plugin's schedule entries, validated, in the order
+	// written; nil when none.
+	Schedules []schedule.Entry
 }
 
 // Retry is a plugin's retry policy.
@@ -155,10 +164,11 @@ func DefaultTimeouts() Timeouts {
 // DefaultPlugin returns the settings of a plugin the config does not mention.
 func DefaultPlugin() PluginConfig {
 	return PluginConfig{
-		Enabled:  true,
-		Retry:    Retry{MaxAttempts: DefaultMaxAttempts, BackoffBase: DefaultBackoffBase},
-		Timeouts: DefaultTimeouts(),
-		Config:   map[string]any{},
+		Enabled:             true,
+		Retry:               Retry{MaxAttempts: DefaultMaxAttempts, BackoffBase: DefaultBackoffBase},
+		Timeouts:            DefaultTimeouts(),
+		MaxOutstandingPolls: DefaultMaxOutstandingPolls,
+		Config:              map[string]any{},
 	}
 }
 
@@ -182,9 +192,9 @@ func (c *Config) Timeout(plugin, command string) time.Duration {
 	return c.Plugin(plugin).Timeouts.For(command)
 }
 
-// Position returns "file:line" of n, a node inside Pipelines, API, Webhooks or
-// a plugin's Schedules, so the features that validate those sections can
-// point at the offending line. The file is relative to Dir when inside it.
+// Position returns "file:line" of n, a node inside Pipelines, API or
+// Webhooks, so the features that validate those sections can point at the
+// offending line. The file is relative to Dir when inside it.
 func (c *Config) Position(n *yaml.Node) string {
 	if n == nil {
 		return ""

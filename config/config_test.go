@@ -3,11 +3,13 @@ package config_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,8 +20,26 @@ import (
 	"github.com/ductile/ductile/config"
 )
 
+// TestMain gives the tests a home directory of their own: fixtures expand
+// ~/ paths, and the caller's $HOME may be unset or anything.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	home, err := os.MkdirTemp("", "ductile-config-home-")
+	if err == nil {
+		err = os.Setenv("HOME", home)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(home)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // fixture returns the absolute path of testdata/<parts...>.
@@ -56,10 +76,11 @@ func TestDefault(t *testing.T) {
 	require.Equal(t, want, config.Default())
 
 	require.Equal(t, config.PluginConfig{
-		Enabled:  true,
-		Retry:    config.Retry{MaxAttempts: 4, BackoffBase: 30 * time.Second},
-		Timeouts: defaultTimeouts(),
-		Config:   map[string]any{},
+		Enabled:             true,
+		Retry:               config.Retry{MaxAttempts: 4, BackoffBase: 30 * time.Second},
+		Timeouts:            defaultTimeouts(),
+		MaxOutstandingPolls: 1,
+		Config:              map[string]any{},
 	}, config.Default().Plugin("anything"))
 }
 
@@ -151,14 +172,15 @@ func TestLoad(t *testing.T) {
 				}, c.Service)
 
 				echo := c.Plugin("echo")
-				require.NotNil(t, echo.Schedules)
-				require.Equal(t, "config.yaml:26", c.Position(echo.Schedules))
+				require.Len(t, echo.Schedules, 1)
+				require.Equal(t, "every 5m", echo.Schedules[0].When())
 				echo.Schedules = nil
 				require.Equal(t, config.PluginConfig{
-					Enabled:     false,
-					Parallelism: 2,
-					Retry:       config.Retry{MaxAttempts: 5, BackoffBase: 90 * time.Second},
-					Timeouts:    config.Timeouts{Poll: 5 * time.Minute, Handle: 2 * time.Minute, Health: 5 * time.Second, Init: time.Minute},
+					Enabled:             false,
+					Parallelism:         2,
+					MaxOutstandingPolls: 1,
+					Retry:               config.Retry{MaxAttempts: 5, BackoffBase: 90 * time.Second},
+					Timeouts:            config.Timeouts{Poll: 5 * time.Minute, Handle: 2 * time.Minute, Health: 5 * time.Second, Init: time.Minute},
 					Config: map[string]any{
 						"mode": "ok", "count": 3, "ratio": 0.5, "flag": true,
 						"when": "2024-01-01", "items": []any{"a", 1}, "nothing": nil,
@@ -203,10 +225,11 @@ func TestLoad(t *testing.T) {
 				// Deep merge across four files; lists other than routes and
 				// pipelines are replaced, not concatenated.
 				require.Equal(t, config.PluginConfig{
-					Enabled:     true,
-					Parallelism: 1,
-					Retry:       config.Retry{MaxAttempts: 2, BackoffBase: time.Minute},
-					Timeouts:    defaultTimeouts(),
+					Enabled:             true,
+					Parallelism:         1,
+					MaxOutstandingPolls: 1,
+					Retry:               config.Retry{MaxAttempts: 2, BackoffBase: time.Minute},
+					Timeouts:            defaultTimeouts(),
 					Config: map[string]any{
 						"mode":   "second",
 						"nested": map[string]any{"a": 1, "b": 20, "c": 30},
@@ -339,9 +362,12 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{
 				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
 				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_workers)",
-				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: config, enabled, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
-				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: config, enabled, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:9: plugins.echo.timeouts.sync: unknown key (valid keys: handle, health, init, poll); commands other than poll, health and init use handle's timeout",
+				"config.yaml:11: plugins.other.retries: unknown key: did you mean retry? (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:12: plugins.other.retry.backoff: unknown key: did you mean backoff_base? (valid keys: backoff_base, max_attempts)",
+				"config.yaml:12: plugins.other.retry.Max-Attempts: unknown key: did you mean max_attempts? (valid keys: backoff_base, max_attempts)",
 			},
 		},
 		{
@@ -457,15 +483,36 @@ func TestRedacted(t *testing.T) {
 		"from_env":    "[redacted]", // came from ${VAR}
 		"list":        []any{"a", "[redacted]"},
 		"empty_token": nil, // nothing to hide
+
+		// The userinfo of a URL (user too: a token is often the user), a
+		// user:password@host without a scheme, and the value of a
+		// secret-named parameter are hidden; the rest stays readable.
+		"dsn":          "postgres://[redacted]@db/app",
+		"site":         "https://[redacted]@host.example/path?x=1#top",
+		"user_only":    "https://[redacted]@github.com/o/r.git",
+		"at_inside":    "postgres://[redacted]@db/app",
+		"slash_inside": "postgres://[redacted]@db/app",
+		"proxy":        "[redacted]@proxy.local:3128",
+		"libpq":        "host=db user=app password=[redacted] dbname=app",
+		"query":        "https://api.example.com/v1?api_key=[redacted]&mode=fast",
+		"sentence":     "connect with mysql://[redacted]@h3:3306/x then stop",
+		"urls":         []any{"https://[redacted]@h1", map[string]any{"deeper": "mysql://[redacted]@h2:3306/x"}},
+		"email":        "ops@example.com",
+		"at_in_path":   "https://example.com/users/@me",
+		"ipv6":         "http://[::1]:8080/x",
+		"scp":          "git@github.com:o/r.git",
 	}, r.Plugin("echo").Config)
 
 	out, err := json.Marshal(r)
 	require.NoError(t, err)
-	for _, secret := range []string{"abc123", "hunter2", "from-env", "shh", "sched-secret", `"pass"`} {
+	for _, secret := range []string{"abc123", "hunter2", "from-env", "shh", "sched-secret", `"pass"`,
+		"s3cret", "pa55word", "ghp0tokenuser", "p@ss", "ss@", "pa/ss", "pr0xypass", "l1bpq", "q5ecret",
+		"sentpw", "listpw", "deeppw", "fwdpass", "r3dispw", "schedpw"} {
 		require.NotContains(t, string(out), secret)
 	}
-	require.Contains(t, string(out), `"webhooks":{"endpoints":[{"path":"/hook","secret":"[redacted]"}],"listen":"127.0.0.1:8081"}`)
-	require.Contains(t, string(out), `"schedules":[{"every":"5m","token":"[redacted]"}]`)
+	require.Contains(t, string(out), `"webhooks":{"endpoints":[{"forward":"https://[redacted]@relay.example/in","path":"/hook","secret":"[redacted]"}],"listen":"127.0.0.1:8081"}`)
+	require.Contains(t, string(out), `"api":{"upstream":"redis://[redacted]@cache:6379/0"}`)
+	require.Contains(t, string(out), `"schedules":[{"id":"default","command":"poll","payload":{"mode":"fast","token":"[redacted]","url":"https://[redacted]@sched.example/x"},"every":"5m","jitter":"0s","timezone":"Local","catch_up":"skip","if_running":"skip"}]`)
 
 	// The original is untouched, and redacting twice changes nothing more.
 	require.Equal(t, "abc123", c.Plugin("echo").Config["api_key"])
@@ -493,7 +540,7 @@ api: {listen: ":8080"}
 	require.NoError(t, err)
 	require.Equal(t, `{"plugin_roots":[`+mustJSON(t, filepath.Join(dir, "plugins"))+`],`+
 		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false},`+
-		`"plugins":{"echo":{"enabled":true,"parallelism":0,"retry":{"max_attempts":4,"backoff_base":"1m30s"},`+
+		`"plugins":{"echo":{"enabled":true,"parallelism":0,"max_outstanding_polls":1,"retry":{"max_attempts":4,"backoff_base":"1m30s"},`+
 		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"config":{"a":"x","b":1}}},`+
 		`"routes":[{"from":"echo","event_type":"e","to":"sink","command":"handle"}],`+
 		`"api":{"listen":":8080"}}`, string(js))
@@ -511,6 +558,7 @@ plugins:
     echo:
         enabled: true
         parallelism: 0
+        max_outstanding_polls: 1
         retry:
             max_attempts: 4
             backoff_base: 1m30s
@@ -542,7 +590,7 @@ func mustJSON(t *testing.T, v any) string {
 // TestMarshalRoundTrip: what config show prints loads back as the same config.
 func TestMarshalRoundTrip(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"defaults", "full", "include", "anchors"} {
+	for _, name := range []string{"defaults", "full", "include", "anchors", "schedules"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			c, err := config.Load(fixture(t, name, "config.yaml"))
@@ -556,4 +604,287 @@ func TestMarshalRoundTrip(t *testing.T) {
 			require.JSONEq(t, mustJSON(t, c), mustJSON(t, back))
 		})
 	}
+}
+
+// TestRedactString: credentials inside strings are hidden wherever they sit,
+// and what is not a credential stays as written.
+func TestRedactString(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://app:s3cret@db/app", "postgres://[redacted]@db/app"},
+		{"https://user:pa55word@host", "https://[redacted]@host"},
+		{"HTTPS://User:Pw@Host:8443/x", "HTTPS://[redacted]@Host:8443/x"},
+		{"https://token@github.com/o/r", "https://[redacted]@github.com/o/r"},
+		{"redis://:pw@cache:6379", "redis://[redacted]@cache:6379"},
+		{"postgres://app:p@ss@db", "postgres://[redacted]@db"},
+		{"postgres://app:pa#ss@db", "postgres://[redacted]@db"},
+		{"postgres://app:pa?ss@db/x", "postgres://[redacted]@db/x"},
+		{"a https://u:p@h1 and ftp://v:q@h2.", "a https://[redacted]@h1 and ftp://[redacted]@h2."},
+		{`url="https://u:p@h"`, `url="https://[redacted]@h"`},
+		{"user:pass@host:5432", "[redacted]@host:5432"},
+		{"proxy is u:p@proxy:3128 today", "proxy is [redacted]@proxy:3128 today"},
+		{"host=db password=s3cret sslmode=require", "host=db password=[redacted] sslmode=require"},
+		{"host=db password='s3 cret' x=1", "host=db password=[redacted] x=1"},
+		{"Server=db;Password=s3cret;Database=app", "Server=db;Password=[redacted];Database=app"},
+		{"https://h/x?a=1&access_token=abc&b=2", "https://h/x?a=1&access_token=[redacted]&b=2"},
+		// Kept as written.
+		{"", ""},
+		{"plain text", "plain text"},
+		{"https://example.com/path", "https://example.com/path"},
+		{"https://example.com/users/@me", "https://example.com/users/@me"},
+		{"https://example.com:8080/a@b", "https://example.com:8080/a@b"},
+		{"http://[::1]:8080/x?to=a@b", "http://[::1]:8080/x?to=a@b"},
+		{"ops@example.com", "ops@example.com"},
+		{"git@github.com:o/r.git", "git@github.com:o/r.git"},
+		{"mode=fast name=x", "mode=fast name=x"},
+		{"https://@host", "https://@host"},
+	} {
+		got := config.RedactString(tc.in)
+		require.Equal(t, tc.want, got, "RedactString(%q)", tc.in)
+		require.Equal(t, got, config.RedactString(got), "redacting %q twice", tc.in)
+	}
+}
+
+// loadWithin runs config.Load, failing the test if it has not returned
+// within loadLimit: reading a FIFO or a device must never block. A Load
+// still blocked on a FIFO is released by opening the FIFO's other end.
+func loadWithin(t *testing.T, path string, fifos ...string) (*config.Config, error) {
+	t.Helper()
+	type result struct {
+		c   *config.Config
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := config.Load(path)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-time.After(loadLimit):
+		for _, f := range fifos {
+			if w, err := os.OpenFile(f, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+		}
+		<-done
+		t.Fatalf("config.Load(%s) blocked for %v", path, loadLimit)
+		return nil, nil
+	}
+}
+
+// loadLimit is far beyond what loading a small config takes: reaching it
+// means Load blocked.
+const loadLimit = 10 * time.Second
+
+// TestIncludeReadsOnlyRegularYAMLFiles: include: names only regular
+// *.yaml/*.yml files of bounded size; a device, a FIFO or a file named
+// otherwise is refused at once, with the limit named, and nothing of its
+// content is read. /dev/null stands for /dev/zero (the same rule refuses
+// both): should the rule break, this test fails instead of reading an
+// endless device until memory runs out.
+func TestIncludeReadsOnlyRegularYAMLFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o700))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	fifo := filepath.Join(dir, "fifo.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	fifoInDir := filepath.Join(dir, "conf.d", "p.yaml")
+	require.NoError(t, os.MkdirAll(filepath.Dir(fifoInDir), 0o700))
+	require.NoError(t, syscall.Mkfifo(fifoInDir, 0o600))
+	require.NoError(t, os.Symlink("/dev/null", filepath.Join(dir, "null.yaml")))
+	write("big.yaml", "# "+strings.Repeat("x", config.MaxFileSize)+"\n")
+	write("exact.yaml", "service: {max_workers: 3}\n#"+strings.Repeat("x", config.MaxFileSize-len("service: {max_workers: 3}\n#")))
+
+	for _, tc := range []struct {
+		name, include string
+		want          string // the one error
+	}{
+		{"device", "/dev/null", "config.yaml:1: include[0]: /dev/null is not a YAML file: include only *.yaml and *.yml files (or a directory of them)"},
+		{"not named YAML", "/etc/hostname", "config.yaml:1: include[0]: /etc/hostname is not a YAML file: include only *.yaml and *.yml files (or a directory of them)"},
+		{"link to a device", "null.yaml", "config.yaml:1: include[0]: null.yaml links to /dev/null, which is not a YAML file: include only *.yaml and *.yml files"},
+		{"FIFO", "fifo.yaml", "config.yaml:1: include[0]: cannot read fifo.yaml: is a named pipe (FIFO), not a regular file: a config file must be a regular file"},
+		{"FIFO in a directory", "conf.d/", "config.yaml:1: include[0]: cannot read conf.d/p.yaml: is a named pipe (FIFO), not a regular file: a config file must be a regular file"},
+		{"over 1 MiB", "big.yaml", fmt.Sprintf("config.yaml:1: include[0]: cannot read big.yaml: is %d bytes, over the 1 MiB limit for a config file: split it into files joined with include:", config.MaxFileSize+3)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sub := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			require.NoError(t, os.Mkdir(sub, 0o700))
+			include := tc.include
+			if !filepath.IsAbs(include) {
+				include = filepath.Join(dir, include)
+			}
+			cfg := filepath.Join(sub, "config.yaml")
+			require.NoError(t, os.WriteFile(cfg, []byte("include: ["+include+"]\n"), 0o600))
+			_, err := loadWithin(t, cfg, fifo, fifoInDir)
+			var ve *config.ValidationError
+			require.ErrorAs(t, err, &ve)
+			require.Len(t, ve.Errors, 1, "%v", err)
+			// Paths outside the config's directory are shown absolute.
+			want := strings.ReplaceAll(tc.want, " "+tc.include+" ", " "+include+" ")
+			for _, name := range []string{"null.yaml", "fifo.yaml", "conf.d/p.yaml", "big.yaml"} {
+				want = strings.ReplaceAll(want, " "+name+" ", " "+filepath.Join(dir, name)+" ")
+				want = strings.ReplaceAll(want, " "+name+":", " "+filepath.Join(dir, name)+":")
+			}
+			require.Equal(t, want, err.Error())
+		})
+	}
+
+	t.Run("exactly 1 MiB", func(t *testing.T) {
+		t.Parallel()
+		c, err := loadWithin(t, filepath.Join(dir, "exact.yaml"))
+		require.NoError(t, err)
+		require.Equal(t, 3, c.Service.MaxWorkers)
+	})
+
+	t.Run("over 4 MiB in all", func(t *testing.T) {
+		t.Parallel()
+		var names []string
+		for i := range 5 {
+			name := fmt.Sprintf("part%d.yaml", i)
+			names = append(names, name)
+			write(filepath.Join("total", name), "#"+strings.Repeat("x", config.MaxFileSize-100)+"\n")
+		}
+		names = append(names, "part0.yml") // past the limit, reported once
+		write(filepath.Join("total", "part0.yml"), "#\n")
+		cfg := write(filepath.Join("total", "config.yaml"), "include: ["+strings.Join(names, ", ")+"]\n")
+		_, err := loadWithin(t, cfg)
+		require.EqualError(t, err, "config.yaml:1: include[4]: part4.yaml takes the config files loaded past 4 MiB in all: merge or remove includes")
+	})
+}
+
+// TestLoadReadsOnlyARegularFile: the config file itself follows the same
+// rules as an include (any name, though). /dev/null stands for /dev/zero,
+// as above.
+func TestLoadReadsOnlyARegularFile(t *testing.T) {
+	t.Parallel()
+	fifo := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	big := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(big, make([]byte, config.MaxFileSize+1), 0o600))
+	for path, want := range map[string]string{
+		"/dev/null": "load config: read /dev/null: is a character device, not a regular file: a config file must be a regular file",
+		fifo:        "load config: read " + fifo + ": is a named pipe (FIFO), not a regular file: a config file must be a regular file",
+		big:         fmt.Sprintf("load config: read %s: is %d bytes, over the 1 MiB limit for a config file: split it into files joined with include:", big, config.MaxFileSize+1),
+	} {
+		_, err := loadWithin(t, path, fifo)
+		require.EqualError(t, err, want)
+		var ve *config.ValidationError
+		require.False(t, errors.As(err, &ve))
+	}
+}
+
+// TestForeignFileIsNotQuoted: a file that is not a ductile config (here a
+// shadow file) is refused before it is read when included under another
+// name, and reported in one line that quotes none of it when it is read.
+func TestForeignFileIsNotQuoted(t *testing.T) {
+	t.Parallel()
+	shadow, err := os.ReadFile(fixture(t, "foreign", "shadow"))
+	require.NoError(t, err)
+	for file, want := range map[string]string{
+		"config.yaml":     "config.yaml:1: include[0]: shadow is not a YAML file: include only *.yaml and *.yml files (or a directory of them)",
+		"yaml-named.yaml": "shadow.yaml:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, api, webhooks, include): check the path",
+		"shadow":          "shadow:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, api, webhooks, include): check the path",
+	} {
+		_, err := config.Load(fixture(t, "foreign", file))
+		require.EqualError(t, err, want)
+		for _, line := range strings.Split(strings.TrimSpace(string(shadow)), "\n") {
+			user, _, _ := strings.Cut(line, ":")
+			require.NotContains(t, err.Error(), user+":", "the error quotes the file")
+		}
+	}
+}
+
+// TestSuggest: the "did you mean" of unknown keys, plugin names and commands.
+func TestSuggest(t *testing.T) {
+	t.Parallel()
+	plugin := []string{"enabled", "parallelism", "retry", "timeouts", "config", "schedules"}
+	service := []string{"max_workers", "dedupe_ttl", "job_log_retention", "allow_symlinks"}
+	for _, tc := range []struct {
+		word  string
+		names []string
+		want  string
+	}{
+		{"retries", plugin, "retry"},    // a plural
+		{"Retry", plugin, "retry"},      // case
+		{"retyr", plugin, "retry"},      // a swap is one edit
+		{"timeout", plugin, "timeouts"}, // a singular
+		{"confg", plugin, "config"},     // a missing letter
+		{"max-workers", service, "max_workers"},
+		{"workers", service, "max_workers"}, // one whole part of one name
+		{"ttl", service, "dedupe_ttl"},
+		{"allow_symlink", service, "allow_symlinks"},
+		{"hadle", []string{"poll", "handle", "health"}, "handle"},
+		{"ehco", []string{"echo", "sink"}, "echo"},
+		// No guess.
+		{"mode", plugin, ""},
+		{"sync", []string{"poll", "handle", "health", "init"}, ""},
+		{"x", plugin, ""},
+		{"", plugin, ""},
+		{"max", []string{"max_workers", "max_attempts"}, ""}, // a part of two names
+		{"log", []string{"job_log_retention", "log_level"}, ""},
+	} {
+		require.Equal(t, tc.want, config.Suggest(tc.word, tc.names), "Suggest(%q, %q)", tc.word, tc.names)
+	}
+}
+
+// TestCheck: a config that loads can still name plugins and commands that
+// are not there; Check finds them, file and line, with a suggestion.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(fixture(t, "check", "config.yaml"))
+	require.NoError(t, err)
+	installed := map[string]config.InstalledPlugin{
+		"echo":  {Commands: []string{"poll", "handle", "health"}, ConfigKeys: []string{"mode"}, Emits: []string{"echo.poll", "echo.handle"}},
+		"sink":  {Commands: []string{"handle"}},
+		"quiet": {Commands: []string{"handle"}},
+	}
+	errs, warnings := c.Check(installed, []string{"broken"})
+	lines := func(fes []config.FieldError) []string {
+		out := []string{}
+		for _, fe := range fes {
+			out = append(out, fe.Error())
+		}
+		return out
+	}
+	require.Equal(t, []string{
+		`config.yaml:3: plugins.ecko: no plugin named "ecko" was found, so these settings apply to nothing: did you mean echo? (see: ductile plugin list)`,
+		`config.yaml:10: routes[0].to: no plugin named "snik" was found, so every event this route matches would make a job that fails at once: did you mean sink? (see: ductile plugin list)`,
+		`config.yaml:11: routes[1].command: plugin "sink" has no command "handel": did you mean handle? (its commands: handle)`,
+		`config.yaml:12: routes[2].from: no plugin named "nosuch" was found, so this route can never fire (see: ductile plugin list)`,
+		`config.yaml:14: routes[4].to: plugin "broken" was skipped (the reason is among the errors), so every event this route matches would make a job that fails at once`,
+		`more.yaml:3: routes[9].to: no plugin named "ech" was found, so every event this route matches would make a job that fails at once: did you mean echo? (see: ductile plugin list)`,
+		`more.yaml:8: plugins.sink.schedules[0]: runs poll (the default command), but plugin "sink" has no command poll (its commands: handle): set command: to one of them`,
+		`more.yaml:11: plugins.echo.schedules[0].command: plugin "echo" has no command "pol": did you mean poll? (its commands: poll, handle, health)`,
+	}, lines(errs))
+	require.Equal(t, []string{
+		`config.yaml:4: plugins.gone: no plugin named "gone" was found, so this entry does nothing (it is disabled: harmless) (see: ductile plugin list)`,
+		`config.yaml:6: plugins.echo.config.mdoe: plugin "echo" does not declare this key: did you mean mode? (its config_keys: mode); it is passed on, but the plugin may never read it`,
+		`config.yaml:13: routes[3].event_type: plugin "echo" does not declare emitting "echo.pol": did you mean echo.poll? (its manifest declares: echo.poll, echo.handle)`,
+		`config.yaml:15: routes[5].from: plugin "quiet" is disabled (plugins.quiet.enabled: false): the route cannot fire until it is enabled`,
+		`config.yaml:16: routes[6].to: plugin "quiet" is disabled (plugins.quiet.enabled: false): jobs this route makes fail at once`,
+		`more.yaml:14: plugins.quiet.schedules: plugin "quiet" is disabled (plugins.quiet.enabled: false): its schedules do not fire until it is enabled`,
+	}, lines(warnings))
+
+	require.Equal(t, []string{
+		"more.yaml:5: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
+		"more.yaml:8: plugins.sink.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run sink)",
+		"more.yaml:11: plugins.echo.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run echo)",
+		"more.yaml:14: plugins.quiet.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run quiet)",
+		"more.yaml:15: api: accepted but not used yet: this version serves no HTTP API",
+		"more.yaml:16: webhooks: accepted but not used yet: this version receives no webhooks",
+	}, lines(c.Unused()))
+
+	// Built-in defaults name nothing, so there is nothing to find.
+	errs, warnings = config.Default().Check(installed, nil)
+	require.Empty(t, errs)
+	require.Empty(t, warnings)
+	require.Empty(t, config.Default().Unused())
 }

@@ -16,11 +16,16 @@ import (
 // records every problem. Unknown keys are errors everywhere except inside
 // plugins.<name>.config and the sections kept raw.
 func (l *loader) decode(root *yaml.Node, cfg *Config) {
-	l.object(root, "", "",
-		field{"state_dir", func(v *yaml.Node, path string) {
+	l.object(root, "", "", l.topLevel(cfg)...)
+}
+
+// topLevel is the known top-level keys and where each one's value goes.
+func (l *loader) topLevel(cfg *Config) []field {
+	return []field{
+		{"state_dir", func(v *yaml.Node, path string) {
 			cfg.StateDir, _ = l.path(v, path)
 		}},
-		field{"plugin_roots", func(v *yaml.Node, path string) {
+		{"plugin_roots", func(v *yaml.Node, path string) {
 			if v.Kind != yaml.SequenceNode {
 				l.fail(v, path, "must be a list of directories, e.g. plugin_roots: [./plugins]")
 				return
@@ -31,9 +36,9 @@ func (l *loader) decode(root *yaml.Node, cfg *Config) {
 				}
 			}
 		}},
-		field{"service", func(v *yaml.Node, path string) { l.service(v, path, &cfg.Service) }},
-		field{"plugins", func(v *yaml.Node, path string) { l.plugins(v, path, cfg) }},
-		field{"routes", func(v *yaml.Node, path string) {
+		{"service", func(v *yaml.Node, path string) { l.service(v, path, &cfg.Service) }},
+		{"plugins", func(v *yaml.Node, path string) { l.plugins(v, path, cfg) }},
+		{"routes", func(v *yaml.Node, path string) {
 			if v.Kind != yaml.SequenceNode {
 				l.fail(v, path, "must be a list of routes, e.g. - {from: echo, event_type: echo.done, to: notify}")
 				return
@@ -41,13 +46,24 @@ func (l *loader) decode(root *yaml.Node, cfg *Config) {
 			for i, item := range v.Content {
 				if r, ok := l.route(item, indexPath(path, i)); ok {
 					cfg.Routes = append(cfg.Routes, r)
+					cfg.routeNodes = append(cfg.routeNodes, item)
 				}
 			}
 		}},
-		field{"pipelines", func(v *yaml.Node, _ string) { cfg.Pipelines = v }},
-		field{"api", func(v *yaml.Node, _ string) { cfg.API = v }},
-		field{"webhooks", func(v *yaml.Node, _ string) { cfg.Webhooks = v }},
-	)
+		{"pipelines", func(v *yaml.Node, _ string) { cfg.Pipelines = v }},
+		{"api", func(v *yaml.Node, _ string) { cfg.API = v }},
+		{"webhooks", func(v *yaml.Node, _ string) { cfg.Webhooks = v }},
+	}
+}
+
+// topLevelKeys lists the keys a config file may have at its top level,
+// include and the x- prefix aside.
+func topLevelKeys() []string {
+	var names []string
+	for _, f := range (&loader{}).topLevel(nil) {
+		names = append(names, f.name)
+	}
+	return names
 }
 
 func (l *loader) service(n *yaml.Node, path string, s *Service) {
@@ -81,6 +97,7 @@ func (l *loader) plugins(n *yaml.Node, path string, cfg *Config) {
 			continue
 		}
 		p := DefaultPlugin()
+		cfg.pluginKeys[name] = k
 		l.object(v, ppath, "settings for the plugin itself go under config:",
 			field{"enabled", func(v *yaml.Node, path string) { l.boolean(v, path, &p.Enabled) }},
 			field{"parallelism", func(v *yaml.Node, path string) {
@@ -123,8 +140,18 @@ func (l *loader) plugins(n *yaml.Node, path string, cfg *Config) {
 				p.Config = m
 				cfg.pluginConfig[name] = v
 			}},
-			field{"schedules", func(v *yaml.Node, _ string) { p.Schedules = v }},
+			field{"max_outstanding_polls", func(v *yaml.Node, path string) {
+				if i, ok := l.integer(v, path); ok {
+					if i < 1 {
+						l.fail(v, path, "must be ≥ 1, got %d (how many poll jobs of the plugin may be queued or running at once; the scheduler adds none beyond it)", i)
+						return
+					}
+					p.MaxOutstandingPolls = i
+				}
+			}},
+			field{"schedules", func(v *yaml.Node, path string) { l.schedules(v, path, name, &p, cfg) }},
 		)
+		l.checkPollGuard(ppath, p, cfg.schedules[name])
 		cfg.Plugins[name] = p
 	}
 }
@@ -203,7 +230,7 @@ func (l *loader) object(n *yaml.Node, path, hint string, fields ...field) {
 		j := slices.Index(names, k.Value)
 		if j < 0 {
 			msg := "unknown key"
-			if s := suggest(k.Value, names); s != "" {
+			if s := Suggest(k.Value, names); s != "" {
 				msg += fmt.Sprintf(": did you mean %s?", s)
 			}
 			sorted := slices.Sorted(slices.Values(names))
@@ -314,7 +341,7 @@ func show(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	}
-	return strconv.Quote(n.Value)
+	return strconv.Quote(RedactString(n.Value))
 }
 
 // toData converts a parsed mapping, list or scalar into plain Go values
@@ -360,36 +387,81 @@ func toData(n *yaml.Node, path string, report func(n *yaml.Node, path, msg strin
 	return nil
 }
 
-// suggest returns the name closest to key, if it is close enough to be a typo.
-func suggest(key string, names []string) string {
+// Suggest returns the name in names that word is most likely a misspelling
+// of, or "" when none is close enough to say "did you mean". In order: the
+// same name but for case, - for _ or a plural (Retries, max-workers and
+// retries all mean retry or max_workers); then the nearest name within two
+// edits, a swap of neighbours counting as one (at most one edit for a word
+// of three letters or fewer); then a name of which word is one whole part,
+// when only one name has it (workers: max_workers).
+func Suggest(word string, names []string) string {
+	w := normalizeName(word)
+	if w == "" {
+		return ""
+	}
+	for _, name := range names {
+		if normalizeName(name) == w {
+			return name
+		}
+	}
 	best, bestDist := "", 3
 	for _, name := range names {
-		if d := editDistance(strings.ToLower(key), name); d < bestDist {
+		if d := editDistance(w, normalizeName(name)); d < bestDist && 2*d <= len(w) {
 			best, bestDist = name, d
 		}
 	}
-	if best != "" && bestDist*2 > len(key) {
-		return ""
+	if best != "" {
+		return best
 	}
-	return best
+	var part string
+	for _, name := range names {
+		if len(w) >= 3 && slices.Contains(strings.Split(normalizeName(name), "_"), w) {
+			if part != "" {
+				return "" // a part of several names: no one guess
+			}
+			part = name
+		}
+	}
+	return part
 }
 
+// normalizeName folds what does not tell names apart: case, - versus _,
+// and a plural ending on each _-separated part.
+func normalizeName(s string) string {
+	parts := strings.Split(strings.ReplaceAll(strings.ToLower(s), "-", "_"), "_")
+	for i, p := range parts {
+		switch {
+		case len(p) > 4 && strings.HasSuffix(p, "ies"):
+			parts[i] = p[:len(p)-3] + "y"
+		case len(p) > 3 && strings.HasSuffix(p, "s") && !strings.HasSuffix(p, "ss"):
+			parts[i] = p[:len(p)-1]
+		}
+	}
+	return strings.Join(parts, "_")
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and swaps of neighbouring bytes.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	rows := make([][]int, len(a)+1)
+	for i := range rows {
+		rows[i] = make([]int, len(b)+1)
+		rows[i][0] = i
+	}
+	for j := range rows[0] {
+		rows[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rows[i][j] = min(rows[i-1][j]+1, rows[i][j-1]+1, rows[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				rows[i][j] = min(rows[i][j], rows[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return rows[len(a)][len(b)]
 }

@@ -95,6 +95,10 @@ func expand(s string, lookupEnv func(string) (string, bool)) (out string, expand
 	return b.String(), expanded, problems
 }
 
+// escapePlaceholders writes s so that expand gives it back as it is: every
+// "${" becomes "$${".
+func escapePlaceholders(s string) string { return strings.ReplaceAll(s, "${", "$${") }
+
 func validVarName(s string) bool {
 	if s == "" {
 		return false

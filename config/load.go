@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -31,11 +34,78 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readConfigFile(abs)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
 	return loadData(abs, data, os.LookupEnv)
+}
+
+// Limits on what Load reads, so that a config naming a device, a pipe or a
+// huge file cannot hang it or exhaust memory.
+const (
+	// MaxFileSize bounds each config file: the file given to Load and every
+	// include.
+	MaxFileSize = 1 << 20
+	// MaxTotalSize bounds all the files of one Load together.
+	MaxTotalSize = 4 << 20
+)
+
+// readConfigFile reads path if it is a regular file of at most MaxFileSize
+// bytes. It opens without blocking (a FIFO with no writer would otherwise
+// hang the open) and checks the file it opened, not the path, so a file
+// swapped after a check cannot slip through; it reads no more than the
+// limit even if the file grows meanwhile.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	refuse := func(format string, args ...any) ([]byte, error) {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf(format, args...)}
+	}
+	if !info.Mode().IsRegular() {
+		return refuse("is %s, not a regular file: a config file must be a regular file", fileKind(info.Mode()))
+	}
+	if info.Size() > MaxFileSize {
+		return refuse("is %d bytes, over the %s limit for a config file: split it into files joined with include:", info.Size(), sizeName(MaxFileSize))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return refuse("grew past the %s limit for a config file while being read", sizeName(MaxFileSize))
+	}
+	return data, nil
+}
+
+// fileKind names the type of a file that is not a regular file.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	default:
+		return "a special file"
+	}
+}
+
+// sizeName writes a size in bytes as MiB.
+func sizeName(n int) string {
+	return fmt.Sprintf("%d MiB", n>>20)
 }
 
 // loadData loads the config file at abs, whose content is data.
@@ -49,6 +119,7 @@ func loadData(abs string, data []byte, lookupEnv func(string) (string, bool)) (*
 		origin:       map[*yaml.Node]string{},
 		interpolated: map[*yaml.Node]bool{},
 	}
+	l.bytesRead = len(data)
 	l.loadFile(abs, data, []string{abs})
 
 	root := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
@@ -64,6 +135,8 @@ func loadData(abs string, data []byte, lookupEnv func(string) (string, bool)) (*
 	cfg.origin = l.origin
 	cfg.interpolated = l.interpolated
 	cfg.pluginConfig = map[string]*yaml.Node{}
+	cfg.pluginKeys = map[string]*yaml.Node{}
+	cfg.schedules = map[string]*scheduleNodes{}
 	l.decode(root, cfg)
 
 	if len(l.errs) > 0 {
@@ -84,10 +157,12 @@ type loader struct {
 	dir       string // directory of the config file; display paths are relative to it
 	lookupEnv func(string) (string, bool)
 
-	files     []string          // absolute paths in load order
-	loaded    map[string]string // absolute path → "file:line" of the include that loaded it
-	fileOrder map[string]int    // display path → load index, to sort errors
-	docs      []*yaml.Node      // each file's top-level mapping, in load order
+	files        []string          // absolute paths in load order
+	bytesRead    int               // of all files so far, against MaxTotalSize
+	sizeOverflow bool              // MaxTotalSize was passed (and reported)
+	loaded       map[string]string // absolute path → "file:line" of the include that loaded it
+	fileOrder    map[string]int    // display path → load index, to sort errors
+	docs         []*yaml.Node      // each file's top-level mapping, in load order
 
 	active        map[*yaml.Node]bool // mappings and lists being normalized, to catch self-referring aliases
 	aliasNodes    int                 // nodes copied by alias expansion so far
@@ -104,8 +179,12 @@ func (l *loader) fail(n *yaml.Node, path, format string, args ...any) {
 }
 
 // display returns path relative to the config directory when it is inside it.
-func (l *loader) display(path string) string {
-	if rel, err := filepath.Rel(l.dir, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+func (l *loader) display(path string) string { return displayPath(l.dir, path) }
+
+// displayPath returns path relative to dir when it is inside dir: how
+// FieldError names files.
+func displayPath(dir, path string) string {
+	if rel, err := filepath.Rel(dir, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return rel
 	}
 	return path
@@ -121,6 +200,9 @@ func (l *loader) loadFile(path string, data []byte, chain []string) {
 
 	root := l.parse(file, data)
 	if root == nil {
+		return
+	}
+	if l.foreign(file, root) {
 		return
 	}
 	l.normalize(root, file, "", 0)
@@ -177,6 +259,10 @@ func (l *loader) include(from string, entry *yaml.Node, path string, chain []str
 		return
 	}
 	if !info.IsDir() {
+		if !yamlName(target) {
+			l.fail(entry, path, "%s is not a YAML file: include only *.yaml and *.yml files (or a directory of them)", entry.Value)
+			return
+		}
 		l.includeFile(target, entry, path, chain)
 		return
 	}
@@ -187,8 +273,7 @@ func (l *loader) include(from string, entry *yaml.Node, path string, chain []str
 	}
 	for _, de := range dirEntries { // ReadDir sorts by name
 		name := de.Name()
-		ext := filepath.Ext(name)
-		if strings.HasPrefix(name, ".") || (ext != ".yaml" && ext != ".yml") {
+		if strings.HasPrefix(name, ".") || !yamlName(name) {
 			continue
 		}
 		file := filepath.Join(target, name)
@@ -197,6 +282,13 @@ func (l *loader) include(from string, entry *yaml.Node, path string, chain []str
 		}
 		l.includeFile(file, entry, path, chain)
 	}
+}
+
+// yamlName reports whether a file name ends in .yaml or .yml, the only
+// files include: reads.
+func yamlName(name string) bool {
+	ext := filepath.Ext(name)
+	return ext == ".yaml" || ext == ".yml"
 }
 
 func (l *loader) includeFile(target string, entry *yaml.Node, path string, chain []string) {
@@ -217,12 +309,50 @@ func (l *loader) includeFile(target string, entry *yaml.Node, path string, chain
 		return
 	}
 	l.loaded[target] = at
-	data, err := os.ReadFile(target)
+	// A symlink named like a config file may point at any file: the file it
+	// resolves to must be named like one too.
+	if real, err := filepath.EvalSymlinks(target); err == nil && !yamlName(real) {
+		l.fail(entry, path, "%s links to %s, which is not a YAML file: include only *.yaml and *.yml files", l.display(target), real)
+		return
+	}
+	data, err := readConfigFile(target)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in the message already
+		}
 		l.fail(entry, path, "cannot read %s: %v", l.display(target), err)
 		return
 	}
+	if l.bytesRead += len(data); l.bytesRead > MaxTotalSize {
+		if !l.sizeOverflow {
+			l.sizeOverflow = true
+			l.fail(entry, path, "%s takes the config files loaded past %s in all: merge or remove includes", l.display(target), sizeName(MaxTotalSize))
+		}
+		return
+	}
 	l.loadFile(target, data, append(chain[:len(chain):len(chain)], target))
+}
+
+// foreign reports, once, a file none of whose top-level keys is a config key
+// or close to one, and returns true: it is not a config file (a wrong path,
+// another program's file), so its keys are not quoted back one by one.
+func (l *loader) foreign(file string, root *yaml.Node) bool {
+	known := append(topLevelKeys(), "include")
+	keys := 0
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k := root.Content[i]
+		if k.Kind == yaml.ScalarNode && (slices.Contains(known, k.Value) || strings.HasPrefix(k.Value, "x-") || Suggest(k.Value, known) != "") {
+			return false
+		}
+		keys++
+	}
+	if keys == 0 {
+		return false
+	}
+	l.errs = append(l.errs, FieldError{File: file, Line: root.Line, Msg: fmt.Sprintf(
+		"not a ductile config file: none of its %d top-level keys is a config key (%s): check the path", keys, strings.Join(known, ", "))})
+	return true
 }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
