@@ -1,15 +1,20 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +26,7 @@ import (
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/queries"
 )
@@ -39,19 +45,43 @@ type BenchOptions struct {
 	// CPUProfile, if set, receives a Go CPU profile of the first end-to-end
 	// round.
 	CPUProfile io.Writer
+	// InProcess runs the jobs with a built-in no-op step instead of a plugin
+	// process (the same durable path otherwise), and makes no raw spawn
+	// measurement: the core's own cost, apart from process spawning. Its
+	// pool defaults to DefaultInProcessWorkers, its producers to
+	// DefaultInProcessEnqueuers.
+	InProcess bool
+}
+
+// A no-op step holds no CPU while it runs, so the pool only bounds how many
+// jobs are in flight, and the more there are, the more starts and outcomes
+// one commit records. The producers must keep such a pool fed (each waits
+// for the fsync of its enqueue).
+const (
+	DefaultInProcessWorkers   = 16
+	DefaultInProcessEnqueuers = 32
+)
+
+// noopStep answers every request as the bench plugin's script does.
+func noopStep(context.Context, []byte) ([]byte, error) {
+	return []byte(`{"status":"ok","result":"ok"}`), nil
 }
 
 // BenchResult is what ductile bench prints.
 type BenchResult struct {
-	Jobs        int     `json:"jobs"`
-	Workers     int     `json:"workers"`
-	JobsPerSec  float64 `json:"jobs_per_sec"`
-	SpawnPerSec float64 `json:"spawn_per_sec"`
-	Ratio       float64 `json:"ratio"`
+	Jobs      int  `json:"jobs"`
+	Workers   int  `json:"workers"`
+	InProcess bool `json:"in_process,omitempty"`
+	// JobsPerSec is over the end-to-end rounds; RoundJobsPerSec each
+	// round's own, whose spread shows how much the machine's speed moved.
+	JobsPerSec      float64   `json:"jobs_per_sec"`
+	RoundJobsPerSec []float64 `json:"round_jobs_per_sec"`
+	SpawnPerSec     float64   `json:"spawn_per_sec,omitempty"`
+	Ratio           float64   `json:"ratio,omitempty"`
 	// RoundRatios is each round's own ratio (its raw spawn time over its
 	// end-to-end time, both over the round's jobs): their spread shows how
 	// much the machine's speed moved during the run.
-	RoundRatios []float64 `json:"round_ratios"`
+	RoundRatios []float64 `json:"round_ratios,omitempty"`
 	P50MS       float64   `json:"p50_ms"`
 	P99MS       float64   `json:"p99_ms"`
 	EnqueueMS   float64   `json:"enqueue_ms"` // time to durably accept all jobs
@@ -59,7 +89,7 @@ type BenchResult struct {
 	// not the plugin's) and per run of the raw spawn measurement; the ratio
 	// follows from them when the CPUs are the limit.
 	CPUMSPerJob      float64 `json:"cpu_ms_per_job"`
-	SpawnCPUMSPerRun float64 `json:"spawn_cpu_ms_per_run"`
+	SpawnCPUMSPerRun float64 `json:"spawn_cpu_ms_per_run,omitempty"`
 	CommitsPerJob    float64 `json:"commits_per_job"`
 	FsyncsPerJob     float64 `json:"fsyncs_per_job"`
 }
@@ -77,6 +107,17 @@ commands:
 
 const benchScript = "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"ok\",\"result\":\"ok\"}'\n"
 
+// writeBenchPlugin writes the bench plugin into dir.
+func writeBenchPlugin(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, pluginhost.ManifestFile), []byte(benchManifest), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "run.sh"), []byte(benchScript), 0o755)
+}
+
 // DefaultBenchRounds is how many alternating rounds Bench makes unless told:
 // short rounds follow the speed of a machine that changes from one second
 // to the next (a VM with noisy neighbours) closely, while a round's ramp-up
@@ -92,10 +133,18 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = 2000
 	}
-	if opts.Workers <= 0 {
+	switch {
+	case opts.Workers > 0:
+	case opts.InProcess:
+		opts.Workers = DefaultInProcessWorkers
+	default:
 		opts.Workers = config.Default().Service.MaxWorkers
 	}
-	if opts.Enqueuers <= 0 {
+	switch {
+	case opts.Enqueuers > 0:
+	case opts.InProcess:
+		opts.Enqueuers = DefaultInProcessEnqueuers
+	default:
 		opts.Enqueuers = 8
 	}
 	if opts.Rounds <= 0 {
@@ -106,20 +155,14 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	res := BenchResult{Jobs: opts.Jobs, Workers: opts.Workers}
+	res := BenchResult{Jobs: opts.Jobs, Workers: opts.Workers, InProcess: opts.InProcess}
 	dir, err := os.MkdirTemp(opts.TempDir, "ductile-bench-")
 	if err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(dir)
 	pluginDir := filepath.Join(dir, "plugins", "bench")
-	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
-		return res, err
-	}
-	if err := os.WriteFile(filepath.Join(pluginDir, pluginhost.ManifestFile), []byte(benchManifest), 0o644); err != nil {
-		return res, err
-	}
-	if err := os.WriteFile(filepath.Join(pluginDir, "run.sh"), []byte(benchScript), 0o755); err != nil {
+	if err := writeBenchPlugin(pluginDir); err != nil {
 		return res, err
 	}
 
@@ -127,7 +170,11 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 	cfg.PluginRoots = []string{filepath.Dir(pluginDir)}
 	cfg.Service.MaxWorkers = opts.Workers
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d, err := Open(ctx, Options{StateDir: filepath.Join(dir, "state"), Config: cfg, Logger: quiet})
+	dopts := Options{StateDir: filepath.Join(dir, "state"), Config: cfg, Logger: quiet}
+	if opts.InProcess {
+		dopts.Steps = map[string]pluginhost.Step{"bench": noopStep}
+	}
+	d, err := Open(ctx, dopts)
 	if err != nil {
 		return res, err
 	}
@@ -186,7 +233,10 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 			return nil
 		}
 		steps := []func() error{raw, e2e}
-		if round%2 == 1 {
+		switch {
+		case opts.InProcess:
+			steps = steps[1:] // nothing to spawn
+		case round%2 == 1:
 			steps = []func() error{e2e, raw}
 		}
 		for _, step := range steps {
@@ -195,14 +245,19 @@ func Bench(ctx context.Context, opts BenchOptions) (BenchResult, error) {
 			}
 		}
 		done += n
-		res.RoundRatios = append(res.RoundRatios, roundSpawn.Seconds()/roundE2E.Seconds())
+		res.RoundJobsPerSec = append(res.RoundJobsPerSec, float64(n)/roundE2E.Seconds())
+		if !opts.InProcess {
+			res.RoundRatios = append(res.RoundRatios, roundSpawn.Seconds()/roundE2E.Seconds())
+		}
 	}
 	ws := d.Ledger.WriteStats()
 	jobs := float64(opts.Jobs)
-	res.SpawnPerSec = jobs / spawnTime.Seconds()
-	res.SpawnCPUMSPerRun = ms(spawnCPU) / jobs
 	res.JobsPerSec = jobs / e2eTime.Seconds()
-	res.Ratio = spawnTime.Seconds() / e2eTime.Seconds() // = JobsPerSec / SpawnPerSec
+	if !opts.InProcess {
+		res.SpawnPerSec = jobs / spawnTime.Seconds()
+		res.SpawnCPUMSPerRun = ms(spawnCPU) / jobs
+		res.Ratio = spawnTime.Seconds() / e2eTime.Seconds() // = JobsPerSec / SpawnPerSec
+	}
 	res.EnqueueMS = ms(enqueueTime)
 	res.CPUMSPerJob = ms(e2eCPU) / jobs
 	res.CommitsPerJob = float64(ws.Commits-ws0.Commits) / jobs
@@ -323,4 +378,225 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(r.Utime.Nano() + r.Stime.Nano())
+}
+
+// BenchCLIOptions configure BenchCLI.
+type BenchCLIOptions struct {
+	// Binary is a ductile executable: BenchCLI runs it as the daemon
+	// (system start) and as the CLI that enqueues (plugin run).
+	Binary string
+	Jobs   int // jobs enqueued from each kind of producer (default 100)
+	// Idle is how long the daemon is left idle before each enqueue
+	// (default 250 ms: past the WAL watcher's last trailing wake-up).
+	Idle     time.Duration
+	Progress func(string) // optional progress lines
+	TempDir  string       // parent of the scratch state dir (default os.TempDir())
+}
+
+// BenchCLIResult is what ductile bench --cli-latency prints: for jobs
+// enqueued one at a time on an idle daemon, by a CLI process each and by a
+// process that stays open, how long from enqueue to start and how much CPU
+// the daemon spent per job.
+type BenchCLIResult struct {
+	Jobs int `json:"jobs"`
+	// CLI: each job enqueued by its own ductile plugin run.
+	CLI BenchLatency `json:"cli"`
+	// Open: each job enqueued by one process that keeps the ledger open
+	// (this one): the CLI's start, open and exit taken away.
+	Open BenchLatency `json:"open"`
+}
+
+// BenchLatency is one producer's figures.
+type BenchLatency struct {
+	// Enqueue to start: recorded_at of job.started minus that of
+	// job.enqueued.
+	P50MS float64 `json:"p50_ms"`
+	P99MS float64 `json:"p99_ms"`
+	MaxMS float64 `json:"max_ms"`
+	// DaemonCPUMSPerJob is the daemon process's CPU (user and system, all
+	// its threads) over the phase, per job; the plugin's own processes are
+	// not counted. Zero where /proc cannot tell.
+	DaemonCPUMSPerJob float64 `json:"daemon_cpu_ms_per_job"`
+}
+
+// BenchCLI starts a daemon (Binary system start) on a scratch state
+// directory with the bench plugin, then enqueues Jobs jobs one at a time,
+// each once the daemon has been idle for Idle: first each by a ductile
+// plugin run of its own, then each from this process's own ledger.
+func BenchCLI(ctx context.Context, opts BenchCLIOptions) (BenchCLIResult, error) {
+	if opts.Jobs <= 0 {
+		opts.Jobs = 100
+	}
+	if opts.Idle <= 0 {
+		opts.Idle = 250 * time.Millisecond
+	}
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	res := BenchCLIResult{Jobs: opts.Jobs}
+	dir, err := os.MkdirTemp(opts.TempDir, "ductile-bench-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	if err := writeBenchPlugin(filepath.Join(dir, "plugins", "bench")); err != nil {
+		return res, err
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("plugin_roots: [%q]\n", filepath.Join(dir, "plugins"))), 0o600); err != nil {
+		return res, err
+	}
+	stateDir := filepath.Join(dir, "state")
+	args := func(a ...string) []string {
+		return append([]string{"--config", cfgPath, "--state-dir", stateDir}, a...)
+	}
+
+	daemonCtx, stopDaemon := context.WithCancel(ctx)
+	defer stopDaemon()
+	cmd := exec.CommandContext(daemonCtx, opts.Binary, args("system", "start")...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return res, fmt.Errorf("start the daemon: %w", err)
+	}
+	defer func() {
+		stopDaemon()
+		_ = cmd.Wait()
+	}()
+	// The daemon holds the lock as a daemon once it is ready.
+	for {
+		if h, err := Holder(stateDir); err == nil && h.Daemon() {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if cmd.ProcessState != nil || (cmd.Process != nil && cmd.Process.Signal(syscall.Signal(0)) != nil) {
+			return res, fmt.Errorf("the daemon exited: %s", stderr.String())
+		}
+	}
+	l, err := ledger.Open(ctx, DBPath(stateDir), ledger.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return res, err
+	}
+	defer l.Close()
+	cfg := config.Default()
+	byCLI := func() (string, error) {
+		out, err := exec.CommandContext(ctx, opts.Binary, args("plugin", "run", "bench", "--json")...).Output()
+		if err != nil {
+			return "", fmt.Errorf("plugin run: %w", err)
+		}
+		var run struct {
+			JobID string `json:"job_id"`
+		}
+		if err := json.Unmarshal(out, &run); err != nil || run.JobID == "" {
+			return "", fmt.Errorf("plugin run printed %q: %v", out, err)
+		}
+		return run.JobID, nil
+	}
+	byOpen := func() (string, error) {
+		r, err := commands.EnqueueJob(ctx, l, dispatch.JobFor(cfg, "bench", "poll", commands.ByCLI))
+		return r.JobID, err
+	}
+	if _, err := benchLatencies(ctx, l, cmd.Process.Pid, 1, opts.Idle, byCLI); err != nil { // warm up
+		return res, err
+	}
+	progress(fmt.Sprintf("%d jobs, each enqueued by a plugin run on an idle daemon…", opts.Jobs))
+	if res.CLI, err = benchLatencies(ctx, l, cmd.Process.Pid, opts.Jobs, opts.Idle, byCLI); err != nil {
+		return res, err
+	}
+	progress(fmt.Sprintf("%d jobs, each enqueued by a process that stays open, on an idle daemon…", opts.Jobs))
+	if res.Open, err = benchLatencies(ctx, l, cmd.Process.Pid, opts.Jobs, opts.Idle, byOpen); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// benchLatencies enqueues n jobs with enqueue, one at a time on a daemon
+// left idle for idle, waits for each to succeed, and reads their
+// enqueue-to-start times from the ledger.
+func benchLatencies(ctx context.Context, l *ledger.Ledger, daemonPID, n int, idle time.Duration, enqueue func() (string, error)) (BenchLatency, error) {
+	var out BenchLatency
+	lat := make([]float64, 0, n)
+	cpu0, cpuKnown := processCPUOf(daemonPID)
+	for range n {
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-time.After(idle):
+		}
+		id, err := enqueue()
+		if err != nil {
+			return out, err
+		}
+		evs, err := waitSucceeded1(ctx, l, id)
+		if err != nil {
+			return out, err
+		}
+		lat = append(lat, ms(evs[1].RecordedAt.Sub(evs[0].RecordedAt)))
+	}
+	if cpu1, ok := processCPUOf(daemonPID); ok && cpuKnown {
+		out.DaemonCPUMSPerJob = ms(cpu1-cpu0) / float64(n)
+	}
+	slices.Sort(lat)
+	at := func(q float64) float64 { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+	out.P50MS, out.P99MS, out.MaxMS = at(0.50), at(0.99), lat[len(lat)-1]
+	return out, nil
+}
+
+// waitSucceeded1 waits for job id to succeed and returns its events.
+func waitSucceeded1(ctx context.Context, l *ledger.Ledger, id string) ([]ledger.Event, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		changed := l.Changed()
+		evs, err := l.ReadStream(ctx, events.JobStream(id))
+		if err != nil {
+			return nil, err
+		}
+		if n := len(evs); n > 0 {
+			switch evs[n-1].Type {
+			case events.JobSucceeded:
+				if n < 3 || evs[1].Type != events.JobStarted {
+					return nil, fmt.Errorf("bench job %s: unexpected events", id)
+				}
+				return evs, nil
+			case events.JobDead, events.JobFailed, events.JobTimedOut:
+				return nil, fmt.Errorf("bench job %s failed: %s", id, evs[n-1].Data)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("bench job %s: %w", id, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// processCPUOf is the CPU time process pid has used (user and system, all
+// its threads), from /proc.
+func processCPUOf(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: utime and stime are the 14th and 15th fields overall.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0, false
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / ticksPerSecond, true
 }

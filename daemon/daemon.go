@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -47,6 +48,9 @@ type Options struct {
 	// NoDispatch opens everything but the dispatch loop: the caller runs
 	// jobs itself with Dispatcher.RunJob (plugin run without a daemon).
 	NoDispatch bool
+	// Steps run these discovered plugins in process instead of spawning
+	// them (ductile bench --in-process).
+	Steps map[string]pluginhost.Step
 }
 
 // Daemon is a running Ductile: it holds the state directory's lock.
@@ -65,7 +69,8 @@ type Daemon struct {
 	closeErr  error
 }
 
-// Open takes the lock, opens and migrates the ledger, loads plugins, brings
+// Open takes the lock, opens and migrates the ledger, loads plugins (a
+// daemon records what it loaded: config.applied), brings
 // the projections up to date, recovers jobs a crashed process left running,
 // and starts the projector and dispatcher. Close stops them.
 func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
@@ -103,7 +108,31 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if d.Plugins, err = LoadPlugins(opts.StateDir, cfg, log); err != nil {
 		return nil, err
 	}
+	for name, step := range opts.Steps {
+		p, ok := d.Plugins.Get(name)
+		if !ok {
+			return nil, fmt.Errorf("run plugin %q in process: it did not load", name)
+		}
+		p.Step = step
+	}
+	if !opts.NoDispatch {
+		// What it runs with, for the CLI to check enqueues against.
+		if err := recordApplied(ctx, d.Ledger, Applied(d.Plugins, cfg, "start")); err != nil {
+			return nil, err
+		}
+	}
 
+	if damage := d.Ledger.Damage(); damage != nil && damage.Projections {
+		// Accepted (Options.Ledger.AllowDamaged): the projections were
+		// built from events the log no longer holds. Rebuild them from
+		// what it holds, or the projector would skip new events up to the
+		// old checkpoint.
+		cp, err := projections.Rebuild(ctx, d.Ledger, 0)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild the projections of a damaged ledger: %w", err)
+		}
+		d.log.Warn("rebuilt the projections from the damaged ledger as it is", "checkpoint", cp)
+	}
 	d.Projector = projections.New(d.Ledger, projections.Options{Logger: log})
 	if _, err := d.Projector.CatchUp(ctx); err != nil {
 		return nil, fmt.Errorf("bring projections up to date: %w", err)
@@ -180,10 +209,10 @@ func Run(ctx context.Context, opts Options) error {
 // (first match wins, so a root can override a bundled plugin). Plugins that
 // fail validation are logged and skipped; the others load.
 func LoadPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (*pluginhost.Registry, error) {
-	reg, problems, err := DiscoverPlugins(stateDir, cfg, log)
-	if err != nil {
-		return nil, err
+	if err := plugins.Unpack(BundledPluginsDir(stateDir)); err != nil {
+		return nil, fmt.Errorf("unpack bundled plugins: %w", err)
 	}
+	reg, problems := pluginhost.Discover(pluginRoots(stateDir, cfg), discoverOptions(cfg, log))
 	for _, p := range problems {
 		level := slog.LevelError
 		if errors.Is(p, pluginhost.ErrShadowed) {
@@ -226,16 +255,49 @@ func (d *Daemon) recoverOrphans(ctx context.Context) error {
 	return nil
 }
 
-// DiscoverPlugins unpacks the bundled plugins and discovers plugins as the
-// daemon does, returning the plugins that failed validation instead of
-// logging them (plugin list and config check show them). err is set only if
-// the bundled plugins could not be unpacked.
+// DiscoverPlugins discovers plugins as the daemon will at its next start,
+// returning the plugins that failed validation instead of logging them
+// (plugin list and config check show them), and writes nothing to the state
+// directory, which may not exist (a mistyped --state-dir) or be read-only.
+// The bundled plugins are unpacked into a temporary directory, removed
+// before it returns, and reported where the daemon unpacks and runs them.
+// err is set only if they could not be unpacked.
 func DiscoverPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (reg *pluginhost.Registry, problems []error, err error) {
-	if err := plugins.Unpack(BundledPluginsDir(stateDir)); err != nil {
+	tmp, err := os.MkdirTemp("", "ductile-plugins-")
+	if err != nil {
 		return nil, nil, fmt.Errorf("unpack bundled plugins: %w", err)
 	}
-	reg, problems = pluginhost.Discover(pluginRoots(stateDir, cfg), pluginhost.DiscoverOptions{AllowSymlinks: cfg.Service.AllowSymlinks, Config: pluginConfigs(cfg), Logger: log})
+	defer os.RemoveAll(tmp)
+	if err := plugins.Unpack(tmp); err != nil {
+		return nil, nil, fmt.Errorf("unpack bundled plugins: %w", err)
+	}
+	// Discovery resolves symlinks: match the temporary root as it will.
+	real, err := filepath.EvalSymlinks(tmp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("unpack bundled plugins: %w", err)
+	}
+	reg, problems = pluginhost.Discover(append(append([]string{}, cfg.PluginRoots...), real), discoverOptions(cfg, log))
+	bundled := BundledPluginsDir(stateDir)
+	moved := func(path string) string {
+		if rel, err := filepath.Rel(real, path); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.Join(bundled, rel)
+		}
+		return path
+	}
+	for _, p := range reg.List() {
+		p.Dir, p.Entrypoint = moved(p.Dir), moved(p.Entrypoint)
+	}
+	for _, problem := range problems {
+		var pe *pluginhost.PluginError
+		if errors.As(problem, &pe) {
+			pe.Dir = moved(pe.Dir)
+		}
+	}
 	return reg, problems, nil
+}
+
+func discoverOptions(cfg *config.Config, log *slog.Logger) pluginhost.DiscoverOptions {
+	return pluginhost.DiscoverOptions{AllowSymlinks: cfg.Service.AllowSymlinks, Config: pluginConfigs(cfg), Logger: log}
 }
 
 func pluginRoots(stateDir string, cfg *config.Config) []string {

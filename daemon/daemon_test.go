@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
@@ -62,6 +64,49 @@ func TestLockKeepsASecondHolderOut(t *testing.T) {
 	_, err = daemon.AcquireLock(dir, daemon.RoleDaemon)
 	require.ErrorContains(t, err, "(a ductile ledger replay)")
 	require.NoError(t, replay.Release())
+}
+
+// The lock file names its holder only once the holder has rewritten it: in
+// the window between taking the flock and that write (and for anything that
+// takes the flock without writing, such as flock(1) in a backup script) it
+// still names the previous holder, typically a daemon that has exited. The
+// holder is the process the kernel reports, and the file's role counts only
+// if the file names that process.
+func TestHolderIsTheProcessHoldingTheLock(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+
+	// A daemon held the lock and has gone: the file still names it.
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	deadPID := gone.Process.Pid
+	require.NoError(t, os.WriteFile(daemon.LockPath(dir), []byte(strconv.Itoa(deadPID)+" daemon\n"), 0o600))
+
+	// This process takes the flock, as AcquireLock does before it writes.
+	f, err := os.OpenFile(daemon.LockPath(dir), os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB))
+
+	h, err := daemon.Holder(dir)
+	require.NoError(t, err)
+	require.Equal(t, daemon.LockHolder{Held: true, PID: os.Getpid()}, h, "the holder is this process, its role not written yet")
+	require.False(t, h.Daemon(), "a dead daemon named in the file is not the running daemon")
+	_, err = daemon.AcquireLock(dir, daemon.RoleDaemon)
+	var le *daemon.LockError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, os.Getpid(), le.PID)
+	require.Empty(t, le.Role)
+	require.NotContains(t, err.Error(), strconv.Itoa(deadPID))
+
+	// Once the file names the holder, its role counts.
+	require.NoError(t, f.Truncate(0))
+	_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+" daemon\n"), 0)
+	require.NoError(t, err)
+	h, err = daemon.Holder(dir)
+	require.NoError(t, err)
+	require.True(t, h.Daemon())
+	require.Equal(t, os.Getpid(), h.PID)
 }
 
 func TestBenchReportsEveryNumber(t *testing.T) {

@@ -70,19 +70,22 @@ func AcquireLock(stateDir, role string) (*Lock, error) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	if err != nil {
-		f.Close()
+		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			pid, holder := readHolder(path)
+			pid, holder := readHolder(f)
 			return nil, &LockError{Path: path, PID: pid, Role: holder}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err == nil {
+	// Until this write lands, the file still names the previous holder;
+	// readHolder trusts it only once the PID in it is the lock's holder.
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+" "+role+"\n"), 0)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("write pid to %s: %w", path, err)
-		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write pid to %s: %w", path, err)
 	}
 	return &Lock{f: f}, nil
 }
@@ -113,7 +116,7 @@ func Holder(stateDir string) (h LockHolder, err error) {
 	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
 	switch {
 	case errors.Is(err, unix.EWOULDBLOCK):
-		pid, role := readHolder(path)
+		pid, role := readHolder(f)
 		return LockHolder{Held: true, PID: pid, Role: role}, nil
 	case err != nil:
 		return LockHolder{}, fmt.Errorf("check lock %s: %w", path, err)
@@ -133,13 +136,33 @@ type LockHolder struct {
 // the lock) is not known to be one: look again.
 func (h LockHolder) Daemon() bool { return h.Held && h.Role == RoleDaemon }
 
-// readHolder parses "PID ROLE" (an older lock file holds just the PID).
-func readHolder(path string) (pid int, role string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, ""
+// readHolder says who holds the exclusive flock on f's file: the PID the
+// kernel reports for it, and the role the file names only if the file names
+// that same PID. The file is rewritten just after the flock is taken, so
+// until then it names the previous holder, likely dead; and anything may
+// take the flock without writing at all (flock(1) in a backup script). A
+// holder whose role is not known yet is not a daemon (see LockHolder.Daemon).
+// Where the kernel does not say (no /proc/locks), a PID in the file counts
+// only while that process exists.
+func readHolder(f *os.File) (pid int, role string) {
+	filePID, fileRole := parseHolder(f)
+	pid, known := flockHolder(f)
+	switch {
+	case known && pid == filePID:
+		return pid, fileRole
+	case known:
+		return pid, ""
+	case filePID > 0 && processExists(filePID):
+		return filePID, fileRole
 	}
-	fields := strings.Fields(string(b))
+	return 0, ""
+}
+
+// parseHolder parses "PID ROLE" (an older lock file holds just the PID).
+func parseHolder(f *os.File) (pid int, role string) {
+	b := make([]byte, 64)
+	n, _ := f.ReadAt(b, 0)
+	fields := strings.Fields(string(b[:n]))
 	if len(fields) > 0 {
 		pid, _ = strconv.Atoi(fields[0])
 	}
@@ -147,4 +170,38 @@ func readHolder(path string) (pid int, role string) {
 		role = fields[1]
 	}
 	return pid, role
+}
+
+// flockHolder reads the PID of the process holding an exclusive flock on
+// f's file from /proc/locks (Linux), which lists every lock by device and
+// inode with the PID that took it. known is false if the kernel does not say.
+func flockHolder(f *os.File) (pid int, known bool) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return 0, false
+	}
+	locks, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0, false
+	}
+	// "1: FLOCK  ADVISORY  WRITE 2202 fe:00:9987273 0 EOF"; a waiter's line
+	// has "->" after the number.
+	file := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev)), st.Ino)
+	for line := range strings.Lines(string(locks)) {
+		fields := strings.Fields(line)
+		if len(fields) < 6 || fields[1] != "FLOCK" || fields[3] != "WRITE" || fields[5] != file {
+			continue
+		}
+		if pid, err := strconv.Atoi(fields[4]); err == nil && pid > 0 {
+			return pid, true
+		}
+	}
+	return 0, false
+}
+
+// processExists reports whether a process with this PID exists (it may be
+// one this user cannot signal).
+func processExists(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
 }
