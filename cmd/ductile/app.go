@@ -6,13 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/ledger"
@@ -25,49 +31,179 @@ const (
 	exitUsage   = 2 // bad flags or arguments
 )
 
-// exitError carries an exit code and an already-printed or plain message.
+// errorCode is the stable, machine-readable kind of an error: what --json
+// prints as error.code. It decides the exit status: usage exits 2, every
+// other code 1. Scripts may rely on these names; add codes, never rename.
+type errorCode string
+
+const (
+	codeUsage         errorCode = "usage"          // bad flags or arguments
+	codeNotFound      errorCode = "not_found"      // a job, plugin or file named does not exist
+	codeConflict      errorCode = "conflict"       // the state does not allow it now: a finished job, a held lock, an existing file
+	codeInvalidConfig errorCode = "invalid_config" // the config file does not load
+	codeTimeout       errorCode = "timeout"        // gave up waiting (--timeout)
+	codeCanceled      errorCode = "canceled"       // interrupted by SIGINT or SIGTERM
+	codeError         errorCode = "error"          // any other failure
+)
+
+// exitStatus is the process exit status of an error of this code.
+func (c errorCode) exitStatus() int {
+	if c == codeUsage {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// exitError is an error with its code, what went wrong, and what to do
+// next. Build one with the constructors below so that every error has a
+// code; a plain error gets one from classify.
 type exitError struct {
-	code int
-	msg  string
+	code errorCode
+	msg  string // "" when the command has reported already (silent)
+	hint string // what to do next, when msg does not say it
 }
 
 func (e *exitError) Error() string { return e.msg }
 
-// failf makes an error that exits 1 with a message saying what to do next.
-func failf(format string, args ...any) error {
-	return &exitError{code: exitFailure, msg: fmt.Sprintf(format, args...)}
+// errorf makes an error of code with a message saying what to do next.
+func errorf(code errorCode, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// usagef makes an error that exits 2.
-func usagef(format string, args ...any) error {
-	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
+// failf makes an error that exits 1 (code "error").
+func failf(format string, args ...any) error { return errorf(codeError, format, args...) }
+
+// usagef makes an error that exits 2 (code "usage").
+func usagef(format string, args ...any) error { return errorf(codeUsage, format, args...) }
+
+// notFoundf makes an error for a job, plugin or file that does not exist.
+func notFoundf(format string, args ...any) error { return errorf(codeNotFound, format, args...) }
+
+// conflictf makes an error for a request the current state refuses.
+func conflictf(format string, args ...any) error { return errorf(codeConflict, format, args...) }
+
+// withHint makes an error of code whose message is err's, with hint.
+func withHint(code errorCode, err error, hint string) error {
+	return &exitError{code: code, msg: err.Error(), hint: hint}
 }
 
-// silent exits with code without printing anything more (the command has
-// already reported, e.g. verify's findings).
-func silent(code int) error { return &exitError{code: code} }
+// silent exits with status without printing anything more (the command
+// has already reported, e.g. verify's findings).
+func silent(status int) error {
+	if status == exitUsage {
+		return &exitError{code: codeUsage}
+	}
+	return &exitError{code: codeError}
+}
+
+// classify gives a plain error (one not built by the constructors above)
+// its code, from the sentinels it wraps.
+func classify(err error) errorCode {
+	var ve *config.ValidationError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return codeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codeTimeout
+	case errors.As(err, &ve):
+		return codeInvalidConfig
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, commands.ErrJobNotFound):
+		return codeNotFound
+	case errors.Is(err, fs.ErrExist), errors.Is(err, daemon.ErrLocked),
+		errors.Is(err, ledger.ErrVersionConflict), errors.Is(err, commands.ErrInvalidTransition):
+		return codeConflict
+	}
+	return codeError
+}
+
+// errAnswered ends a run that has answered in full before any command ran
+// (--version): exit 0, nothing more printed.
+var errAnswered = errors.New("answered")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
-	return exitCode(app.RunContext(ctx, normalizeArgs(app, args)), stderr)
+	args = normalizeArgs(app, args)
+	asJSON := wantsJSON(app, args)
+	args, err := helpArgs(app, args)
+	if err == nil {
+		err = app.RunContext(ctx, args)
+	}
+	if errors.Is(err, errAnswered) {
+		return exitOK
+	}
+	return exitCode(err, stderr, asJSON)
 }
 
-func exitCode(err error, stderr io.Writer) int {
+// exitCode reports err on stderr, as one line of JSON when the command was
+// given --json ({"error":{"code":…,"message":…,"hint":…}}), and returns
+// the exit status. An interrupt is reported only in JSON.
+func exitCode(err error, stderr io.Writer, asJSON bool) int {
 	if err == nil {
 		return exitOK
 	}
 	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintf(stderr, "ductile: %s\n", ee.msg)
+	if !errors.As(err, &ee) {
+		ee = &exitError{code: classify(err), msg: err.Error()}
+		if ee.code == codeCanceled {
+			ee.msg = "interrupted"
+			if !asJSON {
+				ee.msg = ""
+			}
 		}
-		return ee.code
 	}
-	if errors.Is(err, context.Canceled) {
-		return exitFailure
+	switch {
+	case ee.msg == "":
+	case asJSON:
+		type body struct {
+			Code    errorCode `json:"code"`
+			Message string    `json:"message"`
+			Hint    string    `json:"hint,omitempty"`
+		}
+		b, _ := json.Marshal(struct {
+			Error body `json:"error"`
+		}{body{ee.code, ee.msg, ee.hint}})
+		fmt.Fprintf(stderr, "%s\n", b)
+	case ee.hint == "":
+		fmt.Fprintf(stderr, "ductile: %s\n", ee.msg)
+	case ee.code == codeUsage:
+		// Usage errors stay one line.
+		fmt.Fprintf(stderr, "ductile: %s (%s)\n", ee.msg, ee.hint)
+	default:
+		fmt.Fprintf(stderr, "ductile: %s\n(%s)\n", ee.msg, ee.hint)
 	}
-	fmt.Fprintf(stderr, "ductile: %v\n", err)
-	return exitFailure
+	return ee.code.exitStatus()
+}
+
+// wantsJSON reports whether args, as normalizeArgs returns them, give
+// --json to the command they run, so that an error found before the
+// command runs (a usage error) is printed as JSON too.
+func wantsJSON(app *cli.App, args []string) bool {
+	takesValue := flagKinds(app.Flags)
+	cmds := app.Commands
+	for i := 1; i < len(args); i++ {
+		tok := args[i]
+		if tok == "--" {
+			return false
+		}
+		if name, hasValue, ok := parseFlag(tok); ok {
+			if name == "json" {
+				if !hasValue {
+					return true
+				}
+				v, err := strconv.ParseBool(tok[strings.IndexByte(tok, '=')+1:])
+				return err == nil && v
+			}
+			if takesValue[name] && !hasValue {
+				i++
+			}
+			continue
+		}
+		if c := findCommand(cmds, tok); c != nil {
+			maps.Copy(takesValue, flagKinds(c.Flags))
+			cmds = c.Subcommands
+		}
+	}
+	return false
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
@@ -76,11 +212,25 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage: "run personal automations unattended",
 		Description: "Ductile keeps one durable queue of jobs, runs plugins as subprocesses and records\n" +
 			"every step in an event-sourced SQLite ledger. Commands are NOUN ACTION.\n" +
-			"Global flags (--config, --state-dir, --verbose) may appear anywhere on the line.",
+			"Global flags (--config, --state-dir, --verbose, --log-format) may appear anywhere on the line.\n" +
+			"Help on a command: ductile help NOUN [ACTION], or ductile NOUN [ACTION] --help.\n" +
+			"With --json, an error is one JSON line on stderr: {\"error\":{\"code\":…,\"message\":…,\"hint\":…}}.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"DUCTILE_CONFIG"}, Usage: "config `FILE` (default: none, built-in defaults)"},
 			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"DUCTILE_STATE_DIR"}, Usage: "state `DIR` holding the ledger and lock (default: config's state_dir, else $XDG_STATE_HOME/ductile)"},
 			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log debug detail to stderr"},
+			&cli.StringFlag{Name: "log-format", Value: logAuto, Usage: "log lines as `FORMAT`: auto (readable text on a terminal, else JSON), json or text"},
+			&cli.BoolFlag{Name: "version", Usage: "print the version (module version, VCS revision and time) and exit"},
+		},
+		Before: func(c *cli.Context) error {
+			if f := c.String("log-format"); !slices.Contains([]string{logAuto, logJSON, logText}, f) {
+				return usagef("--log-format must be auto, json or text, got %q", f)
+			}
+			if c.Bool("version") {
+				fmt.Fprint(c.App.Writer, versionText(debug.ReadBuildInfo()))
+				return errAnswered
+			}
+			return nil
 		},
 		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), queueCommand(), configCommand(), benchCommand()},
 		Writer:               stdout,
@@ -89,11 +239,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // exitCode reports errors
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usagef("%v (see: ductile --help)", err)
+			return withHint(codeUsage, err, "see: ductile --help")
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
-				return usagef("unknown command %q (see: ductile --help)", c.Args().First())
+				return usagef("unknown command %q%s (see: ductile --help)", c.Args().First(), suggestCommand(c.Args().First(), c.App.Commands))
 			}
 			return cli.ShowAppHelp(c)
 		},
@@ -184,13 +334,13 @@ func finishTree(cmds []*cli.Command, parent string) {
 	for _, c := range cmds {
 		name := strings.TrimSpace(parent + " " + c.Name)
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return usagef("%v (see: ductile %s --help)", err, name)
+			return withHint(codeUsage, err, "see: ductile "+name+" --help")
 		}
 		if len(c.Subcommands) > 0 {
 			finishTree(c.Subcommands, name)
 			c.Action = func(ctx *cli.Context) error {
 				if ctx.NArg() > 0 {
-					return usagef("unknown command %q for %q (see: ductile %s --help)", ctx.Args().First(), name, name)
+					return usagef("unknown command %q for %q%s (see: ductile %s --help)", ctx.Args().First(), name, suggestCommand(ctx.Args().First(), ctx.Command.Subcommands), name)
 				}
 				return cli.ShowSubcommandHelp(ctx)
 			}
@@ -225,6 +375,86 @@ func finishTree(cmds []*cli.Command, parent string) {
 			}
 		}
 	}
+}
+
+// suggestCommand is ": did you mean X?" for the command in cmds closest to
+// word, or "".
+func suggestCommand(word string, cmds []*cli.Command) string {
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.Name)
+	}
+	if s := config.Suggest(word, names); s != "" {
+		return fmt.Sprintf(": did you mean %s?", s)
+	}
+	return ""
+}
+
+// helpArgs turns "ductile help NOUN ACTION", as normalizeArgs returns it,
+// into "ductile NOUN ACTION --help", so that help shows what --help shows;
+// "ductile help" is "ductile --help". A word that is not a command there
+// is a usage error. Other arguments are returned unchanged.
+func helpArgs(app *cli.App, args []string) ([]string, error) {
+	globals := flagKinds(app.Flags)
+	i := 1
+	for ; i < len(args); i++ {
+		name, hasValue, ok := parseFlag(args[i])
+		if !ok {
+			break
+		}
+		if globals[name] && !hasValue {
+			i++
+		}
+	}
+	if i >= len(args) || args[i] != "help" {
+		return args, nil
+	}
+	out := slices.Clone(args[:i])
+	cmds, path := app.Commands, ""
+	for _, word := range args[i+1:] {
+		if _, _, isFlag := parseFlag(word); isFlag {
+			continue
+		}
+		c := findCommand(cmds, word)
+		switch {
+		case c == nil && path == "":
+			return nil, usagef("unknown command %q%s (see: ductile --help)", word, suggestCommand(word, cmds))
+		case c == nil:
+			return nil, usagef("unknown command %q for %q%s (see: ductile %s --help)", word, path, suggestCommand(word, cmds), path)
+		}
+		out = append(out, word)
+		cmds, path = c.Subcommands, strings.TrimSpace(path+" "+c.Name)
+	}
+	return append(out, "--help"), nil
+}
+
+// versionText describes this build from its Go build info: the module
+// version, the VCS revision and its time, and whether the working tree had
+// changes that are not committed.
+func versionText(info *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "ductile (unknown version: built without module support)\n"
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "ductile %s\n", info.Main.Version)
+	if rev := settings["vcs.revision"]; rev != "" {
+		fmt.Fprintf(&b, "revision %s", rev)
+		if t := settings["vcs.time"]; t != "" {
+			fmt.Fprintf(&b, " (%s)", t)
+		}
+		if settings["vcs.modified"] == "true" {
+			b.WriteString(", with uncommitted changes")
+		}
+		b.WriteByte('\n')
+	} else {
+		b.WriteString("revision unknown (built outside a git checkout, or with -buildvcs=false)\n")
+	}
+	fmt.Fprintf(&b, "%s %s/%s\n", info.GoVersion, settings["GOOS"], settings["GOARCH"])
+	return b.String()
 }
 
 // argSources names, for an argument a command requires, where to find a
@@ -275,7 +505,15 @@ type env struct {
 	cfg            *config.Config
 	stateDir       string
 	verbose        bool
+	logFormat      string // logAuto, logJSON or logText
 }
+
+// The values of --log-format.
+const (
+	logAuto = "auto" // text when the log goes to a terminal, else JSON
+	logJSON = "json"
+	logText = "text"
+)
 
 // loadEnv loads the config (--config, else the built-in defaults) and
 // resolves the state directory from it (see newEnv).
@@ -287,7 +525,11 @@ func loadEnv(c *cli.Context) (*env, error) {
 	}
 	cfg, err := config.Load(path)
 	if err != nil {
-		return nil, failf("%v\n(check the file with: ductile config check --config %s)", err, path)
+		code := codeInvalidConfig
+		if errors.Is(err, fs.ErrNotExist) {
+			code = codeNotFound
+		}
+		return nil, withHint(code, err, "check the file with: ductile config check --config "+path)
 	}
 	return newEnv(c, cfg)
 }
@@ -297,10 +539,11 @@ func loadEnv(c *cli.Context) (*env, error) {
 // flag), then the config's state_dir, then the per-user default.
 func newEnv(c *cli.Context, cfg *config.Config) (*env, error) {
 	e := &env{
-		stdout:  c.App.Writer,
-		stderr:  c.App.ErrWriter,
-		cfg:     cfg,
-		verbose: c.Bool("verbose"),
+		stdout:    c.App.Writer,
+		stderr:    c.App.ErrWriter,
+		cfg:       cfg,
+		verbose:   c.Bool("verbose"),
+		logFormat: c.String("log-format"),
 	}
 	switch {
 	case c.String("state-dir") != "":
@@ -333,11 +576,15 @@ func defaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "ductile"), nil
 }
 
-// logger writes JSON lines to w at level, or at debug with --verbose. The
+// logger writes to w at level, or at debug with --verbose: readable lines
+// when w is a terminal (or with --log-format text), else JSON lines. The
 // daemon logs to stdout at info; other commands use quietLogger.
 func (e *env) logger(w io.Writer, level slog.Level) *slog.Logger {
 	if e.verbose {
 		level = slog.LevelDebug
+	}
+	if e.logFormat == logText || e.logFormat != logJSON && daemon.IsTerminal(w) {
+		return daemon.NewTextLogger(w, level)
 	}
 	return daemon.NewLogger(w, level)
 }
@@ -345,17 +592,57 @@ func (e *env) logger(w io.Writer, level slog.Level) *slog.Logger {
 // quietLogger is a one-shot command's logger: warnings and errors on stderr.
 func (e *env) quietLogger() *slog.Logger { return e.logger(e.stderr, slog.LevelWarn) }
 
-// openLedger opens (and migrates) the state directory's ledger for a
-// one-shot command. It works while a daemon runs: SQLite serialises writers.
+// openLedger opens (creating and migrating if needed) the state directory's
+// ledger for a one-shot command that writes. It works while a daemon runs:
+// SQLite serialises writers.
 func (e *env) openLedger(ctx context.Context) (*ledger.Ledger, error) {
 	if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
 		return nil, failf("create state dir: %v", err)
 	}
-	return ledger.Open(ctx, daemon.DBPath(e.stateDir), ledger.Options{Logger: e.quietLogger()})
+	l, err := ledger.Open(ctx, daemon.DBPath(e.stateDir), ledger.Options{Logger: e.quietLogger()})
+	return l, ledgerError(err)
 }
 
-// withLedger is the prologue of every command that reads or writes the
-// ledger: resolve the environment, open the ledger, close it afterwards.
+// allowDamagedFlag lets system start open a ledger that a writer would
+// otherwise refuse (ledger.ErrDamaged).
+var allowDamagedFlag = &cli.BoolFlag{
+	Name: "allow-damaged-ledger",
+	Usage: "start even if events were removed from the end of the ledger, or its chain is broken " +
+		"after the last recorded head: the damage is logged and accepted, the projections are rebuilt " +
+		"from the log as it is, and its head is recorded anew",
+}
+
+// ledgerError says what to do about an error opening the ledger to write:
+// a damaged ledger is refused until someone accepts the damage.
+func ledgerError(err error) error {
+	var damaged *ledger.DamagedError
+	if errors.As(err, &damaged) {
+		return failf("%v\n(details: ductile ledger verify; restore the ledger from a backup, "+
+			"or accept the damage and go on with: ductile system start --%s)", err, allowDamagedFlag.Name)
+	}
+	return err
+}
+
+// readLedger opens the state directory's ledger read-only, for a command
+// that only reads: it creates, migrates and writes nothing, so it works on
+// a read-only mount or file. A missing ledger, or one whose schema is
+// behind this binary, is an error that says where it looked and what to do.
+func (e *env) readLedger(ctx context.Context) (*ledger.Ledger, error) {
+	path := daemon.DBPath(e.stateDir)
+	l, err := ledger.Open(ctx, path, ledger.Options{ReadOnly: true, Logger: e.quietLogger()})
+	var schema *ledger.SchemaError
+	switch {
+	case errors.Is(err, ledger.ErrNoLedger):
+		return nil, notFoundf("no ledger at %s: nothing has run on the state directory %s yet "+
+			"(check --state-dir, $DUCTILE_STATE_DIR and the config's state_dir; ductile system start creates it)", path, e.stateDir)
+	case errors.As(err, &schema):
+		return nil, failf("%v: run ductile system migrate --state-dir %s (or start the daemon, which migrates), then this again", err, e.stateDir)
+	}
+	return l, err
+}
+
+// withLedger is the prologue of every command that writes to the ledger:
+// resolve the environment, open the ledger, close it afterwards.
 func withLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		e, err := loadEnv(c)
@@ -363,6 +650,23 @@ func withLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.Act
 			return err
 		}
 		l, err := e.openLedger(c.Context)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		return fn(c, e, l)
+	}
+}
+
+// withReadLedger is withLedger for a command that only reads: the ledger is
+// opened read-only (readLedger).
+func withReadLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		e, err := loadEnv(c)
+		if err != nil {
+			return err
+		}
+		l, err := e.readLedger(c.Context)
 		if err != nil {
 			return err
 		}

@@ -65,7 +65,9 @@ func TestStateDirResolution(t *testing.T) {
 	t.Run("default", func(t *testing.T) {
 		t.Parallel()
 		xdg := t.TempDir()
-		r := mustRun(t, append(cleanEnv(t), "XDG_STATE_HOME="+xdg), "ledger", "stats", "--json")
+		env := append(cleanEnv(t), "XDG_STATE_HOME="+xdg)
+		mustRun(t, env, "system", "migrate") // a read-only command would not create it
+		r := mustRun(t, env, "ledger", "stats", "--json")
 		require.Contains(t, r.stdout, `"database": "`+filepath.Join(xdg, "ductile", "ductile.db")+`"`)
 	})
 

@@ -68,7 +68,14 @@ plugins:
 	run := start(t, nil, w.args("plugin", "run", "echo", "--json")...)
 	var id string
 	waitFor(t, waitTimeout, "the job to show up as running", func() bool {
-		for _, j := range w.jobList() {
+		r := w.run("job", "list", "--json")
+		if r.code != 0 {
+			require.Contains(t, r.stderr, "no ledger at", "only until plugin run has created it")
+			return false
+		}
+		var jobs []jobView
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &jobs), r.stdout)
+		for _, j := range jobs {
 			if j.Status == "running" {
 				id = j.ID
 			}

@@ -3,12 +3,14 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/pluginhost"
 )
 
 func configCommand() *cli.Command {
@@ -18,7 +20,7 @@ func configCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:   "check",
-				Usage:  "load the config and plugins and report every problem (exit 1 if the config is invalid)",
+				Usage:  "load the config and plugins as the daemon would and report every problem (exit 1 on any error)",
 				Flags:  []cli.Flag{jsonFlag},
 				Action: configCheck,
 			},
@@ -32,17 +34,26 @@ func configCommand() *cli.Command {
 	}
 }
 
+// checkOutput is what config check prints with --json.
+type checkOutput struct {
+	OK       bool     `json:"ok"`
+	Config   string   `json:"config"`
+	Files    []string `json:"files"`
+	Errors   []string `json:"errors"`
+	Warnings []string `json:"warnings"`
+	Plugins  []string `json:"plugins"`
+	Skipped  []string `json:"skipped_plugins"`
+	StateDir string   `json:"state_dir"`
+}
+
+// configCheck loads the config and discovers the plugins as the daemon
+// would, then cross-checks them (config.Check). Errors exit 1: an invalid
+// config, a plugin skipped for a problem, a route or plugin entry naming a
+// plugin or command that is not there. Warnings (a section nothing reads
+// yet, an undeclared config key, a shadowed plugin) leave the exit at 0.
 func configCheck(c *cli.Context) error {
 	path := c.String("config")
-	out := struct {
-		OK       bool     `json:"ok"`
-		Config   string   `json:"config"`
-		Files    []string `json:"files"`
-		Errors   []string `json:"errors"`
-		Plugins  []string `json:"plugins"`
-		Skipped  []string `json:"skipped_plugins"`
-		StateDir string   `json:"state_dir"`
-	}{Config: path, Files: []string{}, Errors: []string{}, Plugins: []string{}, Skipped: []string{}}
+	out := checkOutput{Config: path, Files: []string{}, Errors: []string{}, Warnings: []string{}, Plugins: []string{}, Skipped: []string{}}
 	var cfg *config.Config
 	if path == "" {
 		out.Config = "(none: built-in defaults)"
@@ -60,20 +71,8 @@ func configCheck(c *cli.Context) error {
 		cfg, out.Files = loaded, loaded.Files
 	}
 	if cfg != nil {
-		e, err := newEnv(c, cfg)
-		if err != nil {
+		if err := checkPlugins(c, cfg, &out); err != nil {
 			return err
-		}
-		out.StateDir = e.stateDir
-		reg, problems, err := daemon.DiscoverPlugins(e.stateDir, cfg, e.quietLogger())
-		if err != nil {
-			return err
-		}
-		for _, p := range reg.List() {
-			out.Plugins = append(out.Plugins, p.Name)
-		}
-		for _, p := range problems {
-			out.Skipped = append(out.Skipped, p.Error())
 		}
 	}
 	out.OK = len(out.Errors) == 0
@@ -90,12 +89,15 @@ func configCheck(c *cli.Context) error {
 			}
 			fmt.Fprintf(w, "state dir %s\n", out.StateDir)
 			fmt.Fprintf(w, "plugins: %v\n", out.Plugins)
-			for _, s := range out.Skipped {
-				fmt.Fprintf(w, "skipped plugin: %s\n", s)
-			}
 		} else {
 			fmt.Fprintf(w, "config has %d problem(s):\n", len(out.Errors))
 			for _, e := range out.Errors {
+				fmt.Fprintf(w, "  %s\n", e)
+			}
+		}
+		if len(out.Warnings) > 0 {
+			fmt.Fprintf(w, "%d warning(s):\n", len(out.Warnings))
+			for _, e := range out.Warnings {
 				fmt.Fprintf(w, "  %s\n", e)
 			}
 		}
@@ -104,6 +106,67 @@ func configCheck(c *cli.Context) error {
 		return silent(exitFailure)
 	}
 	return nil
+}
+
+// checkPlugins discovers the plugins for cfg and adds to out what they
+// are, which were skipped and why, and what config.Check and
+// config.Unused find.
+func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
+	e, err := newEnv(c, cfg)
+	if err != nil {
+		return err
+	}
+	out.StateDir = e.stateDir
+	reg, problems, err := daemon.DiscoverPlugins(e.stateDir, cfg, e.quietLogger())
+	if err != nil {
+		return err
+	}
+	installed := map[string]config.InstalledPlugin{}
+	for _, p := range reg.List() {
+		out.Plugins = append(out.Plugins, p.Name)
+		installed[p.Name] = installedPlugin(p.Manifest)
+	}
+	var skipped []string
+	for _, p := range problems {
+		out.Skipped = append(out.Skipped, p.Error())
+		var pe *pluginhost.PluginError
+		switch {
+		case errors.Is(p, pluginhost.ErrShadowed):
+			out.Warnings = append(out.Warnings, p.Error())
+			continue
+		case errors.As(p, &pe):
+			skipped = append(skipped, pe.Name)
+		}
+		out.Errors = append(out.Errors, "skipped "+p.Error())
+	}
+	errs, warnings := cfg.Check(installed, skipped)
+	for _, fe := range errs {
+		out.Errors = append(out.Errors, fe.Error())
+	}
+	for _, fe := range append(cfg.Unused(), warnings...) {
+		out.Warnings = append(out.Warnings, fe.Error())
+	}
+	return nil
+}
+
+// installedPlugin is what config.Check needs to know of a manifest.
+func installedPlugin(m *pluginhost.Manifest) config.InstalledPlugin {
+	var p config.InstalledPlugin
+	for _, cmd := range m.Commands {
+		p.Commands = append(p.Commands, cmd.Name)
+		if cmd.Values == nil {
+			continue
+		}
+		for _, emit := range cmd.Values.Emit {
+			if emit.Event != "" && !slices.Contains(p.Emits, emit.Event) {
+				p.Emits = append(p.Emits, emit.Event)
+			}
+		}
+	}
+	if m.ConfigKeys.Required != nil || m.ConfigKeys.Optional != nil {
+		p.ConfigKeys = append(append([]string{}, m.ConfigKeys.Required...), m.ConfigKeys.Optional...)
+	}
+	return p
 }
 
 func configShow(c *cli.Context) error {

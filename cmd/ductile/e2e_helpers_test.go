@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,10 @@ import (
 // test runs, and nothing writes it afterwards.
 var ductileBin string
 
+// prebuiltBinary lets a test that re-runs this test binary hand it the
+// binary already built, instead of building another.
+var prebuiltBinary = flag.String("ductile.binary", "", "test this ductile binary instead of building one")
+
 // Time limits. A command that takes longer than cmdTimeout is a hang, not a
 // slow machine; waitTimeout bounds how long a test waits for a log line,
 // an exit after a signal, or an eventual condition.
@@ -47,21 +52,32 @@ const (
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
 
 func testMain(m *testing.M) int {
+	if spec := os.Getenv(faultDaemonEnv); spec != "" {
+		return faultDaemon(spec) // a child of TestCrashAtFaultPointsBeforeCommit
+	}
+	flag.Parse()
 	dir, err := os.MkdirTemp("", "ductile-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	ductileBin = filepath.Join(dir, "ductile")
-	// go test puts its own GOROOT/bin first on PATH, so "go" is the same
-	// toolchain that builds this test.
-	build := exec.Command("go", "build", "-o", ductileBin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "build ductile: %v\n", err)
+	if err := isolateEnvironment(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	ductileBin = *prebuiltBinary
+	if ductileBin == "" {
+		ductileBin = filepath.Join(dir, "ductile")
+		// go test puts its own GOROOT/bin first on PATH, so "go" is the same
+		// toolchain that builds this test.
+		build := exec.Command("go", "build", "-o", ductileBin, ".")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build ductile: %v\n", err)
+			return 1
+		}
 	}
 	code := m.Run()
 	if code == 0 {
@@ -73,6 +89,21 @@ func testMain(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// isolateEnvironment removes from this process the settings a caller may
+// have exported that the CLI reads (every DUCTILE_* variable), and points
+// $XDG_STATE_HOME into dir, so that no test, in-process or not, depends on
+// them or writes to the caller's real state directory.
+func isolateEnvironment(dir string) error {
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "DUCTILE_") {
+			if err := os.Unsetenv(name); err != nil {
+				return err
+			}
+		}
+	}
+	return os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "xdg-state"))
 }
 
 // cleanEnv is the environment without any DUCTILE_* variable and with
@@ -147,12 +178,19 @@ type proc struct {
 // test.
 func start(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	return startProcess(t, env, ductileBin, args...)
+}
+
+// startProcess is start for any executable: the test binary itself runs a
+// daemon with a fault point (crash_e2e_test.go).
+func startProcess(t *testing.T, env []string, bin string, args ...string) *proc {
+	t.Helper()
 	if env == nil {
 		env = cleanEnv(t)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), procTimeout)
 	p := &proc{
-		cmd:  exec.CommandContext(ctx, ductileBin, args...),
+		cmd:  exec.CommandContext(ctx, bin, args...),
 		grew: make(chan struct{}),
 		done: make(chan struct{}),
 	}
@@ -422,8 +460,9 @@ type statsJSON struct {
 		Type  string `json:"type"`
 		Count int64  `json:"count"`
 	} `json:"types"`
-	Daemon    bool `json:"daemon_running"`
-	DaemonPID int  `json:"daemon_pid"`
+	Daemon    bool     `json:"daemon_running"`
+	DaemonPID int      `json:"daemon_pid"`
+	Warnings  []string `json:"warnings"`
 }
 
 func stats(t *testing.T, stateDir string) statsJSON {

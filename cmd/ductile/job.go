@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/queries"
 )
@@ -23,25 +26,30 @@ import (
 func jobCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "job",
-		Usage: "inspect jobs",
+		Usage: "inspect, cancel and retry jobs",
 		Subcommands: []*cli.Command{
 			{
 				Name:  "list",
 				Usage: "list jobs, newest first",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "status", Usage: "only jobs in `STATUS` (queued, running, succeeded, dead, canceled)"},
+					&cli.StringFlag{Name: "status", Usage: "only jobs in `STATUS` (" + strings.Join(events.JobStatuses(), ", ") + ")"},
 					&cli.StringFlag{Name: "plugin", Usage: "only jobs of `PLUGIN`"},
 					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` jobs"},
 					jsonFlag,
 				},
-				Action: withLedger(jobList),
+				Action: func(c *cli.Context) error {
+					if s := c.String("status"); s != "" && !slices.Contains(events.JobStatuses(), s) {
+						return usagef("--status %q is not a job status: use one of %s", s, strings.Join(events.JobStatuses(), ", "))
+					}
+					return withReadLedger(jobList)(c)
+				},
 			},
 			{
 				Name:      "inspect",
-				Usage:     "show a job: its state, attempts, events and children",
+				Usage:     "show a job: its state, attempts, events and children (JOB_ID may be a unique prefix)",
 				ArgsUsage: "JOB_ID",
 				Flags:     []cli.Flag{jsonFlag},
-				Action:    withLedger(jobInspect),
+				Action:    withReadLedger(jobInspect),
 			},
 			{
 				Name:      "cancel",
@@ -54,11 +62,31 @@ func jobCommand() *cli.Command {
 				Action: withLedger(jobCancel),
 			},
 			{
-				Name:      "logs",
-				Usage:     "show what a job's plugin wrote: stderr and logs of each attempt",
+				Name:      "retry",
+				Usage:     "enqueue a dead or canceled job again, as a new job linked to it",
 				ArgsUsage: "JOB_ID",
-				Flags:     []cli.Flag{jsonFlag},
-				Action:    withLedger(jobLogs),
+				Description: "Enqueues a new job with the old one's plugin, command, payload, event, dedupe key\n" +
+					"and parent, and the attempt budget the config gives the plugin now. The new job\n" +
+					"records which job it retries (retry_of) and the old one which job retries it\n" +
+					"(job.retried), so a job is retried once: retry the newest one again if need be.\n" +
+					"Refused (exit 1) for a job that is not dead or canceled, and for a plugin or command\n" +
+					"that is no longer loaded. The daemon runs the new job.",
+				Flags:  []cli.Flag{jsonFlag, dryRunFlag},
+				Action: withLedger(jobRetry),
+			},
+			{
+				Name:      "logs",
+				Usage:     "show what a job's plugin wrote, with when: stderr (as it comes) and logs of each attempt",
+				ArgsUsage: "JOB_ID",
+				Description: "Each line is the time the core read it, the attempt, where it came from (stderr, or the level\n" +
+					"of a log entry in the plugin's response) and the text. stderr is recorded while the plugin runs;\n" +
+					"--follow prints lines as they come until the job is finished. --json prints an array, or with\n" +
+					"--follow one object per line.",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until the job is finished (succeeded, dead or canceled)"},
+					jsonFlag,
+				},
+				Action: withReadLedger(jobLogs),
 			},
 		},
 	}
@@ -100,8 +128,8 @@ func toJobRow(r queries.GetJobRow) jobRow {
 func jobList(c *cli.Context, e *env, l *ledger.Ledger) error {
 	rows := []jobRow{}
 	err := l.Read(c.Context, func(conn *sqlite.Conn) error {
-		return queries.ListJobs(conn, queries.ListJobsParams{Status: c.String("status"), Plugin: c.String("plugin"), MaxJobs: int64(c.Int("limit"))},
-			func(r queries.ListJobsRow) error { rows = append(rows, toJobRow(queries.GetJobRow(r))); return nil })
+		return projections.ListJobs(conn, projections.JobFilter{Status: c.String("status"), Plugin: c.String("plugin"), Limit: c.Int("limit")},
+			func(r queries.GetJobRow) error { rows = append(rows, toJobRow(r)); return nil })
 	})
 	if err != nil {
 		return err
@@ -144,16 +172,126 @@ type attemptRow struct {
 }
 
 type inspection struct {
-	Job      jobRow       `json:"job"`
-	Attempts []attemptRow `json:"attempts"`
-	Events   []eventLine  `json:"events"`
-	Children []jobRow     `json:"children"`
+	Job       jobRow       `json:"job"`
+	Cancel    *cancelView  `json:"cancel,omitempty"`
+	RetryOf   string       `json:"retry_of,omitempty"`   // the job this one retries
+	RetriedAs string       `json:"retried_as,omitempty"` // the job that retries this one
+	Attempts  []attemptRow `json:"attempts"`
+	Events    []eventLine  `json:"events"`
+	Children  []jobRow     `json:"children"`
 }
 
-func inspectJob(ctx context.Context, l *ledger.Ledger, id string) (*inspection, error) {
+// cancelView is a job's cancel, from its stream: who asked, when and why,
+// and how the job ended if that says more.
+type cancelView struct {
+	Reason      string `json:"reason"`
+	By          string `json:"by,omitempty"`
+	RequestedAt string `json:"requested_at"`
+	Pending     bool   `json:"pending"`         // requested, the plugin not stopped yet
+	Ended       string `json:"ended,omitempty"` // job.canceled's reason, when the request's differs
+}
+
+// linksFromEvents fills in what only the job's stream holds: its cancel and
+// its retry links.
+func (in *inspection) linksFromEvents(evs []ledger.Event) {
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.JobEnqueued:
+			var d events.Enqueued
+			if json.Unmarshal(ev.Data, &d) == nil {
+				in.RetryOf = d.RetryOf
+			}
+		case events.JobRetried:
+			var d events.Retried
+			if json.Unmarshal(ev.Data, &d) == nil {
+				in.RetriedAs = d.RetryJobID
+			}
+		case events.JobCancelRequested, events.JobCanceled:
+			var d events.Canceled
+			_ = json.Unmarshal(ev.Data, &d)
+			if in.Cancel != nil { // the end of a requested cancel
+				in.Cancel.Pending = false
+				if d.Reason != in.Cancel.Reason {
+					in.Cancel.Ended = d.Reason
+				}
+				continue
+			}
+			m, _ := ev.Metadata()
+			in.Cancel = &cancelView{Reason: d.Reason, By: m.Actor, RequestedAt: ev.RecordedAtText(), Pending: ev.Type == events.JobCancelRequested}
+		}
+	}
+}
+
+// resolveJobID turns a JOB_ID argument into a job's id: the id itself, or
+// the one id it is a prefix of (at least minPrefix characters), searched on
+// the job streams of the ledger (not a projection, so a job just enqueued
+// by another process is found).
+func resolveJobID(ctx context.Context, l *ledger.Ledger, arg string) (string, error) {
+	const minPrefix, shown = 4, 5
+	find := func(from, until string) (ids []string, err error) {
+		err = l.Read(ctx, func(conn *sqlite.Conn) error {
+			return queries.FindStreamsByPrefix(conn, queries.FindStreamsByPrefixParams{From: from, Until: until, MaxStreams: shown + 1},
+				func(stream string) error { ids = append(ids, events.JobIDFromStream(stream)); return nil })
+		})
+		return ids, err
+	}
+	candidates := []string{arg}
+	if lower := strings.ToLower(arg); lower != arg {
+		candidates = append(candidates, lower) // ids are lower case
+	}
+	for _, id := range candidates {
+		stream := events.JobStream(id)
+		exact, err := find(stream, stream+"\x00")
+		if err != nil {
+			return "", err
+		}
+		if len(exact) > 0 {
+			return id, nil
+		}
+		if len(id) < minPrefix {
+			continue
+		}
+		ids, err := find(stream, prefixEnd(stream))
+		if err != nil {
+			return "", err
+		}
+		switch {
+		case len(ids) == 1:
+			return ids[0], nil
+		case len(ids) > shown:
+			return "", failf("job id prefix %q is ambiguous: it matches %s and more (give more characters)", arg, strings.Join(ids[:shown], ", "))
+		case len(ids) > 1:
+			return "", failf("job id prefix %q is ambiguous: it matches %s (give more characters)", arg, strings.Join(ids, ", "))
+		}
+	}
+	if len(arg) < minPrefix {
+		return "", notFoundf("no job %s (a job id prefix needs at least %d characters; see: ductile job list)", arg, minPrefix)
+	}
+	return "", notFoundf("no job %s (see: ductile job list)", arg)
+}
+
+// prefixEnd is the least string greater than every string that starts with
+// prefix (byte order, as SQLite compares text).
+func prefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for len(b) > 0 && b[len(b)-1] == 0xff {
+		b = b[:len(b)-1]
+	}
+	if len(b) == 0 {
+		return "\xff\xff\xff\xff" // nothing above: every stream name is valid UTF-8
+	}
+	b[len(b)-1]++
+	return string(b)
+}
+
+func inspectJob(ctx context.Context, l *ledger.Ledger, arg string) (*inspection, error) {
+	id, err := resolveJobID(ctx, l, arg)
+	if err != nil {
+		return nil, err
+	}
 	in := &inspection{Attempts: []attemptRow{}, Events: []eventLine{}, Children: []jobRow{}}
 	found := false
-	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+	err = l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		if err := queries.GetJob(conn, id, func(r queries.GetJobRow) error { in.Job, found = toJobRow(r), true; return nil }); err != nil {
 			return err
 		}
@@ -182,11 +320,15 @@ func inspectJob(ctx context.Context, l *ledger.Ledger, id string) (*inspection, 
 		return nil, err
 	}
 	if !found && len(evs) == 0 {
-		return nil, failf("no job %s (see: ductile job list)", id)
+		return nil, notFoundf("no job %s (see: ductile job list)", id)
+	}
+	if !found { // enqueued by another process, not projected yet
+		in.Job.ID = id
 	}
 	for _, ev := range evs {
 		in.Events = append(in.Events, toEventLine(ev))
 	}
+	in.linksFromEvents(evs)
 	return in, nil
 }
 
@@ -209,6 +351,26 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	}
 	if j.LastError != nil {
 		fmt.Fprintf(w, "last error %s\n", *j.LastError)
+	}
+	if cv := in.Cancel; cv != nil {
+		what := "canceled  "
+		if cv.Pending {
+			what = "cancel    " // requested, the plugin not stopped yet
+		}
+		fmt.Fprintf(w, "%s by %s at %s: %s", what, orUnknown(cv.By), cv.RequestedAt, orUnknown(cv.Reason))
+		switch {
+		case cv.Pending:
+			fmt.Fprintf(w, " (requested; whoever runs it stops its plugin)")
+		case cv.Ended != "":
+			fmt.Fprintf(w, " (ended: %s)", cv.Ended)
+		}
+		fmt.Fprintln(w)
+	}
+	if in.RetryOf != "" {
+		fmt.Fprintf(w, "retry of   %s\n", in.RetryOf)
+	}
+	if in.RetriedAs != "" {
+		fmt.Fprintf(w, "retried as %s\n", in.RetriedAs)
 	}
 	if j.ParentJobID != nil {
 		fmt.Fprintf(w, "parent     %s (event %s)\n", *j.ParentJobID, deref(j.SourceEventID))
@@ -246,96 +408,250 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	return nil
 }
 
+// logLine is one line job logs prints: a line the plugin wrote to stderr,
+// or an entry of its response's logs.
+type logLine struct {
+	Attempt int    `json:"attempt"`
+	At      string `json:"at"`     // when the core read it (RFC 3339, UTC)
+	Stream  string `json:"stream"` // stderr | plugin
+	Level   string `json:"level,omitempty"`
+	Message string `json:"message"`
+}
+
+// jobLogs prints a job's logs from its stream, the source of truth: the
+// stderr lines streamed while an attempt ran (job.stderr_written, each with
+// the time it was read), then at the attempt's end the stderr lines that
+// were not streamed (over the bound, or recorded before streaming existed)
+// and the response's logs, both at the time the attempt ended. --follow
+// prints lines as their events are appended, woken by the ledger's
+// Changed(), until the job is finished.
 func jobLogs(c *cli.Context, e *env, l *ledger.Ledger) error {
-	in, err := inspectJob(c.Context, l, c.Args().First())
+	ctx, follow := c.Context, c.Bool("follow")
+	asJSON := c.Bool("json")
+	id, err := resolveJobID(ctx, l, c.Args().First())
 	if err != nil {
 		return err
 	}
-	type logLine struct {
-		Attempt int64  `json:"attempt"`
-		Stream  string `json:"stream"` // stderr | plugin
-		Level   string `json:"level,omitempty"`
-		Message string `json:"message"`
+	stream := events.JobStream(id)
+	changed := l.Changed()
+	head, err := l.LastSeq(ctx)
+	if err != nil {
+		return err
 	}
-	lines := []logLine{}
-	for _, a := range in.Attempts {
+	evs, err := l.ReadStream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		return notFoundf("no job %s (see: ductile job list)", id)
+	}
+	lg := jobLog{streamed: map[int]map[int]bool{}}
+	var lines []logLine
+	for _, ev := range evs {
+		if lines, err = lg.add(lines, ev); err != nil {
+			return err
+		}
+	}
+	if !follow {
+		if asJSON {
+			return printJSON(e.stdout, append([]logLine{}, lines...))
+		}
+		if len(lines) == 0 {
+			fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", id)
+		}
+		return printLogLines(e, lines, false)
+	}
+	after := max(head, lg.lastSeq)
+	printed := false
+	for {
+		if err := printLogLines(e, lines, asJSON); err != nil {
+			return err
+		}
+		printed = printed || len(lines) > 0
+		if lg.finished {
+			if !printed && !asJSON {
+				fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", id)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil // interrupted: that is how --follow ends early
+		case <-changed:
+		}
+		// Take the next wake-up first, then read: no append is missed.
+		changed = l.Changed()
+		if head, err = l.LastSeq(ctx); err != nil {
+			return followErr(ctx, err)
+		}
+		lines = lines[:0]
+		for {
+			last, err := l.ReadFrom(ctx, after, 1000, ledger.Filter{Stream: stream}, func(ev ledger.Event) error {
+				var err error
+				lines, err = lg.add(lines, ev)
+				return err
+			})
+			if err != nil {
+				return followErr(ctx, err)
+			}
+			if last == after {
+				break
+			}
+			after = last
+		}
+		// Every event up to head was visible to the reads: the next look
+		// starts after it, not after this job's last event.
+		after = max(after, head)
+	}
+}
+
+// followErr is what an error while following means: none if it came from
+// an interrupt.
+func followErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// jobLog turns a job's events into log lines.
+type jobLog struct {
+	lastSeq  int64
+	finished bool                 // the job succeeded, is dead or canceled
+	streamed map[int]map[int]bool // attempt → numbers of its stderr lines streamed
+}
+
+func (lg *jobLog) add(lines []logLine, ev ledger.Event) ([]logLine, error) {
+	lg.lastSeq = max(lg.lastSeq, ev.Seq)
+	at := ev.RecordedAt.UTC().Format(time.RFC3339Nano)
+	switch ev.Type {
+	case events.JobStderrWritten:
+		var d events.StderrWritten
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		if lg.streamed[d.Attempt] == nil {
+			lg.streamed[d.Attempt] = map[int]bool{}
+		}
+		for i, l := range d.Lines {
+			lg.streamed[d.Attempt][d.Line+i] = true
+			lines = append(lines, logLine{Attempt: d.Attempt, At: l.At, Stream: "stderr", Message: l.Text})
+		}
+	case events.JobSucceeded, events.JobFailed, events.JobTimedOut:
+		var d events.AttemptEnded
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
+		}
+		for i, text := range pluginhost.SplitStderr([]byte(d.Stderr)) {
+			if !lg.streamed[d.Attempt][i+1] {
+				lines = append(lines, logLine{Attempt: d.Attempt, At: at, Stream: "stderr", Message: text})
+			}
+		}
 		var resp struct {
 			Logs []struct {
 				Level   string `json:"level"`
 				Message string `json:"message"`
 			} `json:"logs"`
 		}
-		_ = json.Unmarshal(a.Response, &resp)
-		for _, lg := range resp.Logs {
-			lines = append(lines, logLine{a.Attempt, "plugin", lg.Level, lg.Message})
-		}
-		if a.Stderr != nil {
-			for _, s := range strings.Split(strings.TrimRight(*a.Stderr, "\n"), "\n") {
-				lines = append(lines, logLine{Attempt: a.Attempt, Stream: "stderr", Message: s})
-			}
+		_ = json.Unmarshal(d.Response, &resp) // no response, or one without logs
+		for _, entry := range resp.Logs {
+			lines = append(lines, logLine{Attempt: d.Attempt, At: at, Stream: "plugin", Level: entry.Level, Message: entry.Message})
 		}
 	}
-	if c.Bool("json") {
-		return printJSON(e.stdout, lines)
+	switch ev.Type {
+	case events.JobSucceeded, events.JobDead, events.JobCanceled:
+		lg.finished = true
 	}
-	if len(lines) == 0 {
-		fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", in.Job.ID)
-	}
+	return lines, nil
+}
+
+// printLogLines prints lines as text, or as one JSON object per line.
+func printLogLines(e *env, lines []logLine, asJSON bool) error {
 	for _, l := range lines {
+		if asJSON {
+			b, err := json.Marshal(l)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(e.stdout, "%s\n", b); err != nil {
+				return err
+			}
+			continue
+		}
+		at := l.At
+		if t, err := time.Parse(time.RFC3339Nano, l.At); err == nil {
+			at = t.UTC().Format("2006-01-02T15:04:05.000Z")
+		}
 		tag := l.Stream
 		if l.Level != "" {
 			tag = l.Level
 		}
-		fmt.Fprintf(e.stdout, "#%d %-6s %s\n", l.Attempt, tag, l.Message)
+		if _, err := fmt.Fprintf(e.stdout, "%s #%d %-6s %s\n", at, l.Attempt, tag, strings.TrimSuffix(l.Message, "\r")); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 func queueCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "queue",
-		Usage:  "show pending and running jobs, and counts by status",
-		Flags:  []cli.Flag{jsonFlag},
-		Action: withLedger(queueShow),
+		Name:  "queue",
+		Usage: "show the queue: running and queued jobs, oldest first (the order they run in)",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "limit", Value: 50, Usage: "show at most `N` jobs (0: all of them)"},
+			jsonFlag,
+		},
+		Action: withReadLedger(queueShow),
 	}
 }
 
 func queueShow(c *cli.Context, e *env, l *ledger.Ledger) error {
-	out := struct {
-		Counts map[string]int64 `json:"counts"`
-		Active []jobRow         `json:"active"`
-	}{Counts: map[string]int64{}, Active: []jobRow{}}
-	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
-		if err := queries.CountJobsByStatus(conn, func(r queries.CountJobsByStatusRow) error { out.Counts[r.Status] = r.Jobs; return nil }); err != nil {
-			return err
-		}
-		for _, status := range []string{events.StatusRunning, events.StatusCancelRequested, events.StatusQueued} {
-			err := queries.ListJobs(conn, queries.ListJobsParams{Status: status, MaxJobs: 200}, func(r queries.ListJobsRow) error {
-				out.Active = append(out.Active, toJobRow(queries.GetJobRow(r)))
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+	limit := c.Int("limit")
+	if limit < 0 {
+		return usagef("--limit must be 0 (all) or more, not %d", limit)
+	}
+	var q projections.Queue
+	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) (err error) {
+		q, err = projections.ReadQueue(conn, limit)
+		return err
 	})
 	if err != nil {
 		return err
 	}
+	out := struct {
+		Counts projections.QueueCounts `json:"counts"`
+		Jobs   []jobRow                `json:"active"`
+		More   int64                   `json:"more"`
+	}{Counts: q.Counts, Jobs: make([]jobRow, 0, len(q.Jobs)), More: q.More}
+	for _, r := range q.Jobs {
+		out.Jobs = append(out.Jobs, toJobRow(r))
+	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
-	fmt.Fprintf(e.stdout, "queued %d, running %d, succeeded %d, dead %d, canceled %d\n", out.Counts["queued"],
-		out.Counts["running"]+out.Counts["cancel_requested"], out.Counts["succeeded"], out.Counts["dead"], out.Counts["canceled"])
-	if len(out.Active) > 0 {
-		printJobTable(e, out.Active)
+	running := fmt.Sprintf("running %d", q.Counts.Running+q.Counts.CancelRequested)
+	if q.Counts.CancelRequested > 0 {
+		running += fmt.Sprintf(" (%d cancel requested)", q.Counts.CancelRequested)
+	}
+	fmt.Fprintf(e.stdout, "queued %d, %s\n", q.Counts.Queued, running)
+	if len(out.Jobs) > 0 {
+		printJobTable(e, out.Jobs)
+	}
+	if q.More > 0 {
+		fmt.Fprintf(e.stdout, "… and %d more (see: ductile queue --limit 0)\n", q.More)
 	}
 	return nil
 }
 
 func toEventLine(ev ledger.Event) eventLine {
 	return eventLine{ev.Seq, ev.Stream, ev.Version, ev.Type, ev.Data, ev.Meta, ev.RecordedAt.UTC().Format(ledger.TimeFormat), fmt.Sprintf("%x", ev.Hash)}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(not given)"
+	}
+	return s
 }
 
 func deref(s *string) string {
@@ -354,14 +670,17 @@ func oneLine(s string, n int) string {
 }
 
 func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
-	id := c.Args().First()
+	id, err := resolveJobID(c.Context, l, c.Args().First())
+	if err != nil {
+		return err
+	}
 	evs, err := l.ReadStream(c.Context, events.JobStream(id))
 	if err != nil {
 		return err
 	}
 	j, err := commands.FoldJob(evs)
 	if errors.Is(err, commands.ErrJobNotFound) {
-		return failf("no job %s (see: ductile job list)", id)
+		return notFoundf("no job %s (see: ductile job list)", id)
 	}
 	if err != nil {
 		return err
@@ -371,7 +690,7 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if !c.Bool("dry-run") {
 		status, err = commands.CancelJob(c.Context, l, commands.Cancel{JobID: id, Reason: c.String("reason"), Actor: commands.ByCLI, Now: time.Now()})
 		if errors.Is(err, commands.ErrInvalidTransition) {
-			return failf("job %s is %s: only a queued or running job can be canceled", id, j.Status)
+			return conflictf("job %s is %s: only a queued or running job can be canceled", id, j.Status)
 		}
 		if err != nil {
 			return err
@@ -397,4 +716,127 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 		fmt.Fprintf(e.stdout, "job %s is %s\n", id, status)
 	}
 	return nil
+}
+
+// retryOutput is what job retry prints with --json.
+type retryOutput struct {
+	JobID         string `json:"job_id,omitempty"` // the new job
+	RetryOf       string `json:"retry_of"`
+	Plugin        string `json:"plugin"`
+	Command       string `json:"command"`
+	Status        string `json:"status"` // queued | deduped | would enqueue
+	ExistingJobID string `json:"existing_job_id,omitempty"`
+	RanBy         string `json:"ran_by"` // daemon | none (no daemon is running)
+	DryRun        bool   `json:"dry_run,omitempty"`
+}
+
+func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
+	ctx := c.Context
+	id, err := resolveJobID(ctx, l, c.Args().First())
+	if err != nil {
+		return err
+	}
+	evs, err := l.ReadStream(ctx, events.JobStream(id))
+	if err != nil {
+		return err
+	}
+	j, err := commands.FoldJob(evs)
+	if err != nil {
+		return err
+	}
+	if err := commands.CanRetry(j); err != nil {
+		return retryRefused(ctx, l, j, err)
+	}
+	// The plugin and command must still be there, as for any enqueue.
+	set, err := currentPlugins(ctx, e, l)
+	if err != nil {
+		return err
+	}
+	p, err := set.plugin(j.Plugin)
+	if err != nil {
+		return err
+	}
+	if _, err := set.command(p, j.Command, false); err != nil {
+		return err
+	}
+	out := retryOutput{RetryOf: id, Plugin: j.Plugin, Command: j.Command, RanBy: "daemon"}
+	if set.daemonPID == 0 {
+		out.RanBy = "none"
+	}
+	if c.Bool("dry-run") {
+		out.Status, out.DryRun = "would enqueue", true
+		if c.Bool("json") {
+			return printJSON(e.stdout, out)
+		}
+		fmt.Fprintf(e.stdout, "would retry job %s (%s, %s %s) as a new job; %s (run without --dry-run to do it)\n",
+			id, j.Status, j.Plugin, j.Command, whoRuns(set))
+		return nil
+	}
+	defaults := dispatch.JobFor(e.cfg, j.Plugin, j.Command, commands.ByCLI)
+	res, err := commands.RetryJob(ctx, l, commands.Retry{JobID: id, Actor: commands.ByCLI, MaxAttempts: defaults.MaxAttempts,
+		BackoffBase: defaults.BackoffBase, DefaultDedupeTTL: defaults.DefaultDedupeTTL, Now: time.Now()})
+	if errors.Is(err, commands.ErrInvalidTransition) || errors.Is(err, commands.ErrAlreadyRetried) {
+		// Changed since it was read: say what it is now.
+		if evs, rerr := l.ReadStream(ctx, events.JobStream(id)); rerr == nil {
+			if now, ferr := commands.FoldJob(evs); ferr == nil {
+				return retryRefused(ctx, l, now, err)
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	out.JobID, out.ExistingJobID, out.Status = res.JobID, res.ExistingJobID, events.StatusQueued
+	if res.Deduped {
+		out.Status = "deduped"
+	}
+	if h, err := daemon.Holder(e.stateDir); err == nil && !h.Held {
+		// Nobody else will bring the projections up to date: do it, so job
+		// list and queue show the new job at once.
+		if _, err := projections.New(l, projections.Options{Logger: e.quietLogger()}).CatchUp(ctx); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	if res.Deduped {
+		fmt.Fprintf(e.stdout, "not retried: job %s with dedupe key %q already covers it\n", res.ExistingJobID, j.DedupeKey)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "retried job %s as job %s (%s %s); %s\n", id, res.JobID, j.Plugin, j.Command, whoRuns(set))
+	fmt.Fprintf(e.stdout, "follow it with: ductile job inspect %s\n", res.JobID)
+	return nil
+}
+
+// whoRuns says who will run a job enqueued now.
+func whoRuns(set pluginSet) string {
+	if set.daemonPID != 0 {
+		return fmt.Sprintf("the daemon (pid %d) will run it", set.daemonPID)
+	}
+	return "no daemon is running: it waits for one (ductile system start)"
+}
+
+// retryRefused explains why job j cannot be retried, and what to do instead.
+func retryRefused(ctx context.Context, l *ledger.Ledger, j *commands.Job, err error) error {
+	var retried *commands.RetriedError
+	if errors.As(err, &retried) {
+		status := "unknown"
+		if evs, err := l.ReadStream(ctx, events.JobStream(retried.RetryJobID)); err == nil {
+			if r, err := commands.FoldJob(evs); err == nil {
+				status = r.Status
+			}
+		}
+		return failf("job %s was retried already, as job %s (now %s): retry that one if need be (ductile job retry %s)",
+			j.JobID, retried.RetryJobID, status, retried.RetryJobID)
+	}
+	switch j.Status {
+	case events.StatusQueued:
+		return failf("job %s is queued: it has not given up yet, so there is nothing to retry (see: ductile job inspect %s)", j.JobID, j.JobID)
+	case events.StatusRunning, events.StatusCancelRequested:
+		return failf("job %s is %s: only a dead or canceled job can be retried (wait for it, or stop it first: ductile job cancel %s)", j.JobID, j.Status, j.JobID)
+	case events.StatusSucceeded:
+		return failf("job %s succeeded: only a dead or canceled job can be retried (to run it again, enqueue a new job: ductile plugin run %s --command %s)", j.JobID, j.Plugin, j.Command)
+	}
+	return failf("job %s cannot be retried: %v", j.JobID, err)
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -405,6 +406,7 @@ func TestPluginRunOutcomes(t *testing.T) {
 			require.Len(t, *a.Stderr, 65536)
 			require.Equal(t, strings.Repeat("e", 65536), *a.Stderr)
 			require.True(t, a.StderrTruncated)
+			require.Contains(t, in.eventTypes(), "job.stderr_written", "stderr was recorded as it came")
 			require.JSONEq(t, `{"status":"ok","result":"misbehave: noisy"}`, string(run.Response))
 			// The truncation is logged at WARN.
 			line, _ := d.waitLine(t, 0, messageIs("plugin wrote to stderr"))
@@ -449,7 +451,9 @@ func TestPluginRunOutcomes(t *testing.T) {
 			require.Equal(t, "poll", run.Command)
 
 			in := w.waitSettled(run.JobID)
-			require.Equal(t, tc.events, in.eventTypes())
+			// Lines on stderr are also recorded as they come
+			// (job.stderr_written), as many events as the timing makes.
+			require.Equal(t, tc.events, slices.DeleteFunc(in.eventTypes(), func(typ string) bool { return typ == "job.stderr_written" }))
 			require.Equal(t, tc.status, in.Job.Status)
 			require.Equal(t, len(tc.attempts), in.Job.Attempt)
 			require.Equal(t, "cli", in.Job.SubmittedBy)
@@ -579,7 +583,7 @@ routes:
 	const payload = `{"city":"Zürich","n":[1,2,{"deep":true}],"q":"say \"hi\""}`
 
 	var run runView
-	w.runJSON(0, &run, "plugin", "run", "echo", "--payload", payload, "--wait", "--json")
+	w.runJSON(0, &run, "plugin", "run", "echo", "--command", "poll", "--payload", payload, "--wait", "--json")
 	require.Equal(t, "succeeded", run.Status)
 	var resp struct {
 		Events []struct {
@@ -863,7 +867,7 @@ plugins:
 		Active []jobView        `json:"active"`
 	}
 	w.runJSON(0, &queue, "queue", "--json")
-	require.Equal(t, map[string]int64{"running": 1, "queued": 1}, queue.Counts)
+	require.Equal(t, map[string]int64{"running": 1, "queued": 1, "cancel_requested": 0}, queue.Counts)
 	var active []string
 	for _, j := range queue.Active {
 		active = append(active, j.ID+" "+j.Status)
@@ -982,16 +986,18 @@ plugins:
 	}
 }
 
-// TestConcurrentCommandsOnAFreshStateDir starts several commands at once on
-// a state directory that has no ledger yet: each must open (create and
-// migrate) it without failing.
+// TestConcurrentCommandsOnAFreshStateDir starts several commands that write
+// at once on a state directory that has no ledger yet: each must open
+// (create and migrate) it without failing, and find the job it looks for
+// missing.
 func TestConcurrentCommandsOnAFreshStateDir(t *testing.T) {
 	t.Parallel()
 	w := newJobWorld(t, "plugins: {}\n")
-	for i, r := range runConcurrently(t, 8, w.args("job", "list", "--json")...) {
-		require.Equal(t, 0, r.code, "command %d:\n%s", i, r)
-		require.Equal(t, "[]\n", r.stdout)
+	for i, r := range runConcurrently(t, 8, w.args("job", "cancel", "no-such-job")...) {
+		require.Equal(t, 1, r.code, "command %d:\n%s", i, r)
+		require.Equal(t, "ductile: no job no-such-job (see: ductile job list)\n", r.stderr, "command %d", i)
 	}
+	require.Equal(t, "[]\n", w.run("job", "list", "--json").stdout)
 }
 
 // TestConcurrentPluginRunsWithoutDaemon starts several plugin runs at once
@@ -1006,7 +1012,7 @@ plugin_roots: ["$PLUGINS"]
 plugins:
   sink: {retry: {max_attempts: 1}}
 `)
-	mustRun(t, nil, w.args("ledger", "stats", "--json")...) // create the ledger first
+	mustRun(t, nil, w.args("system", "migrate")...) // create the ledger first
 	const n = 6
 	results := runConcurrently(t, n, w.args("plugin", "run", "sink", "--command", "handle", "--json")...)
 	for i, r := range results {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/daemon"
@@ -34,13 +35,13 @@ func ledgerCommand() *cli.Command {
 					&cli.StringFlag{Name: "stream", Usage: "only events of stream `S`"},
 					jsonFlag,
 				},
-				Action: withLedger(ledgerTail),
+				Action: withReadLedger(ledgerTail),
 			},
 			{
 				Name:   "verify",
 				Usage:  "check the hash chain and that projections match a fresh replay (exit 1 on any problem)",
 				Flags:  []cli.Flag{jsonFlag},
-				Action: withLedger(ledgerVerify),
+				Action: withReadLedger(ledgerVerify),
 			},
 			{
 				Name:  "replay",
@@ -57,7 +58,7 @@ func ledgerCommand() *cli.Command {
 				Name:   "stats",
 				Usage:  "summarise the log, its streams and event types, and projector lag",
 				Flags:  []cli.Flag{jsonFlag},
-				Action: withLedger(ledgerStats),
+				Action: withReadLedger(ledgerStats),
 			},
 		},
 	}
@@ -188,36 +189,54 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err != nil {
 		return err
 	}
+	// The chain proves order, not completeness: compare the head with what
+	// was recorded of it outside the events table.
+	head, err := l.CheckHead(c.Context)
+	if err != nil {
+		return err
+	}
 	report := struct {
 		OK          bool                  `json:"ok"`
 		Chain       ledger.VerifyResult   `json:"chain"`
+		Head        ledger.HeadCheck      `json:"head"`
 		Projections *projections.Mismatch `json:"projection_mismatch,omitempty"`
 		Checkpoint  int64                 `json:"checkpoint"`
-	}{Chain: chain}
-	if chain.OK {
+	}{Chain: chain, Head: head}
+	if chain.OK && head.OK() {
 		mismatch, cp, err := compareWithReplay(c.Context, e, l, stage("replay"))
 		if err != nil {
 			return err
 		}
 		report.Projections, report.Checkpoint = mismatch, cp
 	}
-	report.OK = chain.OK && report.Projections == nil
+	report.OK = chain.OK && head.OK() && report.Projections == nil
 	if asJSON {
 		if err := printJSON(e.stdout, report); err != nil {
 			return err
 		}
 	} else {
+		w := e.stdout
 		switch {
 		case !chain.OK:
-			fmt.Fprintf(e.stdout, "BROKEN at seq %d: %s\n", chain.BadSeq, chain.Problem)
-			fmt.Fprintf(e.stdout, "events 1..%d verify; the ledger has been altered outside Ductile from seq %d on.\n", chain.BadSeq-1, chain.BadSeq)
+			fmt.Fprintf(w, "BROKEN at seq %d: %s\n", chain.BadSeq, chain.Problem)
+			fmt.Fprintf(w, "events 1..%d verify; the ledger has been altered outside Ductile from seq %d on.\n", chain.BadSeq-1, chain.BadSeq)
+			if !head.OK() {
+				fmt.Fprintf(w, "also: %s\n", head.Problem)
+			}
+		case head.Truncated:
+			fmt.Fprintf(w, "TRUNCATED: %s\n", head.Problem)
+			fmt.Fprintf(w, "events 1..%d verify, but the events after seq %d were removed outside Ductile; the projections cannot bring them back.\n", chain.LastSeq, chain.LastSeq)
+			fmt.Fprintf(w, "restore the ledger from a backup, or go on without them with: ductile system start --%s\n", allowDamagedFlag.Name)
+		case !head.OK():
+			fmt.Fprintf(w, "DAMAGED: %s\n", head.Problem)
+			fmt.Fprintf(w, "restore the ledger from a backup, or go on with it as it is with: ductile system start --%s\n", allowDamagedFlag.Name)
 		case report.Projections != nil:
 			m := report.Projections
-			fmt.Fprintf(e.stdout, "hash chain OK (%d events), but projection %q differs from a fresh replay to seq %d\n", chain.Events, m.Projection, m.Checkpoint)
-			fmt.Fprintf(e.stdout, "  line %d\n  live:     %s\n  replayed: %s\n", m.Line, m.Live, m.Replayed)
-			fmt.Fprintf(e.stdout, "rebuild them with: ductile ledger replay\n")
+			fmt.Fprintf(w, "hash chain OK (%d events), but projection %q differs from a fresh replay to seq %d\n", chain.Events, m.Projection, m.Checkpoint)
+			fmt.Fprintf(w, "  line %d\n  live:     %s\n  replayed: %s\n", m.Line, m.Live, m.Replayed)
+			fmt.Fprintf(w, "rebuild them with: ductile ledger replay\n")
 		default:
-			fmt.Fprintf(e.stdout, "OK: %d events, hash chain intact, projections match a fresh replay to seq %d\n", chain.Events, report.Checkpoint)
+			fmt.Fprintf(w, "OK: %d events, hash chain intact, projections match a fresh replay to seq %d\n", chain.Events, report.Checkpoint)
 		}
 	}
 	if !report.OK {
@@ -226,10 +245,11 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 	return nil
 }
 
-// compareWithReplay replays the log into a scratch file beside the ledger and
-// compares projections.
+// compareWithReplay replays the log into a scratch file in the temp
+// directory and compares projections. The scratch file is never in the
+// state directory, which may be read-only or full.
 func compareWithReplay(ctx context.Context, e *env, l *ledger.Ledger, progress func(int64)) (*projections.Mismatch, int64, error) {
-	scratchPath, cleanup, err := scratchFile(e.stateDir)
+	scratchPath, cleanup, err := scratchFile()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -247,8 +267,10 @@ func compareWithReplay(ctx context.Context, e *env, l *ledger.Ledger, progress f
 	return m, cp, err
 }
 
-func scratchFile(dir string) (string, func(), error) {
-	d, err := os.MkdirTemp(dir, ".scratch-")
+// scratchFile is a new file path in a new directory under the system temp
+// directory ($TMPDIR, else /tmp), and the function that removes it.
+func scratchFile() (string, func(), error) {
+	d, err := os.MkdirTemp("", "ductile-verify-")
 	if err != nil {
 		return "", nil, fmt.Errorf("make scratch dir: %w", err)
 	}
@@ -269,10 +291,16 @@ func ledgerReplay(c *cli.Context) error {
 	}
 	if out != "" {
 		if _, err := os.Stat(out); err == nil {
-			return failf("%s already exists: choose a new --out file or remove it first", out)
+			return conflictf("%s already exists: choose a new --out file or remove it first", out)
 		}
 	}
-	l, err := e.openLedger(c.Context)
+	// Into a new file the source is only read; in place it is written.
+	var l *ledger.Ledger
+	if out != "" {
+		l, err = e.readLedger(c.Context)
+	} else {
+		l, err = e.openLedger(c.Context)
+	}
 	if err != nil {
 		return err
 	}
@@ -282,7 +310,7 @@ func ledgerReplay(c *cli.Context) error {
 	// the head until it is done (and a dry run says whether it could take it).
 	if out == "" {
 		refused := func(pid int, role string) error {
-			return failf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", pid, role, e.stateDir)
+			return conflictf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", pid, role, e.stateDir)
 		}
 		if dry {
 			h, err := daemon.Holder(e.stateDir)
@@ -329,19 +357,12 @@ func ledgerReplay(c *cli.Context) error {
 	copied := progress(e.stderr, c.Bool("json"), until, func(seq int64) string {
 		return fmt.Sprintf("replayed %d/%d events…", seq, until)
 	})
-	target := l
+	var cp int64
 	if out != "" {
-		dst, err := ledger.Open(c.Context, out, ledger.Options{Logger: e.quietLogger()})
-		if err != nil {
-			return err
-		}
-		defer dst.Close()
-		if _, err := projections.CopyLog(c.Context, l, dst, until, copied); err != nil {
-			return err
-		}
-		target = dst
+		cp, err = replayInto(c.Context, e, l, out, until, copied)
+	} else {
+		cp, err = projections.Rebuild(c.Context, l, until)
 	}
-	cp, err := projections.Rebuild(c.Context, target, until)
 	if err != nil {
 		return err
 	}
@@ -355,6 +376,92 @@ func ledgerReplay(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "rebuilt projections from %d events\n", cp)
 	}
 	return nil
+}
+
+// replayInto writes src's log up to until, and projections rebuilt from it,
+// into a new ledger file out, and returns its checkpoint. It builds the
+// ledger in a temporary file beside out and renames it into place only once
+// complete and flushed, never over an existing file: an interrupted replay
+// leaves no out (a killed one leaves its temporary file, .<out>.replay-*),
+// and a failed one removes what it wrote.
+func replayInto(ctx context.Context, e *env, src *ledger.Ledger, out string, until int64, progress func(int64)) (cp int64, err error) {
+	dir := filepath.Dir(out)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return 0, fmt.Errorf("replay into %s: %w", out, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(out)+".replay-*")
+	if err != nil {
+		return 0, fmt.Errorf("replay into %s: %w", out, err)
+	}
+	tmp := f.Name()
+	f.Close()
+	defer func() {
+		if err != nil {
+			for _, p := range append([]string{tmp}, ledger.SideFiles(tmp)...) {
+				os.Remove(p)
+			}
+		}
+	}()
+	// No syncer: the file is flushed once, whole, before it is renamed.
+	dst, err := ledger.Open(ctx, tmp, ledger.Options{Synchronous: "NORMAL", Logger: e.quietLogger()})
+	if err != nil {
+		return 0, err
+	}
+	if _, err = projections.CopyLog(ctx, src, dst, until, progress); err == nil {
+		cp, err = projections.Rebuild(ctx, dst, until)
+	}
+	// The last connection to close copies the WAL into the file and removes it.
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if _, serr := os.Stat(tmp + "-wal"); serr == nil {
+		return 0, fmt.Errorf("replay into %s: its write-ahead log was not merged into %s", out, tmp)
+	}
+	for _, p := range ledger.SideFiles(tmp) {
+		os.Remove(p) // the doorbell its writer opened; no reader watches a copy being built
+	}
+	if err = syncPath(tmp); err != nil {
+		return 0, fmt.Errorf("replay into %s: %w", out, err)
+	}
+	if err = renameNew(tmp, out); err != nil {
+		return 0, fmt.Errorf("replay into %s: %w", out, err)
+	}
+	if err = syncPath(dir); err != nil {
+		return 0, fmt.Errorf("replay into %s: %w", out, err)
+	}
+	return cp, nil
+}
+
+// renameNew renames from to to, failing if to exists (RENAME_NOREPLACE; a
+// file system without it gets a plain rename after a check).
+func renameNew(from, to string) error {
+	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
+		if _, serr := os.Stat(to); serr == nil {
+			return fmt.Errorf("%s already exists", to)
+		}
+		return os.Rename(from, to)
+	}
+	if errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("%s appeared while the replay ran: choose a new --out file", to)
+	}
+	if err != nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: err}
+	}
+	return nil
+}
+
+// syncPath flushes a file or directory to disk.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
@@ -373,7 +480,8 @@ func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
 		Types      []typeCount `json:"types"`
 		Daemon     bool        `json:"daemon_running"`
 		DaemonPID  int         `json:"daemon_pid,omitempty"`
-	}{Database: l.Path(), Types: []typeCount{}}
+		Warnings   []string    `json:"warnings"`
+	}{Database: l.Path(), Types: []typeCount{}, Warnings: []string{}}
 	if fi, err := os.Stat(l.Path()); err == nil {
 		out.FileBytes = fi.Size()
 	}
@@ -381,7 +489,8 @@ func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
 		out.WALBytes = fi.Size()
 	}
 	// One read transaction: the counts and the checkpoint are of the same
-	// moment, so the lag is what it was then (never negative).
+	// moment, so the lag is what it was then (negative only if events the
+	// projections applied were removed from the log).
 	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
 		var err error
 		if out.Stats, err = ledger.StatsConn(conn); err != nil {
@@ -404,6 +513,15 @@ func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
 		return err
 	}
 	out.Lag = out.LastSeq - out.Checkpoint
+	if out.Lag < 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the projector's checkpoint (seq %d) is past the log's head (seq %d): "+
+			"events were removed from the ledger (see: ductile ledger verify)", out.Checkpoint, out.LastSeq))
+	}
+	if head, err := l.CheckHead(c.Context); err != nil {
+		return err
+	} else if !head.OK() && out.Lag >= 0 {
+		out.Warnings = append(out.Warnings, head.Problem+" (see: ductile ledger verify)")
+	}
 	if h, err := daemon.Holder(e.stateDir); err == nil && h.Daemon() {
 		out.Daemon, out.DaemonPID = true, h.PID
 	}
@@ -428,6 +546,9 @@ func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
 		for _, t := range out.Types {
 			fmt.Fprintf(w, "  %-32s %d\n", t.Type, t.Count)
 		}
+	}
+	for _, warning := range out.Warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", warning)
 	}
 	return nil
 }

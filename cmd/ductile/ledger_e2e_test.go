@@ -98,11 +98,11 @@ func TestLedgerTail(t *testing.T) {
 func TestLedgerTailEmpty(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "fresh")
+	mustRun(t, nil, "system", "migrate", "--state-dir", dir) // an empty ledger
 	r := mustRun(t, nil, "ledger", "tail", "--state-dir", dir)
 	require.Empty(t, r.stdout)
 	r = mustRun(t, nil, "ledger", "tail", "--json", "--state-dir", dir)
 	require.Empty(t, r.stdout)
-	require.FileExists(t, daemon.DBPath(dir), "tail creates and migrates the state dir")
 }
 
 func TestLedgerTailFollow(t *testing.T) {
@@ -197,7 +197,18 @@ func TestLedgerVerifyFindsTheTamperedSeq(t *testing.T) {
 	r := mustRun(t, nil, "ledger", "verify", "--state-dir", dir)
 	require.Equal(t, "OK: 8 events, hash chain intact, projections match a fresh replay to seq 8\n", r.stdout)
 	r = mustRun(t, nil, "ledger", "verify", "--json", "--state-dir", dir)
-	require.JSONEq(t, `{"ok":true,"chain":{"ok":true,"events":8,"last_seq":8},"checkpoint":8}`, r.stdout)
+	var clean map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &clean), r.stdout)
+	require.JSONEq(t, `true`, string(clean["ok"]))
+	require.JSONEq(t, `{"ok":true,"events":8,"last_seq":8}`, string(clean["chain"]))
+	require.JSONEq(t, `8`, string(clean["checkpoint"]))
+	var head struct {
+		Head    int64  `json:"head"`
+		Problem string `json:"problem"`
+	}
+	require.NoError(t, json.Unmarshal(clean["head"], &head), "the head, compared with what was recorded of it")
+	require.Equal(t, int64(8), head.Head)
+	require.Empty(t, head.Problem)
 
 	// When seq 5's data is changed behind the triggers' back,
 	require.Equal(t, 1, runScript(t, dir, "tamper_event.sql", map[string]any{":seq": 5}), "the script recreates the trigger last")
@@ -332,6 +343,9 @@ func TestLedgerReplay(t *testing.T) {
 	out := daemon.DBPath(dir2)
 	r = mustRun(t, nil, "ledger", "replay", "--out", out, "--until", "5", "--state-dir", dir)
 	require.Equal(t, fmt.Sprintf("wrote %s: the log up to seq 5 and its projections (inspect it with --state-dir or sqlite3)\n", out), r.stdout)
+	entries, err := os.ReadDir(dir2)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the copy alone, none of the files its build kept beside it: %v", entries)
 	s = stats(t, dir2)
 	require.Equal(t, int64(5), s.Events)
 	require.Equal(t, int64(5), s.LastSeq)

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-
+	"io"
+	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pluginhost"
 )
 
 func pluginCommand() *cli.Command {
@@ -37,14 +42,17 @@ func pluginCommand() *cli.Command {
 				Description: "Enqueues a job through the same command every producer uses. When a daemon runs\n" +
 					"on the state directory it runs the job; --wait blocks until the job is finished.\n" +
 					"When no daemon runs, this command takes the daemon's place until the job is\n" +
-					"finished (retries included), on the same ledger. Exit status 1 if the job ends dead.",
+					"finished (retries included), on the same ledger. Exit status 1 if the job ends dead.\n" +
+					"An unknown, skipped or disabled plugin, or a command the plugin does not declare,\n" +
+					"is refused before anything is enqueued (exit 1): with a daemon running, against the\n" +
+					"plugins it loaded; without one, against the plugins found now.",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "command", Value: "poll", Usage: "plugin `COMMAND` to run"},
-					&cli.StringFlag{Name: "payload", Usage: "`JSON` payload, handed to the plugin as event.payload"},
+					&cli.StringFlag{Name: "command", Usage: "plugin `COMMAND` to run (default: handle if a payload is given and the plugin has it, else its only command, else poll)"},
+					&cli.StringFlag{Name: "payload", Usage: "`JSON` payload, handed to the plugin as event.payload; @FILE reads it from FILE, - from stdin"},
 					&cli.StringFlag{Name: "dedupe-key", Usage: "drop this job if one with the same `KEY` succeeded recently (spec §3.6)"},
 					&cli.DurationFlag{Name: "dedupe-ttl", Usage: "dedupe window for this job; also drops it while one with the key is queued or running"},
 					&cli.BoolFlag{Name: "wait", Usage: "with a daemon running, wait until the job is finished"},
-					&cli.DurationFlag{Name: "timeout", Usage: "give up waiting after `DURATION` (the job goes on)"},
+					&cli.DurationFlag{Name: "timeout", Usage: "with --wait, give up waiting after `DURATION` (the job goes on)"},
 					jsonFlag, dryRunFlag,
 				},
 				Action: pluginRun,
@@ -76,10 +84,17 @@ func pluginList(c *cli.Context) error {
 		Parallelism     int      `json:"parallelism"`
 		Enabled         bool     `json:"enabled"`
 	}
+	type skippedOut struct {
+		Name   string `json:"name"`
+		Dir    string `json:"dir"`
+		Reason string `json:"reason"`
+	}
 	out := struct {
-		Plugins []pluginOut `json:"plugins"`
-		Skipped []string    `json:"skipped"`
-	}{Plugins: []pluginOut{}, Skipped: []string{}}
+		Plugins []pluginOut  `json:"plugins"`
+		Skipped []skippedOut `json:"skipped"`
+		// Problems are plugin roots that could not be read.
+		Problems []string `json:"problems"`
+	}{Plugins: []pluginOut{}, Skipped: []skippedOut{}, Problems: []string{}}
 	for _, p := range reg.List() {
 		po := pluginOut{Name: p.Name, Version: p.Manifest.Version, Description: p.Manifest.Description, Dir: p.Dir,
 			ConcurrencySafe: p.Manifest.ConcurrencySafe, Parallelism: e.cfg.Plugin(p.Name).Parallelism, Enabled: e.cfg.Plugin(p.Name).Enabled}
@@ -88,8 +103,14 @@ func pluginList(c *cli.Context) error {
 		}
 		out.Plugins = append(out.Plugins, po)
 	}
+	for _, p := range reg.Skipped() {
+		out.Skipped = append(out.Skipped, skippedOut{Name: p.Name, Dir: p.Dir, Reason: p.Err.Error()})
+	}
 	for _, p := range problems {
-		out.Skipped = append(out.Skipped, p.Error())
+		var pe *pluginhost.PluginError
+		if !errors.As(p, &pe) {
+			out.Problems = append(out.Problems, p.Error())
+		}
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
@@ -105,7 +126,10 @@ func pluginList(c *cli.Context) error {
 	}
 	tw.Flush()
 	for _, s := range out.Skipped {
-		fmt.Fprintf(e.stdout, "skipped: %s\n", s)
+		fmt.Fprintf(e.stdout, "skipped %s (%s): %s\n", s.Name, s.Dir, s.Reason)
+	}
+	for _, s := range out.Problems {
+		fmt.Fprintf(e.stdout, "problem: %s\n", s)
 	}
 	return nil
 }
@@ -126,23 +150,21 @@ type runOutput struct {
 }
 
 func pluginRun(c *cli.Context) error {
+	if c.IsSet("timeout") && !c.Bool("wait") {
+		return usagef("--timeout needs --wait: it bounds how long to wait for the job (see: ductile plugin run --help)")
+	}
 	e, err := loadEnv(c)
 	if err != nil {
 		return err
 	}
 	name := c.Args().First()
-	if !e.cfg.Plugin(name).Enabled {
-		return failf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
+	// Everything the command line alone can refuse, before anything is opened.
+	payload, err := readPayload(c)
+	if err != nil {
+		return err
 	}
-	enq := dispatch.JobFor(e.cfg, name, c.String("command"), commands.ByCLI)
-	if p := c.String("payload"); p != "" {
-		if !json.Valid([]byte(p)) {
-			return usagef("--payload is not valid JSON: %s", p)
-		}
-		enq.Payload = json.RawMessage(p)
-	}
-	enq.DedupeKey, enq.DedupeTTL = c.String("dedupe-key"), c.Duration("dedupe-ttl")
-	if enq.DedupeTTL > 0 && enq.DedupeKey == "" {
+	dedupeKey, dedupeTTL := c.String("dedupe-key"), c.Duration("dedupe-ttl")
+	if dedupeTTL > 0 && dedupeKey == "" {
 		return usagef("--dedupe-ttl needs --dedupe-key")
 	}
 	ctx := c.Context
@@ -151,20 +173,44 @@ func pluginRun(c *cli.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, t)
 		defer cancel()
 	}
-	out := runOutput{Plugin: name, Command: enq.Command, RanBy: "daemon"}
+	// target checks the plugin and picks its command from the set that
+	// will run the job, and builds the enqueue.
+	target := func(set pluginSet) (commands.Enqueue, error) {
+		p, err := set.plugin(name)
+		if err != nil {
+			return commands.Enqueue{}, err
+		}
+		command, err := set.command(p, c.String("command"), payload != nil)
+		if err != nil {
+			return commands.Enqueue{}, err
+		}
+		enq := dispatch.JobFor(e.cfg, name, command, commands.ByCLI)
+		enq.Payload, enq.DedupeKey, enq.DedupeTTL = payload, dedupeKey, dedupeTTL
+		return enq, nil
+	}
+	out := runOutput{Plugin: name, RanBy: "daemon"}
 	if c.Bool("dry-run") {
-		h, err := daemon.Holder(e.stateDir)
+		set, err := currentPlugins(ctx, e, nil)
 		if err != nil {
 			return err
 		}
-		out.Status, out.DryRun = "would enqueue", true
-		if !h.Daemon() {
+		enq, err := target(set)
+		if err != nil {
+			return err
+		}
+		out.Command, out.Status, out.DryRun = enq.Command, "would enqueue", true
+		if set.daemonPID == 0 {
 			out.RanBy = "cli"
 		}
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
-		fmt.Fprintf(e.stdout, "would enqueue %s %s (payload %s); it would run in the %s (run without --dry-run to do it)\n", name, enq.Command, orNone(enq.Payload), out.RanBy)
+		shown := "none"
+		if len(enq.Payload) > 0 {
+			shown = quote(string(enq.Payload))
+		}
+		fmt.Fprintf(e.stdout, "would enqueue %s %s (payload %s); it would run in the %s (run without --dry-run to do it)\n",
+			name, enq.Command, shown, out.RanBy)
 		return nil
 	}
 
@@ -175,18 +221,25 @@ func pluginRun(c *cli.Context) error {
 	}
 	daemonRuns := d == nil
 	var l *ledger.Ledger
+	var set pluginSet
 	if daemonRuns {
 		if l, err = e.openLedger(ctx); err != nil {
 			return err
 		}
 		defer l.Close()
+		if set, err = daemonPlugins(ctx, e, l, holder.PID); err != nil {
+			return err
+		}
 	} else {
 		defer d.Close()
 		l, out.RanBy = d.Ledger, "cli"
-		if _, ok := d.Plugins.Get(name); !ok {
-			return failf("no plugin named %q (see: ductile plugin list)", name)
-		}
+		set = discoveredPlugins(e, d.Plugins)
 	}
+	enq, err := target(set)
+	if err != nil {
+		return err
+	}
+	out.Command = enq.Command
 	enq.Now = time.Now()
 	res, err := commands.EnqueueJob(ctx, l, enq)
 	if err != nil {
@@ -223,7 +276,7 @@ func pluginRun(c *cli.Context) error {
 	j, last, err := waitJob(waitCtx, l, res.JobID)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return failf("stopped waiting for job %s; it goes on (see: ductile job inspect %s)", res.JobID, res.JobID)
+			return errorf(classify(err), "stopped waiting for job %s; it goes on (see: ductile job inspect %s)", res.JobID, res.JobID)
 		}
 		return err
 	}
@@ -239,6 +292,30 @@ func pluginRun(c *cli.Context) error {
 		return silent(exitFailure)
 	}
 	return nil
+}
+
+// currentPlugins is the set an enqueue would be checked against now: the
+// running daemon's, else what this process discovers (dry runs).
+// l is the ledger, if the caller has it open.
+func currentPlugins(ctx context.Context, e *env, l *ledger.Ledger) (pluginSet, error) {
+	h, err := daemon.Holder(e.stateDir)
+	if err != nil {
+		return pluginSet{}, err
+	}
+	if h.Daemon() {
+		if l == nil {
+			if l, err = e.openLedger(ctx); err != nil {
+				return pluginSet{}, err
+			}
+			defer l.Close()
+		}
+		return daemonPlugins(ctx, e, l, h.PID)
+	}
+	reg, _, err := daemon.DiscoverPlugins(e.stateDir, e.cfg, e.quietLogger())
+	if err != nil {
+		return pluginSet{}, err
+	}
+	return discoveredPlugins(e, reg), nil
 }
 
 func printRunResult(e *env, out runOutput, last events.AttemptEnded) {
@@ -275,7 +352,7 @@ func openRunner(ctx context.Context, e *env) (*daemon.Daemon, daemon.LockHolder,
 			d, err := daemon.Open(ctx, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: e.quietLogger(), NoDispatch: true})
 			var le *daemon.LockError
 			if !errors.As(err, &le) {
-				return d, h, err
+				return d, h, ledgerError(err)
 			}
 			continue // taken meanwhile: look at who took it
 		}
@@ -324,9 +401,89 @@ func lastAttempt(evs []ledger.Event) events.AttemptEnded {
 	return last
 }
 
-func orNone(b []byte) string {
-	if len(b) == 0 {
-		return "none"
+// maxPayloadBytes caps a payload read from a file or stdin: a job's payload
+// is handed whole to its plugin on every attempt, so a large input belongs
+// in a file the plugin reads, not in the ledger.
+const maxPayloadBytes = 16 << 20
+
+// readPayload returns --payload's JSON: the flag's text, the content of
+// FILE for @FILE, or stdin for "-"; nil when not given (or empty). Bad input
+// is a usage error that quotes at most a short excerpt of it.
+func readPayload(c *cli.Context) (json.RawMessage, error) {
+	arg := c.String("payload")
+	var text []byte
+	from := "--payload"
+	switch {
+	case arg == "":
+		return nil, nil
+	case arg == "-":
+		from = "--payload - (stdin)"
+		b, err := io.ReadAll(io.LimitReader(c.App.Reader, maxPayloadBytes+1))
+		if err != nil {
+			return nil, failf("read %s: %v", from, err)
+		}
+		text = b
+	case strings.HasPrefix(arg, "@"):
+		path := arg[1:]
+		from = "--payload @" + path
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, usagef("%s: %v", from, err)
+		}
+		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.IsDir() {
+			return nil, usagef("%s is a directory: give a file holding the JSON", from)
+		}
+		b, err := io.ReadAll(io.LimitReader(f, maxPayloadBytes+1))
+		if err != nil {
+			return nil, failf("read %s: %v", from, err)
+		}
+		text = b
+	default:
+		text = []byte(arg)
 	}
-	return string(b)
+	if len(text) > maxPayloadBytes {
+		return nil, usagef("%s is larger than %d MiB: pass the plugin a path or a URL to the data instead", from, maxPayloadBytes>>20)
+	}
+	if d := commands.JSONDepth(text); d > commands.MaxPayloadDepth {
+		return nil, usagef("%s is too deep: it nests %d levels, and a payload may nest at most %d (flatten it, or pass the plugin a file)",
+			from, d, commands.MaxPayloadDepth)
+	}
+	if len(bytes.TrimSpace(text)) == 0 {
+		return nil, usagef("%s is empty: give a JSON value, e.g. {}", from)
+	}
+	var valid json.RawMessage // validated without building the values
+	if err := json.Unmarshal(text, &valid); err != nil {
+		return nil, usagef("%s is not valid JSON: %s", from, jsonProblem(text, err))
+	}
+	if !utf8.Valid(text) {
+		return nil, usagef("%s is not valid UTF-8 (JSON text must be): convert it, e.g. with iconv -t UTF-8", from)
+	}
+	return json.RawMessage(text), nil
+}
+
+// jsonProblem describes a JSON syntax error with the excerpt where it is,
+// never the whole input.
+func jsonProblem(text []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		at := int(se.Offset)
+		lo, hi := max(0, at-40), min(len(text), at+40)
+		return fmt.Sprintf("%v at byte %d, near %s", se, at, quote(string(text[lo:hi])))
+	}
+	return fmt.Sprintf("%v (input starts %s)", err, quote(string(text)))
+}
+
+// quote quotes s for a message, cut to about 80 characters: an error must
+// never echo a whole payload back.
+func quote(s string) string {
+	const limit = 80
+	if len(s) <= limit {
+		return strconv.Quote(s)
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf("… (%d bytes in all)", len(s))
 }

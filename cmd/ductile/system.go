@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/migrations"
 )
 
@@ -20,7 +21,11 @@ func systemCommand() *cli.Command {
 				Name:  "start",
 				Usage: "run the daemon in the foreground until SIGINT or SIGTERM",
 				Description: "Creates the state directory if needed, takes its lock (one daemon per state\n" +
-					"directory), applies migrations, and runs until stopped. Logs are JSON lines on stdout.",
+					"directory), applies migrations, and runs until stopped. Logs go to stdout: readable\n" +
+					"lines on a terminal, else JSON lines (choose with --log-format json|text).\n" +
+					"It refuses a ledger whose newest events were removed (or whose chain is broken after\n" +
+					"the last recorded head) unless --allow-damaged-ledger accepts that.",
+				Flags:  []cli.Flag{allowDamagedFlag},
 				Action: systemStart,
 			},
 			{
@@ -39,7 +44,11 @@ func systemStart(c *cli.Context) error {
 		return err
 	}
 	log := e.logger(e.stdout, slog.LevelInfo)
-	return daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: log})
+	for _, fe := range e.cfg.Unused() {
+		log.Warn("config section not used yet", "component", "config", "path", fe.Path, "at", fmt.Sprintf("%s:%d", fe.File, fe.Line), "detail", fe.Msg)
+	}
+	return ledgerError(daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: log,
+		Ledger: ledger.Options{AllowDamaged: c.Bool(allowDamagedFlag.Name)}}))
 }
 
 func systemMigrate(c *cli.Context) error {

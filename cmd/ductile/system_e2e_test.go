@@ -45,7 +45,7 @@ func TestSystemStartStopsCleanlyOnSignal(t *testing.T) {
 			require.Equal(t, "daemon", started.Component)
 			require.Equal(t, dir, started.StateDir)
 			require.Equal(t, d.pid(), started.PID)
-			require.Equal(t, int64(0), started.Head)
+			require.Equal(t, int64(1), started.Head, "its one event: config.applied, what it loaded")
 			ts, err := time.Parse(time.RFC3339Nano, started.Timestamp)
 			require.NoError(t, err)
 			require.WithinDuration(t, time.Now(), ts, time.Minute)
@@ -121,8 +121,9 @@ func TestDaemonProjectsOtherProcessesAppends(t *testing.T) {
 
 	// Given a running daemon, when another process appends N events, in many
 	// small commits and one large one,
+	// (after the daemon's own config.applied, seq 1),
 	const singles, batch = 60, 140
-	const n = singles + batch
+	const n = 1 + singles + batch
 	l := openLedger(t, dir)
 	ctx := context.Background()
 	for i := 1; i <= singles; i++ {
@@ -130,7 +131,7 @@ func TestDaemonProjectsOtherProcessesAppends(t *testing.T) {
 		require.NoError(t, err)
 	}
 	events := make([]ledger.NewEvent, 0, batch)
-	for i := singles + 1; i <= n; i++ {
+	for i := singles + 1; i < n; i++ {
 		events = append(events, fixtureEvent(i))
 	}
 	_, err := l.Append(ctx, events...)
@@ -144,12 +145,14 @@ func TestDaemonProjectsOtherProcessesAppends(t *testing.T) {
 	require.Equal(t, int64(n), s.Events)
 	require.Equal(t, int64(n), s.LastSeq)
 	require.Equal(t, int64(0), s.Lag)
-	require.Equal(t, int64(3), s.Streams)
-	require.Len(t, s.Types, 2)
-	require.Equal(t, "e2e.created", s.Types[0].Type)
-	require.Equal(t, int64(n/2), s.Types[0].Count)
-	require.Equal(t, "e2e.updated", s.Types[1].Type)
-	require.Equal(t, int64(n/2), s.Types[1].Count)
+	require.Equal(t, int64(4), s.Streams, "system and the fixture's three")
+	require.Len(t, s.Types, 3)
+	require.Equal(t, "config.applied", s.Types[0].Type)
+	require.Equal(t, int64(1), s.Types[0].Count)
+	require.Equal(t, "e2e.created", s.Types[1].Type)
+	require.Equal(t, int64((n-1)/2), s.Types[1].Count)
+	require.Equal(t, "e2e.updated", s.Types[2].Type)
+	require.Equal(t, int64((n-1)/2), s.Types[2].Count)
 	require.True(t, s.Daemon)
 	require.Equal(t, d.pid(), s.DaemonPID)
 
@@ -159,7 +162,7 @@ func TestDaemonProjectsOtherProcessesAppends(t *testing.T) {
 	// commit was visible to readers, and nothing woke it again.
 	full := openLedgerSync(t, dir, "FULL")
 	for i := n + 1; i <= n+5; i++ {
-		_, err := full.Append(ctx, fixtureEvent(i))
+		_, err := full.Append(ctx, fixtureEvent(i-1))
 		require.NoError(t, err)
 		appended := time.Now()
 		waitCheckpoint(t, d, dir, int64(i))
@@ -172,9 +175,9 @@ func TestDaemonProjectsOtherProcessesAppends(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("OK: %d events, hash chain intact, projections match a fresh replay to seq %d\n", total, total), r.stdout)
 
 	require.Equal(t, 0, d.signal(t, syscall.SIGTERM))
-	// A restarted daemon reports the head it found.
+	// A restarted daemon reports the head: what it found, and its own config.applied.
 	d2, started := startDaemon(t, dir)
-	require.Equal(t, int64(total), started.Head)
+	require.Equal(t, int64(total+1), started.Head)
 	require.Equal(t, 0, d2.signal(t, syscall.SIGINT))
 }
 

@@ -1,0 +1,129 @@
+package main_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestConfigCheck runs config check on the real config files under
+// testdata/config/check, whose plugin roots are the fixture plugins: it
+// exits 1 on any error (including a plugin skipped for its manifest and a
+// route to a plugin or command that is not there), and 0 with warnings for
+// what is accepted but not used yet.
+func TestConfigCheck(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.Abs(filepath.Join("testdata", "config", "check"))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		file     string
+		code     int
+		errors   []string
+		warnings []string
+	}{
+		{file: "ok.yaml", code: 0},
+		{file: "mistakes.yaml", code: 1,
+			errors: []string{
+				`skipped plugin "bad" (` + filepath.Join(dir, "broken-plugins", "bad") + `): invalid manifest: name "-bad" must start with an ASCII letter or digit and contain only ASCII letters, digits, '_', '-' and '.'`,
+				`mistakes.yaml:4: plugins.ecko: no plugin named "ecko" was found, so these settings apply to nothing: did you mean echo? (see: ductile plugin list)`,
+				`mistakes.yaml:10: routes[0].to: no plugin named "snik" was found, so every event this route matches would make a job that fails at once: did you mean sink? (see: ductile plugin list)`,
+				`mistakes.yaml:11: routes[1].command: plugin "recorder" has no command "handel": did you mean handle? (its commands: poll, handle, notify)`,
+				`mistakes.yaml:12: routes[2].from: no plugin named "nosuch" was found, so this route can never fire (see: ductile plugin list)`,
+				`mistakes.yaml:13: routes[3].to: plugin "bad" was skipped (the reason is among the errors), so every event this route matches would make a job that fails at once`,
+			},
+			warnings: []string{
+				`mistakes.yaml:5: plugins.gone: no plugin named "gone" was found, so this entry does nothing (it is disabled: harmless) (see: ductile plugin list)`,
+				`mistakes.yaml:7: plugins.echo.config.mdoe: plugin "echo" does not declare this key: did you mean mode? (its config_keys: mode); it is passed on, but the plugin may never read it`,
+				`mistakes.yaml:14: routes[4].to: plugin "sink" is disabled (plugins.sink.enabled: false): jobs this route makes fail at once`,
+			}},
+		{file: "unused.yaml", code: 0,
+			warnings: []string{
+				"unused.yaml:7: plugins.echo.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run echo)",
+				"unused.yaml:9: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
+				"unused.yaml:11: api: accepted but not used yet: this version serves no HTTP API",
+				"unused.yaml:13: webhooks: accepted but not used yet: this version receives no webhooks",
+			}},
+		{file: "misspelt.yaml", code: 1,
+			errors: []string{
+				"misspelt.yaml:3: plugin: unknown key: did you mean plugins? (valid keys: api, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
+				"misspelt.yaml:7: plugins.echo.retries: unknown key: did you mean retry? (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"misspelt.yaml:8: plugins.echo.retry.backoff: unknown key: did you mean backoff_base? (valid keys: backoff_base, max_attempts)",
+				"misspelt.yaml:8: plugins.echo.retry.max-attempts: unknown key: did you mean max_attempts? (valid keys: backoff_base, max_attempts)",
+				"misspelt.yaml:9: plugins.echo.timeout: unknown key: did you mean timeouts? (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"misspelt.yaml:11: routes[0].event: unknown key: did you mean event_type? (valid keys: command, event_type, from, to)",
+				"misspelt.yaml:11: routes[0].event_type: missing: give the event type to match exactly, e.g. echo.done",
+			}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"config", "check", "--config", filepath.Join(dir, tc.file), "--state-dir", t.TempDir()}
+			r := ductile(t, nil, append(args, "--json")...)
+			require.Equal(t, tc.code, r.code, "%s", r)
+			var out struct {
+				OK       bool     `json:"ok"`
+				Errors   []string `json:"errors"`
+				Warnings []string `json:"warnings"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), "%s", r)
+			require.Equal(t, tc.code == 0, out.OK)
+			require.Equal(t, append([]string{}, tc.errors...), out.Errors)
+			require.Equal(t, append([]string{}, tc.warnings...), out.Warnings)
+
+			// The text form says the same.
+			r = ductile(t, nil, args...)
+			require.Equal(t, tc.code, r.code, "%s", r)
+			if tc.code == 0 {
+				require.Contains(t, r.stdout, "config OK: ")
+			} else {
+				require.Contains(t, r.stdout, "problem(s):\n")
+				require.NotContains(t, r.stdout, "config OK")
+			}
+			for _, line := range append(tc.errors, tc.warnings...) {
+				require.Contains(t, r.stdout, "  "+line+"\n")
+			}
+		})
+	}
+}
+
+// TestDaemonWarnsOfUnusedSections: the daemon starts on a config with
+// sections nothing reads yet, and says so at WARN, one line each.
+func TestDaemonWarnsOfUnusedSections(t *testing.T) {
+	t.Parallel()
+	cfg, err := filepath.Abs(filepath.Join("testdata", "config", "check", "unused.yaml"))
+	require.NoError(t, err)
+	p := start(t, nil, "system", "start", "--config", cfg, "--state-dir", t.TempDir())
+	_, started := p.waitLine(t, 0, messageIs("ductile started"))
+	lines, _ := p.snapshot()
+	var paths []string
+	for _, line := range lines[:started] {
+		var l struct {
+			Level, Message, Path, At string
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Message == "config section not used yet" {
+			require.Equal(t, "WARN", l.Level)
+			paths = append(paths, l.Path+" "+l.At)
+		}
+	}
+	require.Equal(t, []string{"plugins.echo.schedules unused.yaml:7", "pipelines unused.yaml:9", "api unused.yaml:11", "webhooks unused.yaml:13"}, paths)
+	require.Equal(t, 0, p.signal(t, syscall.SIGTERM))
+}
+
+// TestConfigShowRedactsCredentials: config show, YAML and JSON, hides the
+// credentials inside URLs and DSNs and keeps the rest readable.
+func TestConfigShowRedactsCredentials(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join("testdata", "config", "show-secrets.yaml")
+	for _, args := range [][]string{{"config", "show"}, {"config", "show", "--json"}} {
+		r := mustRun(t, nil, append(args, "--config", cfg, "--state-dir", t.TempDir())...)
+		for _, secret := range []string{"s3cret", "pa55word", "pr0xy", "l1bpq", "fwdpass", "app:", "user:", "proxyuser", "hook:"} {
+			require.NotContains(t, r.stdout, secret, "%v", args)
+		}
+		for _, kept := range []string{"postgres://[redacted]@db/app", "https://[redacted]@host.example/x", "[redacted]@proxy:3128",
+			"host=db user=app password=[redacted] dbname=app", "https://[redacted]@relay.example/in"} {
+			require.Contains(t, r.stdout, kept, "%v", args)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pluginhost"
+)
+
+// pluginSet is what an enqueue from the CLI is checked against: the plugins
+// the running daemon recorded it loaded (its last config.applied), or,
+// without a daemon, the plugins this process discovers now.
+type pluginSet struct {
+	applied   events.ConfigAppliedData
+	daemonPID int // 0: discovered by this process
+}
+
+// discoveredPlugins is the set of a registry this process loaded.
+func discoveredPlugins(e *env, reg *pluginhost.Registry) pluginSet {
+	return pluginSet{applied: daemon.Applied(reg, e.cfg, "")}
+}
+
+// appliedWait bounds how long the CLI waits for a daemon that holds the lock
+// to record what it loaded (it does so just after taking the lock).
+const appliedWait = 10 * time.Second
+
+// daemonPlugins reads what the daemon holding the state directory (pid)
+// recorded it loaded. A daemon records it as it starts, just after taking
+// the lock: until its record is there, the newest one is a previous
+// daemon's, so this waits for a record with its pid.
+func daemonPlugins(ctx context.Context, e *env, l *ledger.Ledger, pid int) (pluginSet, error) {
+	deadline := time.NewTimer(appliedWait)
+	defer deadline.Stop()
+	for {
+		changed := l.Changed()
+		a, ok, err := daemon.LastApplied(ctx, l)
+		if err != nil {
+			return pluginSet{}, err
+		}
+		if ok && (a.PID == pid || pid == 0) {
+			return pluginSet{applied: a, daemonPID: a.PID}, nil
+		}
+		h, err := daemon.Holder(e.stateDir)
+		if err != nil {
+			return pluginSet{}, err
+		}
+		if !h.Daemon() || h.PID != pid {
+			return pluginSet{}, failf("the daemon (pid %d) stopped while its plugins were being looked up: run the command again", pid)
+		}
+		poll := time.NewTimer(50 * time.Millisecond) // another process's append may not wake us
+		select {
+		case <-ctx.Done():
+			poll.Stop()
+			return pluginSet{}, ctx.Err()
+		case <-deadline.C:
+			poll.Stop()
+			return pluginSet{}, failf("the daemon (pid %d) has not recorded which plugins it loaded (no config.applied in the ledger after %v): restart it with this version of ductile",
+				pid, appliedWait)
+		case <-changed:
+		case <-poll.C:
+		}
+		poll.Stop()
+	}
+}
+
+// which says whose plugins these are, for messages.
+func (s pluginSet) which() string {
+	if s.daemonPID != 0 {
+		return fmt.Sprintf("plugins the daemon (pid %d) loaded", s.daemonPID)
+	}
+	return "plugins found"
+}
+
+// plugin returns the loaded, enabled plugin named name, or an error that
+// says why there is none: skipped (with the reason), disabled, or unknown
+// (with the nearest name).
+func (s pluginSet) plugin(name string) (events.AppliedPlugin, error) {
+	for _, p := range s.applied.Plugins {
+		if p.Name != name {
+			continue
+		}
+		if !p.Enabled {
+			return p, conflictf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
+		}
+		return p, nil
+	}
+	for _, sk := range s.applied.Skipped {
+		if sk.Name == name {
+			restart := ""
+			if s.daemonPID != 0 {
+				restart = ", then restart the daemon"
+			}
+			return events.AppliedPlugin{}, failf("plugin %q was not loaded: %s (fix it%s; see: ductile plugin list)", name, sk.Reason, restart)
+		}
+	}
+	var names []string
+	for _, p := range s.applied.Plugins {
+		names = append(names, p.Name)
+	}
+	return events.AppliedPlugin{}, notFoundf("no plugin named %q%s (%s: %s; see: ductile plugin list)",
+		name, didYouMean(name, names), s.which(), orNothing(names))
+}
+
+// command picks and checks the command to run: the one asked for, or by
+// default handle when a payload is given (if the plugin declares it), else
+// the plugin's only command, else poll.
+func (s pluginSet) command(p events.AppliedPlugin, asked string, hasPayload bool) (string, error) {
+	var names []string
+	for _, c := range p.Commands {
+		names = append(names, c.Name)
+	}
+	cmd := asked
+	if cmd == "" {
+		cmd = defaultCommand(names, hasPayload)
+	}
+	if slices.Contains(names, cmd) {
+		return cmd, nil
+	}
+	how := ""
+	if asked == "" {
+		how = " (the default; pick one with --command)"
+	}
+	return "", notFoundf("plugin %q has no command %q%s%s (its commands: %s)", p.Name, cmd, how, didYouMean(cmd, names), orNothing(names))
+}
+
+// defaultCommand is plugin run's command when --command is not given.
+func defaultCommand(commands []string, hasPayload bool) string {
+	switch {
+	case hasPayload && slices.Contains(commands, "handle"):
+		return "handle"
+	case len(commands) == 1:
+		return commands[0]
+	}
+	return "poll"
+}
+
+// didYouMean is ": did you mean "x"?" for the name config.Suggest finds
+// nearest to name, if one is near enough to be a typo, else "".
+func didYouMean(name string, names []string) string {
+	if best := config.Suggest(name, names); best != "" {
+		return fmt.Sprintf(": did you mean %q?", best)
+	}
+	return ""
+}
+
+func orNothing(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
