@@ -623,6 +623,23 @@ func ledgerError(err error) error {
 	return err
 }
 
+// openExistingLedger is openLedger for a command that changes what is
+// already there (a job's cancel or retry, a replay in place): on a missing
+// ledger it creates nothing and says where it looked.
+func (e *env) openExistingLedger(ctx context.Context) (*ledger.Ledger, error) {
+	if _, err := os.Stat(daemon.DBPath(e.stateDir)); errors.Is(err, fs.ErrNotExist) {
+		return nil, e.noLedger()
+	}
+	return e.openLedger(ctx)
+}
+
+// noLedger is the error for a state directory with no ledger in it.
+func (e *env) noLedger() error {
+	return notFoundf("no ledger at %s: nothing has run on the state directory %s yet "+
+		"(check --state-dir, $DUCTILE_STATE_DIR and the config's state_dir; ductile system start creates it)",
+		daemon.DBPath(e.stateDir), e.stateDir)
+}
+
 // readLedger opens the state directory's ledger read-only, for a command
 // that only reads: it creates, migrates and writes nothing, so it works on
 // a read-only mount or file. A missing ledger, or one whose schema is
@@ -633,23 +650,23 @@ func (e *env) readLedger(ctx context.Context) (*ledger.Ledger, error) {
 	var schema *ledger.SchemaError
 	switch {
 	case errors.Is(err, ledger.ErrNoLedger):
-		return nil, notFoundf("no ledger at %s: nothing has run on the state directory %s yet "+
-			"(check --state-dir, $DUCTILE_STATE_DIR and the config's state_dir; ductile system start creates it)", path, e.stateDir)
+		return nil, e.noLedger()
 	case errors.As(err, &schema):
 		return nil, failf("%v: run ductile system migrate --state-dir %s (or start the daemon, which migrates), then this again", err, e.stateDir)
 	}
 	return l, err
 }
 
-// withLedger is the prologue of every command that writes to the ledger:
-// resolve the environment, open the ledger, close it afterwards.
-func withLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.ActionFunc {
+// withExistingLedger is the prologue of every command that changes what is
+// in the ledger: resolve the environment, open the ledger
+// (openExistingLedger), close it afterwards.
+func withExistingLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		e, err := loadEnv(c)
 		if err != nil {
 			return err
 		}
-		l, err := e.openLedger(c.Context)
+		l, err := e.openExistingLedger(c.Context)
 		if err != nil {
 			return err
 		}
@@ -658,7 +675,7 @@ func withLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.Act
 	}
 }
 
-// withReadLedger is withLedger for a command that only reads: the ledger is
+// withReadLedger is withExistingLedger for a command that only reads: the ledger is
 // opened read-only (readLedger).
 func withReadLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.ActionFunc {
 	return func(c *cli.Context) error {

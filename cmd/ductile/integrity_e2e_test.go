@@ -60,8 +60,9 @@ func TestStaleLockFileNamesNoDaemon(t *testing.T) {
 // Commands that only read, pointed at a state directory that does not exist
 // (a mistyped --state-dir), create nothing: those that need the ledger say
 // there is none and where they looked (exit 1); plugin list and config check
-// need none and work. Only a command that writes creates the state
-// directory, and private (0700).
+// need none and work. So do the commands that change a job or the
+// projections already there (job cancel, job retry, ledger replay). Only a
+// command that adds work creates the state directory, and private (0700).
 func TestReadOnlyCommandsOnAMissingLedgerCreateNothing(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "mistyped")
@@ -72,6 +73,9 @@ func TestReadOnlyCommandsOnAMissingLedgerCreateNothing(t *testing.T) {
 		{"job", "inspect", "01a1fea8-21ea-74fd-b3f5-0601dd7927b8"}, {"job", "logs", "01a1fea8-21ea-74fd-b3f5-0601dd7927b8"},
 		{"ledger", "stats"}, {"ledger", "stats", "--json"}, {"ledger", "verify"}, {"ledger", "tail"},
 		{"ledger", "replay", "--out", filepath.Join(t.TempDir(), "copy.db")},
+		// Commands that change what is there create nothing either.
+		{"job", "cancel", "01a1fea8-21ea-74fd-b3f5-0601dd7927b8"}, {"job", "retry", "01a1fea8-21ea-74fd-b3f5-0601dd7927b8"},
+		{"ledger", "replay"},
 	} {
 		r := ductile(t, nil, append(args, "--state-dir", dir)...)
 		require.Equal(t, 1, r.code, "%q: %s", args, r)

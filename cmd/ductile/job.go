@@ -59,7 +59,7 @@ func jobCommand() *cli.Command {
 					&cli.StringFlag{Name: "reason", Value: "canceled from the CLI", Usage: "why, recorded with the job"},
 					jsonFlag, dryRunFlag,
 				},
-				Action: withLedger(jobCancel),
+				Action: withExistingLedger(jobCancel),
 			},
 			{
 				Name:      "retry",
@@ -72,7 +72,7 @@ func jobCommand() *cli.Command {
 					"Refused (exit 1) for a job that is not dead or canceled, and for a plugin or command\n" +
 					"that is no longer loaded. The daemon runs the new job.",
 				Flags:  []cli.Flag{jsonFlag, dryRunFlag},
-				Action: withLedger(jobRetry),
+				Action: withExistingLedger(jobRetry),
 			},
 			{
 				Name:      "logs",

@@ -299,7 +299,7 @@ func ledgerReplay(c *cli.Context) error {
 	if out != "" {
 		l, err = e.readLedger(c.Context)
 	} else {
-		l, err = e.openLedger(c.Context)
+		l, err = e.openExistingLedger(c.Context)
 	}
 	if err != nil {
 		return err
