@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -133,6 +134,9 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
+	if err := matchSideFileModes(abs); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	if !opts.SkipMigrate {
 		if _, err := migrations.Up(ctx, abs); err != nil {
 			return nil, fmt.Errorf("open ledger: %w", err)
@@ -201,6 +205,33 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 
 // setPragmas configures one connection. Readers are query_only, so a bug
 // cannot write through them: all writes go through the writer.
+// matchSideFileModes gives the database's -wal and -shm files, where this
+// user owns them and they are read-only while the database is not, the
+// database file's permissions. SQLite creates them with
+// the database's mode as it is at that moment, so a reader of a 0444
+// database leaves 0444 side files behind, and once the database is writable
+// again every writer would fail on them ("attempt to write a readonly
+// database").
+func matchSideFileModes(dbPath string) error {
+	db, err := os.Stat(dbPath)
+	if err != nil || db.Mode().Perm()&0o200 == 0 {
+		return nil // no database yet, or one no writer can open anyway
+	}
+	for _, side := range []string{dbPath + "-wal", dbPath + "-shm"} {
+		fi, err := os.Stat(side)
+		if err != nil || fi.Mode().Perm()&0o200 != 0 {
+			continue
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if err := os.Chmod(side, db.Mode().Perm()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (l *Ledger) setPragmas(conn *sqlite.Conn, reader bool) error {
 	conn.SetBusyTimeout(l.opts.BusyTimeout)
 	var pragmas []string

@@ -67,7 +67,7 @@ func openReadOnly(ctx context.Context, abs string, opts Options) (*Ledger, error
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open ledger %s read-only: %w", abs, err)
+		return nil, fmt.Errorf("open ledger %s read-only: %w", abs, explainReadOnly(abs, err))
 	}
 	err = l.checkSchema(ctx)
 	if err == nil {
@@ -75,7 +75,7 @@ func openReadOnly(ctx context.Context, abs string, opts Options) (*Ledger, error
 	}
 	if err != nil {
 		l.reads.Close()
-		return nil, err
+		return nil, explainReadOnly(abs, err)
 	}
 	if l.watcher, err = watchWAL(abs, &l.notify, func() bool { return false }, l.log); err != nil {
 		l.log.Warn("cannot watch the ledger for other processes' appends", "err", err)
@@ -109,6 +109,20 @@ func (l *Ledger) checkSchema(ctx context.Context) error {
 		return fmt.Errorf("%w at %s (the file is empty)", ErrNoLedger, l.path)
 	}
 	return &SchemaError{Path: l.path, Version: version, Latest: migrations.Latest()}
+}
+
+// explainReadOnly says why SQLite could not open a ledger read-only where
+// it can tell: a -wal with no -shm in a directory this user cannot write is
+// a WAL SQLite cannot read without creating the -shm.
+func explainReadOnly(path string, err error) error {
+	_, walErr := os.Stat(path + "-wal")
+	_, shmErr := os.Stat(path + "-shm")
+	if walErr != nil || !errors.Is(shmErr, fs.ErrNotExist) || unix.Access(filepath.Dir(path), unix.W_OK) == nil {
+		return err
+	}
+	return fmt.Errorf("%w (the ledger has a -wal file but no -shm, and its directory %s cannot be written, "+
+		"so SQLite cannot read it: open it once where it can be written, with any ductile command that writes, "+
+		"or copy the state directory somewhere writable)", err, filepath.Dir(path))
 }
 
 // readOnlyURI is the URI a read-only connection opens. In WAL mode even a

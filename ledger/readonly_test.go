@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -50,4 +51,49 @@ func TestReadOnlyLedger(t *testing.T) {
 	evs, err := ro.ReadStream(ctx, "ro/1")
 	require.NoError(t, err)
 	require.Len(t, evs, 2)
+}
+
+// A reader of a read-only (0444) database leaves its -wal and -shm behind
+// with the database's mode at that moment. Once the database is writable
+// again, the next writer gives them the database's mode back; else every
+// writer but root would fail on them ("attempt to write a readonly
+// database").
+func TestWriterMendsSideFilesAReaderLeftReadOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ductile.db")
+	l, err := ledger.Open(ctx, path, ledger.Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	_, err = l.Append(ctx, ev("ro/1", 0, "ro.created", nil))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+
+	require.NoError(t, os.Chmod(path, 0o444))
+	ro, err := ledger.Open(ctx, path, ledger.Options{ReadOnly: true})
+	require.NoError(t, err)
+	sides := []string{path + "-wal", path + "-shm"}
+	for _, side := range sides {
+		fi, err := os.Stat(side)
+		require.NoError(t, err, "the reader made no %s: the case this test is about did not arise", side)
+		require.Equal(t, os.FileMode(0o444), fi.Mode().Perm(), side)
+	}
+	require.NoError(t, ro.Close())
+	for _, side := range sides {
+		require.FileExists(t, side, "a read-only reader cannot checkpoint, so it leaves its side files")
+	}
+
+	// SkipMigrate: the migration's own connection would otherwise close
+	// last and remove the side files, which, as root, it can: the test
+	// would pass without the mending it is about.
+	require.NoError(t, os.Chmod(path, 0o600))
+	l, err = ledger.Open(ctx, path, ledger.Options{Synchronous: "NORMAL", SkipMigrate: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, l.Close()) }()
+	for _, side := range sides {
+		fi, err := os.Stat(side)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), side)
+	}
+	_, err = l.Append(ctx, ev("ro/1", 1, "ro.updated", nil))
+	require.NoError(t, err)
 }

@@ -154,6 +154,32 @@ func TestReadOnlyCommandsWorkOnAReadOnlyLedger(t *testing.T) {
 	require.Equal(t, before, snapshotDir(t, dir), "the state directory changed")
 }
 
+// A read-only state directory whose ledger has a -wal but no -shm (copied
+// from a running machine, say) cannot be read by SQLite, which would have to
+// create the -shm: the error says so and what to do, instead of SQLite's
+// bare "unable to open database file".
+func TestReadOnlyLedgerWithAWALButNoSHM(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := daemon.DBPath(dir)
+	l, err := ledger.Open(ctx, db, ledger.Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	_, err = l.Append(ctx, fixtureEvent(1))
+	require.NoError(t, err)
+	wal, err := os.ReadFile(db + "-wal")
+	require.NoError(t, err)
+	require.NotEmpty(t, wal, "the append is in the WAL while the ledger is open")
+	require.NoError(t, l.Close())
+	require.NoError(t, os.WriteFile(db+"-wal", wal, 0o600))
+	require.NoFileExists(t, db+"-shm", "closing the ledger removed it")
+	makeReadOnly(t, dir)
+
+	r := ductile(t, nil, "job", "list", "--state-dir", dir)
+	require.Equal(t, 1, r.code, "%s", r)
+	require.Contains(t, r.stderr, "the ledger has a -wal file but no -shm, and its directory "+dir+" cannot be written")
+}
+
 // snapshotDir is every entry of dir with its size, mode, mtime and a hash of
 // its content.
 func snapshotDir(t *testing.T, dir string) map[string]string {
