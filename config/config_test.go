@@ -360,7 +360,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "typo",
 			want: []string{
-				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
+				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
 				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_workers)",
 				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
@@ -395,6 +395,7 @@ func TestLoadErrors(t *testing.T) {
 				`config.yaml:2: service.dedupe_ttl: invalid duration "24 hours": use a Go duration like 90s, 15m or 2h30m, or days like 7d`,
 				"config.yaml:3: service.job_log_retention: must be a duration with a unit, like 60s, got 60",
 				"config.yaml:7: plugins.echo.timeouts.poll: must be greater than 0, got -5s",
+				`config.yaml:8: plugins.echo.timeouts.handle: invalid duration "https://[redacted]@host": use a Go duration like 90s, 15m or 2h30m, or days like 7d`,
 			},
 		},
 		{
@@ -619,6 +620,8 @@ func TestRedactString(t *testing.T) {
 		{"postgres://app:p@ss@db", "postgres://[redacted]@db"},
 		{"postgres://app:pa#ss@db", "postgres://[redacted]@db"},
 		{"postgres://app:pa?ss@db/x", "postgres://[redacted]@db/x"},
+		{"https://user:p@ss/w0rd@host/", "https://[redacted]@host/"},
+		{"https://u:p@host/users/@me", "https://[redacted]@me"}, // a path's '@' after a userinfo: more is hidden, nothing leaks
 		{"a https://u:p@h1 and ftp://v:q@h2.", "a https://[redacted]@h1 and ftp://[redacted]@h2."},
 		{`url="https://u:p@h"`, `url="https://[redacted]@h"`},
 		{"user:pass@host:5432", "[redacted]@host:5432"},

@@ -53,11 +53,12 @@ func (l *loader) topLevel(cfg *Config) []field {
 		{"pipelines", func(v *yaml.Node, _ string) { cfg.Pipelines = v }},
 		{"api", func(v *yaml.Node, _ string) { cfg.API = v }},
 		{"webhooks", func(v *yaml.Node, _ string) { cfg.Webhooks = v }},
+		{"include", func(*yaml.Node, string) {}}, // read as each file is loaded (loader.loadFile)
 	}
 }
 
-// topLevelKeys lists the keys a config file may have at its top level,
-// include and the x- prefix aside.
+// topLevelKeys lists the keys a config file may have at its top level, the
+// x- prefix aside.
 func topLevelKeys() []string {
 	var names []string
 	for _, f := range (&loader{}).topLevel(nil) {

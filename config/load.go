@@ -174,8 +174,10 @@ type loader struct {
 }
 
 // fail records a problem at node n.
+// Whatever the message quotes of the config is redacted (RedactString): a
+// credential in a mistyped value must not reach a terminal or a log.
 func (l *loader) fail(n *yaml.Node, path, format string, args ...any) {
-	l.errs = append(l.errs, FieldError{File: l.origin[n], Line: n.Line, Path: path, Msg: fmt.Sprintf(format, args...)})
+	l.errs = append(l.errs, FieldError{File: l.origin[n], Line: n.Line, Path: path, Msg: RedactString(fmt.Sprintf(format, args...))})
 }
 
 // display returns path relative to the config directory when it is inside it.
@@ -338,7 +340,7 @@ func (l *loader) includeFile(target string, entry *yaml.Node, path string, chain
 // or close to one, and returns true: it is not a config file (a wrong path,
 // another program's file), so its keys are not quoted back one by one.
 func (l *loader) foreign(file string, root *yaml.Node) bool {
-	known := append(topLevelKeys(), "include")
+	known := topLevelKeys()
 	keys := 0
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k := root.Content[i]

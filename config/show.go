@@ -151,8 +151,13 @@ func redactURLUserinfo(s string) string {
 		if i := strings.IndexAny(word, "/?#"); i >= 0 {
 			authority = word[:i]
 		}
-		userinfo := strings.LastIndexByte(authority, '@')
-		if userinfo < 0 && strings.Contains(word, "@") && !plainHostPort(authority) {
+		// Where the authority has userinfo, or could hold part of a
+		// password cut short by a '/', '?' or '#' in it, the userinfo ends
+		// at the word's last '@': a path with an '@' after a userinfo is
+		// redacted too, which costs a little of the path and never a
+		// part of the password.
+		userinfo := -1
+		if strings.Contains(authority, "@") || strings.Contains(word, "@") && !plainHostPort(authority) {
 			userinfo = strings.LastIndexByte(word, '@')
 		}
 		if userinfo > 0 {
