@@ -256,9 +256,11 @@ plugins:
 		stdin   string
 		stderr  string
 	}{
-		{"invalid JSON inline", `{"a":"` + big, "", `ductile: --payload is not valid JSON: unexpected end of JSON input at byte 102406, near "xxxx`},
-		{"invalid JSON in a file", "@" + file("bad.json", `{"a":"`+big+`",}`), "", `is not valid JSON: invalid character '}' looking for beginning of object key string at byte 102409, near "xxx`},
-		{"invalid JSON on stdin", "-", `{"a":`, `ductile: --payload - (stdin) is not valid JSON: unexpected end of JSON input at byte 5, near "{\"a\":"`},
+		{"invalid JSON inline", `{"a":"` + big, "", `ductile: --payload is not valid JSON: unexpected end of JSON input at line 1, column 102406 (the text up to there ends "xxxxxxxxxxxx")`},
+		{"invalid JSON in a file", "@" + file("bad.json", "{\n\"a\":\""+big+`",}`), "", `is not valid JSON: invalid character '}' looking for beginning of object key string at line 2, column 102408 (the text up to there ends "xxxxxxxxx\",}")`},
+		{"invalid JSON on stdin", "-", `{"a":`, `ductile: --payload - (stdin) is not valid JSON: unexpected end of JSON input at line 1, column 5 (the text up to there ends "{\"a\":")`},
+		{"a short payload is not quoted whole", `{"password":"hunter2", "x": [1,2,}`, "", `invalid character '}' looking for beginning of value at line 1, column 34 (the text up to there ends " \"x\": [1,2,}")`},
+		{"@ with no file", "@", "", `ductile: --payload @ needs a file name: --payload @FILE reads the payload from FILE`},
 		{"empty stdin", "-", "", `ductile: --payload - (stdin) is empty: give a JSON value, e.g. {}`},
 		{"too deep", deep(1500), "", `ductile: --payload is too deep: it nests 1500 levels, and a payload may nest at most 500 (flatten it, or pass the plugin a file)`},
 		{"too deep even for encoding/json", "@" + file("deep.json", deep(20000)), "", `is too deep: it nests 20000 levels, and a payload may nest at most 500`},
@@ -271,6 +273,7 @@ plugins:
 		require.Equal(t, 2, r.code, "%s: %s", tc.name, r)
 		require.Contains(t, r.stderr, tc.stderr, tc.name)
 		require.Less(t, len(r.stderr), 400, "%s: the payload is not echoed back: %s", tc.name, r.stderr)
+		require.NotContains(t, r.stderr, "hunter2", tc.name)
 	}
 	require.NoDirExists(t, w.state, "refused before anything was opened")
 

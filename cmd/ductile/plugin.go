@@ -423,6 +423,8 @@ func readPayload(c *cli.Context) (json.RawMessage, error) {
 			return nil, failf("read %s: %v", from, err)
 		}
 		text = b
+	case arg == "@":
+		return nil, usagef("--payload @ needs a file name: --payload @FILE reads the payload from FILE")
 	case strings.HasPrefix(arg, "@"):
 		path := arg[1:]
 		from = "--payload @" + path
@@ -462,16 +464,22 @@ func readPayload(c *cli.Context) (json.RawMessage, error) {
 	return json.RawMessage(text), nil
 }
 
-// jsonProblem describes a JSON syntax error with the excerpt where it is,
-// never the whole input.
+// jsonProblem describes a JSON syntax error by where it is (the line and
+// column of the last byte read) and the few bytes up to there, never more:
+// a short payload quoted whole, or a long one in part, may hold a secret.
 func jsonProblem(text []byte, err error) string {
 	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		at := int(se.Offset)
-		lo, hi := max(0, at-40), min(len(text), at+40)
-		return fmt.Sprintf("%v at byte %d, near %s", se, at, quote(string(text[lo:hi])))
+	if !errors.As(err, &se) {
+		return err.Error()
 	}
-	return fmt.Sprintf("%v (input starts %s)", err, quote(string(text)))
+	read := text[:min(int(se.Offset), len(text))]
+	line := 1 + bytes.Count(read, []byte("\n"))
+	column := len(read) - bytes.LastIndexByte(read, '\n') - 1
+	upTo := read[max(0, len(read)-12):]
+	for len(upTo) > 0 && !utf8.RuneStart(upTo[0]) {
+		upTo = upTo[1:]
+	}
+	return fmt.Sprintf("%v at line %d, column %d (the text up to there ends %s)", se, line, column, strconv.Quote(string(upTo)))
 }
 
 // quote quotes s for a message, cut to about 80 characters: an error must
