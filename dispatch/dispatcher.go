@@ -213,11 +213,19 @@ func (d *Dispatcher) Stop() {
 // retries included (waiting for each retry's time), without the dispatch
 // loop: what plugin run does when no daemon is running. The caller holds the
 // state directory's lock, so nothing else runs the job. Canceling ctx
-// cancels the job.
+// cancels the job, with ctx's cause as the reason recorded when it has one.
 func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
+	read := context.WithoutCancel(ctx) // a canceled ctx still ends the job
+	// why is the reason a job canceled before its attempt started records.
+	why := func() string {
+		if cause := context.Cause(ctx); cause != context.Canceled {
+			return cause.Error()
+		}
+		return "interrupted"
+	}
 	for {
 		changed := d.opts.Ledger.Changed()
-		evs, err := d.opts.Ledger.ReadStream(ctx, events.JobStream(id))
+		evs, err := d.opts.Ledger.ReadStream(read, events.JobStream(id))
 		if err != nil {
 			return err
 		}
@@ -231,17 +239,16 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 		if j.Status != events.StatusQueued {
 			return fmt.Errorf("run job %s: it is %s elsewhere", id, j.Status)
 		}
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), d.cancelQueued(read, id, why()))
+		}
 		if wait := j.NextRetryAt.Sub(d.opts.Now()); wait > 0 {
 			d.log.Info("waiting for the retry", "job_id", id, "attempt", j.Attempt, "next_retry_at", commands.Time(j.NextRetryAt))
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				_, err := commands.CancelJob(context.WithoutCancel(ctx), d.opts.Ledger, commands.Cancel{JobID: id, Reason: "interrupted while waiting for a retry", Now: d.opts.Now()})
-				if errors.Is(err, commands.ErrInvalidTransition) {
-					err = nil // it ended meanwhile
-				}
-				return errors.Join(ctx.Err(), err)
+				return errors.Join(ctx.Err(), d.cancelQueued(read, id, why()+" while waiting for a retry"))
 			case <-changed:
 				t.Stop()
 				continue // look again: canceled from elsewhere?
@@ -252,7 +259,7 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 		d.mu.Lock()
 		rctx, cancel := d.claimLocked(c)
 		d.mu.Unlock()
-		stop := context.AfterFunc(ctx, func() { cancel(errCanceledByUser) })
+		stop := context.AfterFunc(ctx, func() { cancel(cancelCause(ctx)) })
 		watched := make(chan struct{})
 		go d.watchCancel(rctx, id, cancel, watched)
 		err = d.work(rctx, c, nil)
@@ -267,11 +274,30 @@ func (d *Dispatcher) RunJob(ctx context.Context, id string) error {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return ctx.Err()
 			case <-t.C:
 			}
 		}
 	}
+}
+
+// cancelQueued cancels a queued job RunJob will not start, for reason; one
+// that ended meanwhile is left as it is.
+func (d *Dispatcher) cancelQueued(ctx context.Context, id, reason string) error {
+	_, err := commands.CancelJob(ctx, d.opts.Ledger, commands.Cancel{JobID: id, Reason: reason, Now: d.opts.Now()})
+	if errors.Is(err, commands.ErrInvalidTransition) {
+		return nil // it ended meanwhile
+	}
+	return err
+}
+
+// cancelCause is why a canceled run was canceled, as recorded: the cause
+// its context was canceled with (RunJob's caller may give one, such as a
+// timeout of its own), else a cancel request.
+func cancelCause(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled {
+		return cause
+	}
+	return errCanceledByUser
 }
 
 // watchCancel cancels a job RunJob is running when a cancel request for it
@@ -924,7 +950,7 @@ func (d *Dispatcher) outcome(ctx context.Context, res pluginhost.Result, log *sl
 		if errors.Is(context.Cause(ctx), errShutdown) {
 			out.Kind, out.Retryable, out.Error = commands.OutcomeInterrupted, true, errShutdown.Error()
 		} else {
-			out.Kind, out.Error = commands.OutcomeCanceled, errCanceledByUser.Error()
+			out.Kind, out.Error = commands.OutcomeCanceled, cancelCause(ctx).Error()
 		}
 	}
 	if len(res.Stderr) > 0 {

@@ -82,6 +82,12 @@ func notFoundf(format string, args ...any) error { return errorf(codeNotFound, f
 // conflictf makes an error for a request the current state refuses.
 func conflictf(format string, args ...any) error { return errorf(codeConflict, format, args...) }
 
+// hintf makes an error of code whose message says what is wrong and whose
+// hint says what to do next (a separate field of a --json error).
+func hintf(code errorCode, hint, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...), hint: hint}
+}
+
 // withHint makes an error of code whose message is err's, with hint.
 func withHint(code errorCode, err error, hint string) error {
 	return &exitError{code: code, msg: err.Error(), hint: hint}
@@ -165,10 +171,11 @@ func exitCode(err error, stderr io.Writer, asJSON bool) int {
 		fmt.Fprintf(stderr, "%s\n", b)
 	case ee.hint == "":
 		fmt.Fprintf(stderr, "ductile: %s\n", ee.msg)
-	case ee.code == codeUsage:
-		// Usage errors stay one line.
+	case !strings.Contains(ee.msg, "\n"):
 		fmt.Fprintf(stderr, "ductile: %s (%s)\n", ee.msg, ee.hint)
 	default:
+		// A message of several lines (a config's problems): the hint on
+		// a line of its own after them.
 		fmt.Fprintf(stderr, "ductile: %s\n(%s)\n", ee.msg, ee.hint)
 	}
 	return ee.code.exitStatus()

@@ -112,7 +112,7 @@ func TestJSONErrors(t *testing.T) {
 		{"usage: unknown flag", []string{"job", "list", "--bogus", "--json"}, 2, "usage", "flag provided but not defined: -bogus", "see: ductile job list --help"},
 		{"usage: --json after the error", []string{"job", "inspect", "--json"}, 2, "usage", "job inspect needs a JOB_ID (see: ductile job list)", ""},
 		{"usage: bad value", []string{"--log-format", "xml", "job", "list", "--json"}, 2, "usage", `--log-format must be auto, json or text, got "xml"`, ""},
-		{"not found: job", []string{"job", "inspect", "0000", "--json"}, 1, "not_found", "no job 0000", ""},
+		{"not found: job", []string{"job", "inspect", "0000", "--json"}, 1, "not_found", "no job 0000", "see: ductile job list"},
 		{"not found: config", []string{"job", "list", "--json", "--config", missing}, 1, "not_found", "load config: open " + missing + ": no such file or directory", "check the file with: ductile config check --config " + missing},
 		{"invalid config", []string{"job", "list", "--json", "--config", badCfg}, 1, "invalid_config", "ductile.yaml:2: servce: unknown key: did you mean service?", "check the file with: ductile config check --config " + badCfg},
 		{"conflict", []string{"ledger", "replay", "--json", "--out", filepath.Join(dir, "ductile.db")}, 1, "conflict", filepath.Join(dir, "ductile.db") + " already exists", ""},
@@ -231,4 +231,39 @@ func firstLineOnTerminal(t *testing.T, args []string, marker string) string {
 	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
 	require.NotEmpty(t, found, "no line with %q; stderr: %s", marker, stderr.String())
 	return found
+}
+
+// With no daemon, plugin run --wait --timeout runs the job itself, so at the
+// timeout it cancels it (nothing else would run it on), records why, and
+// says so: exit 1, code timeout. Opening the ledger and enqueueing are not
+// cut short by the timeout.
+func TestTimeoutWithoutADaemonCancelsTheJob(t *testing.T) {
+	t.Parallel()
+	w := newJobWorld(t, `
+plugin_roots: ["$PLUGINS"]
+plugins:
+  slow: {config: {dir: "$SCRATCH"}}
+`)
+	// slow waits for $SCRATCH/release, which never comes: only the timeout
+	// ends the job.
+	r := w.run("plugin", "run", "slow", "--wait", "--timeout", "1s", "--json")
+	require.Equal(t, 1, r.code, "%s", r)
+	var body struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stderr), &body), r.stderr)
+	require.Equal(t, "timeout", body.Error.Code)
+	id := regexp.MustCompile(`^job (\S+) was canceled: --timeout 1s reached, and with no daemon running`).FindStringSubmatch(body.Error.Message)
+	require.NotNil(t, id, body.Error.Message)
+
+	in := w.inspect(id[1])
+	require.Equal(t, "canceled", in.Job.Status)
+	var canceled struct {
+		Reason string `json:"reason"`
+	}
+	in.event(t, "job.canceled", &canceled)
+	require.Equal(t, "--timeout 1s reached", canceled.Reason)
 }

@@ -259,15 +259,15 @@ func resolveJobID(ctx context.Context, l *ledger.Ledger, arg string) (string, er
 		case len(ids) == 1:
 			return ids[0], nil
 		case len(ids) > shown:
-			return "", failf("job id prefix %q is ambiguous: it matches %s and more (give more characters)", arg, strings.Join(ids[:shown], ", "))
+			return "", hintf(codeUsage, "give more characters", "job id prefix %q is ambiguous: it matches %s and more", arg, strings.Join(ids[:shown], ", "))
 		case len(ids) > 1:
-			return "", failf("job id prefix %q is ambiguous: it matches %s (give more characters)", arg, strings.Join(ids, ", "))
+			return "", hintf(codeUsage, "give more characters", "job id prefix %q is ambiguous: it matches %s", arg, strings.Join(ids, ", "))
 		}
 	}
 	if len(arg) < minPrefix {
-		return "", notFoundf("no job %s (a job id prefix needs at least %d characters; see: ductile job list)", arg, minPrefix)
+		return "", hintf(codeNotFound, fmt.Sprintf("a job id prefix needs at least %d characters; see: ductile job list", minPrefix), "no job %s", arg)
 	}
-	return "", notFoundf("no job %s (see: ductile job list)", arg)
+	return "", hintf(codeNotFound, "see: ductile job list", "no job %s", arg)
 }
 
 // prefixEnd is the least string greater than every string that starts with
@@ -320,7 +320,7 @@ func inspectJob(ctx context.Context, l *ledger.Ledger, arg string) (*inspection,
 		return nil, err
 	}
 	if !found && len(evs) == 0 {
-		return nil, notFoundf("no job %s (see: ductile job list)", id)
+		return nil, hintf(codeNotFound, "see: ductile job list", "no job %s", id)
 	}
 	if !found { // enqueued by another process, not projected yet
 		in.Job.ID = id
@@ -443,7 +443,7 @@ func jobLogs(c *cli.Context, e *env, l *ledger.Ledger) error {
 		return err
 	}
 	if len(evs) == 0 {
-		return notFoundf("no job %s (see: ductile job list)", id)
+		return hintf(codeNotFound, "see: ductile job list", "no job %s", id)
 	}
 	lg := jobLog{streamed: map[int]map[int]bool{}}
 	var lines []logLine
@@ -680,7 +680,7 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	}
 	j, err := commands.FoldJob(evs)
 	if errors.Is(err, commands.ErrJobNotFound) {
-		return notFoundf("no job %s (see: ductile job list)", id)
+		return hintf(codeNotFound, "see: ductile job list", "no job %s", id)
 	}
 	if err != nil {
 		return err
@@ -827,16 +827,17 @@ func retryRefused(ctx context.Context, l *ledger.Ledger, j *commands.Job, err er
 				status = r.Status
 			}
 		}
-		return failf("job %s was retried already, as job %s (now %s): retry that one if need be (ductile job retry %s)",
-			j.JobID, retried.RetryJobID, status, retried.RetryJobID)
+		return hintf(codeConflict, "retry that one if need be: ductile job retry "+retried.RetryJobID,
+			"job %s was retried already, as job %s (now %s)", j.JobID, retried.RetryJobID, status)
 	}
 	switch j.Status {
 	case events.StatusQueued:
-		return failf("job %s is queued: it has not given up yet, so there is nothing to retry (see: ductile job inspect %s)", j.JobID, j.JobID)
+		return hintf(codeConflict, "see: ductile job inspect "+j.JobID, "job %s is queued: it has not given up yet, so there is nothing to retry", j.JobID)
 	case events.StatusRunning, events.StatusCancelRequested:
-		return failf("job %s is %s: only a dead or canceled job can be retried (wait for it, or stop it first: ductile job cancel %s)", j.JobID, j.Status, j.JobID)
+		return hintf(codeConflict, "wait for it, or stop it first: ductile job cancel "+j.JobID, "job %s is %s: only a dead or canceled job can be retried", j.JobID, j.Status)
 	case events.StatusSucceeded:
-		return failf("job %s succeeded: only a dead or canceled job can be retried (to run it again, enqueue a new job: ductile plugin run %s --command %s)", j.JobID, j.Plugin, j.Command)
+		return hintf(codeConflict, fmt.Sprintf("to run it again, enqueue a new job: ductile plugin run %s --command %s", j.Plugin, j.Command),
+			"job %s succeeded: only a dead or canceled job can be retried", j.JobID)
 	}
 	return failf("job %s cannot be retried: %v", j.JobID, err)
 }

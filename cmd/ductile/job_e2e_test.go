@@ -88,7 +88,7 @@ plugins:
 
 	for _, cmd := range []string{"inspect", "cancel", "logs"} {
 		r := w.run("job", cmd, shared)
-		require.Equal(t, 1, r.code, "%s", r)
+		require.Equal(t, 2, r.code, "%s", r)
 		require.Contains(t, r.stderr, `ductile: job id prefix "`+shared+`" is ambiguous: it matches `+strings.Join(ids[:5], ", ")+" and more (give more characters)")
 
 		r = w.run("job", cmd, ids[0][:3])
@@ -104,7 +104,7 @@ plugins:
 	two := ids[:2]
 	if p := commonPrefix(two); len(p) >= 4 && !strings.HasPrefix(ids[2], p) {
 		r := w.run("job", "inspect", p)
-		require.Equal(t, 1, r.code, "%s", r)
+		require.Equal(t, 2, r.code, "%s", r)
 		require.Equal(t, `ductile: job id prefix "`+p+`" is ambiguous: it matches `+two[0]+", "+two[1]+" (give more characters)\n", r.stderr)
 	}
 }
@@ -242,7 +242,7 @@ plugins:
 	// A job is retried once: the retry is retried next.
 	r = w.run("job", "retry", dead.JobID)
 	require.Equal(t, 1, r.code, "%s", r)
-	require.Equal(t, "ductile: job "+dead.JobID+" was retried already, as job "+retry+" (now dead): retry that one if need be (ductile job retry "+retry+")\n", r.stderr)
+	require.Equal(t, "ductile: job "+dead.JobID+" was retried already, as job "+retry+" (now dead) (retry that one if need be: ductile job retry "+retry+")\n", r.stderr)
 	out = retryJSON{}
 	w.runJSON(0, &out, "job", "retry", retry, "--json")
 	require.Equal(t, "daemon", out.RanBy)

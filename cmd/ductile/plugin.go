@@ -52,7 +52,7 @@ func pluginCommand() *cli.Command {
 					&cli.StringFlag{Name: "dedupe-key", Usage: "drop this job if one with the same `KEY` succeeded recently (spec §3.6)"},
 					&cli.DurationFlag{Name: "dedupe-ttl", Usage: "dedupe window for this job; also drops it while one with the key is queued or running"},
 					&cli.BoolFlag{Name: "wait", Usage: "with a daemon running, wait until the job is finished"},
-					&cli.DurationFlag{Name: "timeout", Usage: "with --wait, give up waiting after `DURATION` (the job goes on)"},
+					&cli.DurationFlag{Name: "timeout", Usage: "with --wait, give up waiting after `DURATION`: the daemon's job goes on; with no daemon, this command, which runs the job, cancels it"},
 					jsonFlag, dryRunFlag,
 				},
 				Action: pluginRun,
@@ -168,11 +168,6 @@ func pluginRun(c *cli.Context) error {
 		return usagef("--dedupe-ttl needs --dedupe-key")
 	}
 	ctx := c.Context
-	if t := c.Duration("timeout"); t > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t)
-		defer cancel()
-	}
 	// target checks the plugin and picks its command from the set that
 	// will run the job, and builds the enqueue.
 	target := func(set pluginSet) (commands.Enqueue, error) {
@@ -264,14 +259,25 @@ func pluginRun(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "follow it with: ductile job inspect %s\n", res.JobID)
 		return nil
 	}
+	// --timeout bounds the wait (or, without a daemon, the run) from here:
+	// opening the ledger and enqueueing are not cut short by it.
 	waitCtx := ctx
+	timeout := c.Duration("timeout")
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		waitCtx, cancel = context.WithTimeoutCause(ctx, timeout, &timeoutError{timeout})
+		defer cancel()
+	}
+	var runCause error // why this command's own run of the job was cut short
 	if !daemonRuns {
-		// Run this one job here, retries included. Jobs it routes stay
-		// queued for the daemon.
-		if err := d.Dispatcher.RunJob(ctx, res.JobID); err != nil && ctx.Err() == nil {
+		// Run this one job here, retries included; at the timeout or an
+		// interrupt it is canceled, since no daemon is there to take it
+		// over. Jobs it routes stay queued for the daemon.
+		if err := d.Dispatcher.RunJob(waitCtx, res.JobID); err != nil && waitCtx.Err() == nil {
 			return err
 		}
-		waitCtx = context.WithoutCancel(ctx) // the job is finished (or canceled by the interrupt)
+		runCause = context.Cause(waitCtx)
+		waitCtx = context.WithoutCancel(waitCtx) // the job is finished (or canceled)
 	}
 	j, last, err := waitJob(waitCtx, l, res.JobID)
 	if err != nil {
@@ -279,6 +285,11 @@ func pluginRun(c *cli.Context) error {
 			return errorf(classify(err), "stopped waiting for job %s; it goes on (see: ductile job inspect %s)", res.JobID, res.JobID)
 		}
 		return err
+	}
+	var timedOut *timeoutError
+	if errors.As(runCause, &timedOut) && j.Status == events.StatusCanceled {
+		return errorf(codeTimeout, "job %s was canceled: %v, and with no daemon running on the state directory this command "+
+			"was running it (start one with ductile system start for jobs that outlive the command)", res.JobID, timedOut)
 	}
 	out.Status, out.Attempt, out.Error, out.Response = j.Status, j.Attempt, j.LastError, last.Response
 	if c.Bool("json") {
@@ -293,6 +304,12 @@ func pluginRun(c *cli.Context) error {
 	}
 	return nil
 }
+
+// timeoutError is the cause of a plugin run's --timeout: the reason a job
+// this command ran itself is canceled with.
+type timeoutError struct{ after time.Duration }
+
+func (e *timeoutError) Error() string { return fmt.Sprintf("--timeout %s reached", e.after) }
 
 // currentPlugins is the set an enqueue would be checked against now: the
 // running daemon's, else what this process discovers (dry runs).

@@ -97,15 +97,15 @@ func (s pluginSet) plugin(name string) (events.AppliedPlugin, error) {
 			if s.daemonPID != 0 {
 				restart = ", then restart the daemon"
 			}
-			return events.AppliedPlugin{}, failf("plugin %q was not loaded: %s (fix it%s; see: ductile plugin list)", name, sk.Reason, restart)
+			return events.AppliedPlugin{}, hintf(codeConflict, "fix it"+restart+"; see: ductile plugin list", "plugin %q was not loaded: %s", name, sk.Reason)
 		}
 	}
 	var names []string
 	for _, p := range s.applied.Plugins {
 		names = append(names, p.Name)
 	}
-	return events.AppliedPlugin{}, notFoundf("no plugin named %q%s (%s: %s; see: ductile plugin list)",
-		name, didYouMean(name, names), s.which(), orNothing(names))
+	return events.AppliedPlugin{}, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(names)),
+		"no plugin named %q%s", name, didYouMean(name, names))
 }
 
 // command picks and checks the command to run: the one asked for, or by
@@ -127,7 +127,7 @@ func (s pluginSet) command(p events.AppliedPlugin, asked string, hasPayload bool
 	if asked == "" {
 		how = " (the default; pick one with --command)"
 	}
-	return "", notFoundf("plugin %q has no command %q%s%s (its commands: %s)", p.Name, cmd, how, didYouMean(cmd, names), orNothing(names))
+	return "", hintf(codeNotFound, "its commands: "+orNothing(names), "plugin %q has no command %q%s%s", p.Name, cmd, how, didYouMean(cmd, names))
 }
 
 // defaultCommand is plugin run's command when --command is not given.
