@@ -105,7 +105,14 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if d.Ledger, err = ledger.Open(ctx, DBPath(opts.StateDir), lopts); err != nil {
 		return nil, err
 	}
-	if d.Plugins, err = LoadPlugins(opts.StateDir, cfg, log); err != nil {
+	// A daemon reports skipped plugins as errors; a plugin run that takes
+	// its place for one job names the skipped plugin it was asked for in
+	// its own error, and the others only with --verbose.
+	pluginLog := log
+	if opts.NoDispatch {
+		pluginLog = slog.New(demoted{log.Handler()})
+	}
+	if d.Plugins, err = LoadPlugins(opts.StateDir, cfg, pluginLog); err != nil {
 		return nil, err
 	}
 	for name, step := range opts.Steps {
@@ -222,6 +229,23 @@ func LoadPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (*plugin
 	}
 	return reg, nil
 }
+
+// demoted is a log handler that passes every record on at debug level.
+type demoted struct{ slog.Handler }
+
+func (h demoted) Enabled(ctx context.Context, _ slog.Level) bool {
+	return h.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (h demoted) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h demoted) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return demoted{h.Handler.WithAttrs(attrs)}
+}
+func (h demoted) WithGroup(name string) slog.Handler { return demoted{h.Handler.WithGroup(name)} }
 
 // recoverOrphans re-queues (or buries) jobs left running by a process that
 // died (spec §11.2). It runs while we hold the lock, before dispatching, so
