@@ -610,13 +610,21 @@ func (e *env) openLedger(ctx context.Context) (*ledger.Ledger, error) {
 	return l, ledgerError(err)
 }
 
-// allowDamagedFlag lets system start open a ledger that a writer would
-// otherwise refuse (ledger.ErrDamaged).
-var allowDamagedFlag = &cli.BoolFlag{
-	Name: "allow-damaged-ledger",
-	Usage: "start even if events were removed from the end of the ledger, or its chain is broken " +
-		"after the last recorded head: the damage is logged and accepted, the projections are rebuilt " +
-		"from the log as it is, and its head is recorded anew",
+// allowDamagedName is the flag that lets system start open a ledger that a
+// writer would otherwise refuse (ledger.ErrDamaged).
+const allowDamagedName = "allow-damaged-ledger"
+
+// The shared flags are made anew for each command: urfave/cli writes into
+// a flag as it parses, so one value shared by several apps (tests run them
+// in parallel) would be a data race.
+
+func allowDamagedFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{
+		Name: allowDamagedName,
+		Usage: "start even if events were removed from the end of the ledger, or its chain is broken " +
+			"after the last recorded head: the damage is logged and accepted, the projections are rebuilt " +
+			"from the log as it is, and its head is recorded anew",
+	}
 }
 
 // ledgerError says what to do about an error opening the ledger to write:
@@ -625,7 +633,7 @@ func ledgerError(err error) error {
 	var damaged *ledger.DamagedError
 	if errors.As(err, &damaged) {
 		return failf("%v\n(details: ductile ledger verify; restore the ledger from a backup, "+
-			"or accept the damage and go on with: ductile system start --%s)", err, allowDamagedFlag.Name)
+			"or accept the damage and go on with: ductile system start --%s)", err, allowDamagedName)
 	}
 	return err
 }
@@ -706,5 +714,10 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON"}
-var dryRunFlag = &cli.BoolFlag{Name: "dry-run", Usage: "show what would change without changing anything"}
+func jsonFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "json", Usage: "print machine-readable JSON"}
+}
+
+func dryRunFlag() *cli.BoolFlag {
+	return &cli.BoolFlag{Name: "dry-run", Usage: "show what would change without changing anything"}
+}

@@ -32,7 +32,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "in-process", Usage: "run the jobs with a built-in no-op step instead of a plugin process (the same durable path): the core's own jobs/s and CPU per job, with no raw spawn measurement"},
 			&cli.IntFlag{Name: "rounds", Value: daemon.DefaultBenchRounds, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
 			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the first end-to-end round to `FILE` (go tool pprof)"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: func(c *cli.Context) (err error) {
 			for _, name := range []string{"jobs", "workers", "rounds"} {

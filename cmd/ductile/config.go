@@ -21,13 +21,13 @@ func configCommand() *cli.Command {
 			{
 				Name:   "check",
 				Usage:  "load the config and plugins as the daemon would and report every problem (exit 1 on any error)",
-				Flags:  []cli.Flag{jsonFlag},
+				Flags:  []cli.Flag{jsonFlag()},
 				Action: configCheck,
 			},
 			{
 				Name:   "show",
 				Usage:  "print the merged configuration with secrets redacted",
-				Flags:  []cli.Flag{jsonFlag},
+				Flags:  []cli.Flag{jsonFlag()},
 				Action: configShow,
 			},
 		},

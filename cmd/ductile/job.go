@@ -35,7 +35,7 @@ func jobCommand() *cli.Command {
 					&cli.StringFlag{Name: "status", Usage: "only jobs in `STATUS` (" + strings.Join(events.JobStatuses(), ", ") + ")"},
 					&cli.StringFlag{Name: "plugin", Usage: "only jobs of `PLUGIN`"},
 					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` jobs"},
-					jsonFlag,
+					jsonFlag(),
 				},
 				Action: func(c *cli.Context) error {
 					if s := c.String("status"); s != "" && !slices.Contains(events.JobStatuses(), s) {
@@ -48,7 +48,7 @@ func jobCommand() *cli.Command {
 				Name:      "inspect",
 				Usage:     "show a job: its state, attempts, events and children (JOB_ID may be a unique prefix)",
 				ArgsUsage: "JOB_ID",
-				Flags:     []cli.Flag{jsonFlag},
+				Flags:     []cli.Flag{jsonFlag()},
 				Action:    withReadLedger(jobInspect),
 			},
 			{
@@ -57,7 +57,7 @@ func jobCommand() *cli.Command {
 				ArgsUsage: "JOB_ID",
 				Flags: []cli.Flag{
 					&cli.StringFlag{Name: "reason", Value: "canceled from the CLI", Usage: "why, recorded with the job"},
-					jsonFlag, dryRunFlag,
+					jsonFlag(), dryRunFlag(),
 				},
 				Action: withExistingLedger(jobCancel),
 			},
@@ -71,7 +71,7 @@ func jobCommand() *cli.Command {
 					"(job.retried), so a job is retried once: retry the newest one again if need be.\n" +
 					"Refused (exit 1) for a job that is not dead or canceled, and for a plugin or command\n" +
 					"that is no longer loaded. The daemon runs the new job.",
-				Flags:  []cli.Flag{jsonFlag, dryRunFlag},
+				Flags:  []cli.Flag{jsonFlag(), dryRunFlag()},
 				Action: withExistingLedger(jobRetry),
 			},
 			{
@@ -84,7 +84,7 @@ func jobCommand() *cli.Command {
 					"--follow one object per line.",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep printing new lines until the job is finished (succeeded, dead or canceled)"},
-					jsonFlag,
+					jsonFlag(),
 				},
 				Action: withReadLedger(jobLogs),
 			},
@@ -599,7 +599,7 @@ func queueCommand() *cli.Command {
 		Usage: "show the queue: running and queued jobs, oldest first (the order they run in)",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "show at most `N` jobs (0: all of them)"},
-			jsonFlag,
+			jsonFlag(),
 		},
 		Action: withReadLedger(queueShow),
 	}

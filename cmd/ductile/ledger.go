@@ -33,14 +33,14 @@ func ledgerCommand() *cli.Command {
 					&cli.BoolFlag{Name: "follow", Aliases: []string{"f"}, Usage: "keep waiting for new events until interrupted"},
 					&cli.StringFlag{Name: "type", Usage: "only events of type `T`"},
 					&cli.StringFlag{Name: "stream", Usage: "only events of stream `S`"},
-					jsonFlag,
+					jsonFlag(),
 				},
 				Action: withReadLedger(ledgerTail),
 			},
 			{
 				Name:   "verify",
 				Usage:  "check the hash chain and that projections match a fresh replay (exit 1 on any problem)",
-				Flags:  []cli.Flag{jsonFlag},
+				Flags:  []cli.Flag{jsonFlag()},
 				Action: withReadLedger(ledgerVerify),
 			},
 			{
@@ -49,15 +49,15 @@ func ledgerCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.Int64Flag{Name: "until", Usage: "replay events up to `SEQ` (needs --out)"},
 					&cli.StringFlag{Name: "out", Usage: "write a new ledger `FILE` holding the log up to --until and its projections"},
-					dryRunFlag,
-					jsonFlag,
+					dryRunFlag(),
+					jsonFlag(),
 				},
 				Action: ledgerReplay,
 			},
 			{
 				Name:   "stats",
 				Usage:  "summarise the log, its streams and event types, and projector lag",
-				Flags:  []cli.Flag{jsonFlag},
+				Flags:  []cli.Flag{jsonFlag()},
 				Action: withReadLedger(ledgerStats),
 			},
 		},
@@ -226,10 +226,10 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 		case head.Truncated:
 			fmt.Fprintf(w, "TRUNCATED: %s\n", head.Problem)
 			fmt.Fprintf(w, "events 1..%d verify, but the events after seq %d were removed outside Ductile; the projections cannot bring them back.\n", chain.LastSeq, chain.LastSeq)
-			fmt.Fprintf(w, "restore the ledger from a backup, or go on without them with: ductile system start --%s\n", allowDamagedFlag.Name)
+			fmt.Fprintf(w, "restore the ledger from a backup, or go on without them with: ductile system start --%s\n", allowDamagedName)
 		case !head.OK():
 			fmt.Fprintf(w, "DAMAGED: %s\n", head.Problem)
-			fmt.Fprintf(w, "restore the ledger from a backup, or go on with it as it is with: ductile system start --%s\n", allowDamagedFlag.Name)
+			fmt.Fprintf(w, "restore the ledger from a backup, or go on with it as it is with: ductile system start --%s\n", allowDamagedName)
 		case report.Projections != nil:
 			m := report.Projections
 			fmt.Fprintf(w, "hash chain OK (%d events), but projection %q differs from a fresh replay to seq %d\n", chain.Events, m.Projection, m.Checkpoint)

@@ -32,7 +32,7 @@ func pluginCommand() *cli.Command {
 			{
 				Name:   "list",
 				Usage:  "list discovered plugins, and those skipped with the reason",
-				Flags:  []cli.Flag{jsonFlag},
+				Flags:  []cli.Flag{jsonFlag()},
 				Action: pluginList,
 			},
 			{
@@ -53,7 +53,7 @@ func pluginCommand() *cli.Command {
 					&cli.DurationFlag{Name: "dedupe-ttl", Usage: "dedupe window for this job; also drops it while one with the key is queued or running"},
 					&cli.BoolFlag{Name: "wait", Usage: "with a daemon running, wait until the job is finished"},
 					&cli.DurationFlag{Name: "timeout", Usage: "with --wait, give up waiting after `DURATION`: the daemon's job goes on; with no daemon, this command, which runs the job, cancels it"},
-					jsonFlag, dryRunFlag,
+					jsonFlag(), dryRunFlag(),
 				},
 				Action: pluginRun,
 			},

@@ -25,13 +25,13 @@ func systemCommand() *cli.Command {
 					"lines on a terminal, else JSON lines (choose with --log-format json|text).\n" +
 					"It refuses a ledger whose newest events were removed (or whose chain is broken after\n" +
 					"the last recorded head) unless --allow-damaged-ledger accepts that.",
-				Flags:  []cli.Flag{allowDamagedFlag},
+				Flags:  []cli.Flag{allowDamagedFlag()},
 				Action: systemStart,
 			},
 			{
 				Name:   "migrate",
 				Usage:  "apply pending database migrations",
-				Flags:  []cli.Flag{jsonFlag, dryRunFlag},
+				Flags:  []cli.Flag{jsonFlag(), dryRunFlag()},
 				Action: systemMigrate,
 			},
 		},
@@ -48,7 +48,7 @@ func systemStart(c *cli.Context) error {
 		log.Warn("config section not used yet", "component", "config", "path", fe.Path, "at", fmt.Sprintf("%s:%d", fe.File, fe.Line), "detail", fe.Msg)
 	}
 	return ledgerError(daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: log,
-		Ledger: ledger.Options{AllowDamaged: c.Bool(allowDamagedFlag.Name)}}))
+		Ledger: ledger.Options{AllowDamaged: c.Bool(allowDamagedName)}}))
 }
 
 func systemMigrate(c *cli.Context) error {
