@@ -26,7 +26,7 @@ func benchCommand() *cli.Command {
 			"enqueues jobs one at a time on it while idle, each by a ductile plugin run, then from a\n" +
 			"process that stays open: enqueue→start latency and the daemon's CPU per job.",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "how many `N` jobs"},
+			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "run `N` jobs"},
 			&cli.IntFlag{Name: "workers", Usage: "`N` workers for both measurements", DefaultText: fmt.Sprintf("the daemon's default pool, max(1, NumCPU-1) = %d; %d with --in-process", config.Default().Service.MaxWorkers, daemon.DefaultInProcessWorkers)},
 			&cli.BoolFlag{Name: "cli-latency", Usage: "instead: start a daemon, enqueue jobs one at a time on it while idle, each by a ductile plugin run (then from one process that stays open), and report enqueue→start latency and the daemon's CPU per job (--jobs: how many of each, default 100)"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the jobs with a built-in no-op step instead of a plugin process (the same durable path): the core's own jobs/s and CPU per job, with no raw spawn measurement"},
