@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"zombiezen.com/go/sqlite"
+
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
@@ -30,6 +32,32 @@ func BenchmarkReplay(b *testing.B) {
 	for range b.N {
 		if _, err := projections.Rebuild(context.Background(), l, 0); err != nil {
 			b.Fatal(err)
+		}
+	}
+	events := float64(head * int64(b.N))
+	b.ReportMetric(events/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/1e3/events, "cpu-µs/event")
+}
+
+// BenchmarkReadLog reads every event of BenchmarkReplay's log and does
+// nothing with them: what a replay costs before any projection work, the
+// floor under BenchmarkReplay's rate on this machine.
+func BenchmarkReadLog(b *testing.B) {
+	l := openLedger(b, "bench.db")
+	lifecycles(b, l, rand.New(rand.NewPCG(7, 7)), 100_000)
+	head, err := l.LastSeq(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for range b.N {
+		var n int64
+		err := l.Read(context.Background(), func(conn *sqlite.Conn) error {
+			return ledger.ReadRange(conn, 0, head, func(ledger.Event) error { n++; return nil })
+		})
+		if err != nil || n != head {
+			b.Fatal(n, err)
 		}
 	}
 	events := float64(head * int64(b.N))
