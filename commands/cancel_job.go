@@ -19,8 +19,8 @@ type Cancel struct {
 }
 
 // CancelJob appends the cancellation and returns the job's new status.
-func CancelJob(ctx context.Context, l *ledger.Ledger, cmd Cancel) (string, error) {
-	var status string
+func CancelJob(ctx context.Context, l *ledger.Ledger, cmd Cancel) (events.Status, error) {
+	var status events.Status
 	_, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
@@ -36,7 +36,7 @@ func CancelJob(ctx context.Context, l *ledger.Ledger, cmd Cancel) (string, error
 	return status, nil
 }
 
-func (cmd Cancel) decide(j *Job) ([]ledger.NewEvent, string, error) {
+func (cmd Cancel) decide(j *Job) ([]ledger.NewEvent, events.Status, error) {
 	actor := cmd.Actor
 	if actor == "" {
 		actor = ByCLI

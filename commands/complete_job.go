@@ -20,26 +20,9 @@ import (
 // DefaultMaxStateBytes is the size limit of a plugin's state (spec §5.9).
 const DefaultMaxStateBytes = 1 << 20
 
-// Outcome kinds.
-const (
-	OutcomeOK            = "ok"
-	OutcomeError         = "error"
-	OutcomeProtocolError = "protocol_error"
-	OutcomeTimeout       = "timeout"
-	OutcomeCanceled      = "canceled"
-	OutcomeStateTooLarge = "state_too_large"
-	OutcomeBadState      = "bad_state_updates"
-	// OutcomeInterrupted: the daemon stopped the plugin to shut down. The
-	// job runs again at once, and the attempt does not count.
-	OutcomeInterrupted = "interrupted"
-	// OutcomeRefused: the ledger refused to record the attempt's outcome
-	// as the plugin gave it (see Complete.Refused). Not retryable.
-	OutcomeRefused = "refused"
-)
-
 // Outcome is how one attempt ended.
 type Outcome struct {
-	Kind            string
+	Kind            events.Outcome
 	Retryable       bool
 	Error           string
 	ExitCode        int
@@ -77,8 +60,8 @@ type Complete struct {
 
 // CompleteResult says where the job went.
 type CompleteResult struct {
-	Status      string          // succeeded, queued (a retry), dead or canceled
-	Kind        string          // the outcome kind recorded (may differ from the one given: state too large)
+	Status      events.Status   // succeeded, queued (a retry), dead or canceled
+	Kind        events.Outcome  // the outcome kind recorded (may differ from the one given: state too large)
 	Error       string          // the attempt's error as recorded (set by the decision when it rejects the state)
 	NextRetryAt time.Time       // for a retry
 	Children    []EnqueueResult // one per routed child, in order
@@ -109,7 +92,7 @@ func (cmd *Complete) Prepare() {
 		return
 	}
 	cmd.prepared = true
-	if cmd.Outcome.Kind != OutcomeOK || len(cmd.Children) == 0 {
+	if cmd.Outcome.Kind != events.OutcomeOK || len(cmd.Children) == 0 {
 		return // only a success routes its children
 	}
 	cmd.Children = slices.Clone(cmd.Children)
@@ -156,11 +139,11 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "complete an attempt"}
 	}
 	if j.Attempt != cmd.Attempt {
-		return nil, res, &TransitionError{JobID: j.JobID, Status: fmt.Sprintf("%s on attempt %d", j.Status, j.Attempt), Action: fmt.Sprintf("complete attempt %d", cmd.Attempt)}
+		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Attempt: j.Attempt, Action: fmt.Sprintf("complete attempt %d", cmd.Attempt)}
 	}
 	out := cmd.Outcome
 	var stateEvs []ledger.NewEvent
-	if out.Kind == OutcomeOK {
+	if out.Kind == events.OutcomeOK {
 		stateEvs, err = cmd.stateEvents(tx, j)
 		var se *stateError
 		switch {
@@ -179,7 +162,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	res.Kind, res.Error = out.Kind, out.Error
 	var evs []ledger.NewEvent
 	switch {
-	case out.Kind == OutcomeOK:
+	case out.Kind == events.OutcomeOK:
 		ended.Retryable = false
 		evs = append(evs, j.next(events.JobSucceeded, ended, "", "dispatcher"))
 		evs = append(evs, stateEvs...)
@@ -200,18 +183,18 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			evs = append(evs, childEvs...)
 			res.Children = append(res.Children, cres)
 		}
-	case out.Kind == OutcomeCanceled || j.Status == events.StatusCancelRequested:
+	case out.Kind == events.OutcomeCanceled || j.Status == events.StatusCancelRequested:
 		// Stopped by the cancel, or it failed while a cancel was pending:
 		// either way the cancel is what the job's end records.
 		reason := out.Error
-		if out.Kind != OutcomeCanceled {
+		if out.Kind != events.OutcomeCanceled {
 			evs = append(evs, j.next(failedType(out.Kind), ended, "", "dispatcher"))
 			reason = "canceled (its last attempt failed: " + out.Error + ")"
 		}
 		evs = append(evs, j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: reason}, "", "dispatcher"))
 		evs = append(evs, cmd.release(j, events.StatusCanceled)...)
 		res.Status = events.StatusCanceled
-	case out.Kind == OutcomeInterrupted:
+	case out.Kind == events.OutcomeInterrupted:
 		evs = append(evs, j.next(events.JobFailed, ended, "", "dispatcher"))
 		res.NextRetryAt = cmd.Now
 		evs = append(evs, j.next(events.JobRetryScheduled, events.RetryScheduled{
@@ -249,14 +232,14 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 // same outcome is refused again and again.
 func (cmd Complete) Refused(err error) Complete {
 	out := cmd.Outcome
-	what := out.Kind
+	what := string(out.Kind)
 	if out.Error != "" {
 		what += ": " + cutError(out.Error, 512)
 	}
 	return Complete{
 		JobID: cmd.JobID, Attempt: cmd.Attempt, MaxStateBytes: cmd.MaxStateBytes, Jitter: cmd.Jitter, Now: cmd.Now,
 		Outcome: Outcome{
-			Kind: OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration,
+			Kind: events.OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration,
 			Error: fmt.Sprintf("the ledger refused to record the attempt's outcome (%s): %v; it is recorded without the plugin's output", what, err),
 		},
 	}
@@ -300,8 +283,8 @@ func ContentRefused(err error) bool {
 }
 
 // failedType is the event recording a failed attempt of this kind.
-func failedType(kind string) string {
-	if kind == OutcomeTimeout {
+func failedType(kind events.Outcome) string {
+	if kind == events.OutcomeTimeout {
 		return events.JobTimedOut
 	}
 	return events.JobFailed
@@ -333,11 +316,11 @@ func (cmd Complete) backoff(j *Job) time.Duration {
 }
 
 // release frees the job's dedupe key once it is terminal.
-func (cmd Complete) release(j *Job, status string) []ledger.NewEvent {
+func (cmd Complete) release(j *Job, status events.Status) []ledger.NewEvent {
 	return releaseKey(j, status, cmd.Now, "dispatcher")
 }
 
-func releaseKey(j *Job, status string, now time.Time, actor string) []ledger.NewEvent {
+func releaseKey(j *Job, status events.Status, now time.Time, actor string) []ledger.NewEvent {
 	if j.DedupeKey == "" {
 		return nil
 	}
@@ -352,12 +335,15 @@ func releaseKey(j *Job, status string, now time.Time, actor string) []ledger.New
 
 // stateError is a problem with the state a plugin emitted: it fails the
 // attempt, unlike an error reading the ledger, which fails the command.
-type stateError struct{ kind, msg string }
+type stateError struct {
+	kind events.Outcome
+	msg  string
+}
 
 func (e *stateError) Error() string { return e.msg }
 
 func tooLarge(limit int) error {
-	return &stateError{kind: OutcomeStateTooLarge, msg: fmt.Sprintf("state update exceeds the %d byte limit", limit)}
+	return &stateError{kind: events.OutcomeStateTooLarge, msg: fmt.Sprintf("state update exceeds the %d byte limit", limit)}
 }
 
 // stateEvents turns the plugin's state_updates into facts (when a
@@ -369,7 +355,7 @@ func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(updates, &obj); err != nil {
-		return nil, &stateError{kind: OutcomeBadState, msg: fmt.Sprintf("state_updates must be a JSON object: %v", err)}
+		return nil, &stateError{kind: events.OutcomeBadState, msg: fmt.Sprintf("state_updates must be a JSON object: %v", err)}
 	}
 	limit := cmd.MaxStateBytes
 	if limit <= 0 {

@@ -58,14 +58,14 @@ func TestCompleteSucceededInOneAppend(t *testing.T) {
 	mark := b.mark(t)
 
 	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: "p1", Attempt: 1, Now: now,
-		Outcome: commands.Outcome{Kind: commands.OutcomeOK, Duration: 2 * time.Second, Stderr: "log line",
+		Outcome: commands.Outcome{Kind: events.OutcomeOK, Duration: 2 * time.Second, Stderr: "log line",
 			Response: raw(`{"status":"ok","state_updates":{"b":"new","c":[1]}}`), StateUpdates: raw(` {"b":"new","c":[1]} `)},
 		Children: []commands.Enqueue{child("notify"), child("store")},
 	})
 
 	require.NoError(t, err)
 	require.Equal(t, events.StatusSucceeded, res.Status)
-	require.Equal(t, commands.OutcomeOK, res.Kind)
+	require.Equal(t, events.OutcomeOK, res.Kind)
 	require.True(t, res.NextRetryAt.IsZero())
 	require.Len(t, res.Children, 2)
 	c1, c2 := res.Children[0].JobID, res.Children[1].JobID
@@ -320,18 +320,18 @@ func TestCompleteBadState(t *testing.T) {
 		prior    string
 		updates  string
 		facts    []commands.FactRule
-		kind     string
+		kind     events.Outcome
 		errorMsg string // exact, or a prefix when ending in "…"
 	}{
 		{name: "the merged state is over the limit", prior: `{"blob":"` + strings.Repeat("x", 80) + `"}`, updates: `{"more":"` + strings.Repeat("y", 10) + `"}`,
-			kind: commands.OutcomeStateTooLarge, errorMsg: "state update exceeds the …"},
+			kind: events.OutcomeStateTooLarge, errorMsg: "state update exceeds the …"},
 		{name: "a fact over the limit", updates: `{"blob":"` + strings.Repeat("x", 100) + `"}`, facts: []commands.FactRule{{FactType: "f", View: "mirror_object"}},
-			kind: commands.OutcomeStateTooLarge, errorMsg: "state update exceeds the …"},
-		{name: "an array", updates: `[1,2]`, kind: commands.OutcomeBadState,
+			kind: events.OutcomeStateTooLarge, errorMsg: "state update exceeds the …"},
+		{name: "an array", updates: `[1,2]`, kind: events.OutcomeBadState,
 			errorMsg: "state_updates must be a JSON object: json: cannot unmarshal array into Go value of type map[string]json.RawMessage"},
-		{name: "a string", updates: `"s"`, kind: commands.OutcomeBadState,
+		{name: "a string", updates: `"s"`, kind: events.OutcomeBadState,
 			errorMsg: "state_updates must be a JSON object: json: cannot unmarshal string into Go value of type map[string]json.RawMessage"},
-		{name: "an array with a fact rule", updates: `[1]`, facts: []commands.FactRule{{FactType: "f", View: "mirror_object"}}, kind: commands.OutcomeBadState,
+		{name: "an array with a fact rule", updates: `[1]`, facts: []commands.FactRule{{FactType: "f", View: "mirror_object"}}, kind: events.OutcomeBadState,
 			errorMsg: "state_updates must be a JSON object: json: cannot unmarshal array into Go value of type map[string]json.RawMessage"},
 	}
 	for _, tc := range tests {
@@ -401,7 +401,7 @@ func TestCompleteStateTooLargeOnTheLastAttempt(t *testing.T) {
 		Children: []commands.Enqueue{child("notify")}})
 	require.NoError(t, err)
 	require.Equal(t, events.StatusDead, res.Status)
-	require.Equal(t, commands.OutcomeStateTooLarge, res.Kind)
+	require.Equal(t, events.OutcomeStateTooLarge, res.Kind)
 	got := b.since(t, mark)
 	require.Len(t, got, 3, describe(got))
 	require.Equal(t, []string{events.JobFailed, events.JobDead, events.DedupeReleased}, []string{got[0].Type, got[1].Type, got[2].Type})
@@ -413,8 +413,8 @@ func TestCompleteDefaultStateLimit(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		size int
-		kind string
-	}{{commands.DefaultMaxStateBytes, commands.OutcomeOK}, {commands.DefaultMaxStateBytes + 1, commands.OutcomeStateTooLarge}} {
+		kind events.Outcome
+	}{{commands.DefaultMaxStateBytes, events.OutcomeOK}, {commands.DefaultMaxStateBytes + 1, events.OutcomeStateTooLarge}} {
 		t.Run(fmt.Sprint(tc.size), func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)

@@ -139,7 +139,7 @@ func TestDedupeLifecycle(t *testing.T) {
 	require.Equal(t, commands.EnqueueResult{Deduped: true, ExistingJobID: first.JobID}, dup)
 
 	_, err = commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: first.JobID, Attempt: 1, Now: now,
-		Outcome: commands.Outcome{Kind: commands.OutcomeError, Error: "bad config", ExitCode: 78}})
+		Outcome: commands.Outcome{Kind: events.OutcomeError, Error: "bad config", ExitCode: 78}})
 	require.NoError(t, err)
 	second, err := commands.EnqueueJob(b.ctx, b.l, enqueue(withTTL))
 	require.NoError(t, err)

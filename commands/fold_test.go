@@ -21,7 +21,7 @@ func TestFoldJob(t *testing.T) {
 	tests := []struct {
 		name        string
 		given       *jobStream
-		status      string
+		status      events.Status
 		attempt     int
 		lastError   string
 		nextRetryAt time.Time

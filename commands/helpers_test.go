@@ -185,7 +185,7 @@ func (s *jobStream) add(typ string, data any) *jobStream {
 	return s
 }
 
-func (s *jobStream) release(status string) *jobStream {
+func (s *jobStream) release(status events.Status) *jobStream {
 	if s.enq.DedupeKey != "" {
 		s.evs = append(s.evs, ledger.NewEvent{Stream: s.dedupeStream(), ExpectedVersion: ledger.AnyVersion,
 			Type: events.DedupeReleased, Data: events.DedupeReleasedData{JobID: s.enq.JobID, Status: status, CompletedAt: s.completedAt}})
@@ -204,7 +204,7 @@ func (s *jobStream) started(attempt int) *jobStream {
 }
 
 func (s *jobStream) failed(attempt int, msg string) *jobStream {
-	return s.add(events.JobFailed, events.AttemptEnded{Attempt: attempt, Error: msg, Kind: commands.OutcomeError, Retryable: true, ExitCode: 1})
+	return s.add(events.JobFailed, events.AttemptEnded{Attempt: attempt, Error: msg, Kind: events.OutcomeError, Retryable: true, ExitCode: 1})
 }
 
 func (s *jobStream) retry(attempt int, nextRetryAt string) *jobStream {
@@ -212,7 +212,7 @@ func (s *jobStream) retry(attempt int, nextRetryAt string) *jobStream {
 }
 
 func (s *jobStream) succeeded(attempt int) *jobStream {
-	s.add(events.JobSucceeded, events.AttemptEnded{Attempt: attempt, Kind: commands.OutcomeOK})
+	s.add(events.JobSucceeded, events.AttemptEnded{Attempt: attempt, Kind: events.OutcomeOK})
 	return s.release(events.StatusSucceeded)
 }
 

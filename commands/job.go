@@ -22,14 +22,19 @@ var (
 	ErrInvalidCommand = errors.New("invalid command")
 )
 
-// TransitionError says what was attempted on a job in which state.
+// TransitionError says what was attempted on a job in which state (and,
+// when it matters, on which attempt).
 type TransitionError struct {
-	JobID  string
-	Status string
-	Action string
+	JobID   string
+	Status  events.Status
+	Attempt int // 0: not part of the refusal
+	Action  string
 }
 
 func (e *TransitionError) Error() string {
+	if e.Attempt > 0 {
+		return fmt.Sprintf("job %s is %s on attempt %d: cannot %s", e.JobID, e.Status, e.Attempt, e.Action)
+	}
 	return fmt.Sprintf("job %s is %s: cannot %s", e.JobID, e.Status, e.Action)
 }
 
@@ -40,7 +45,7 @@ type Job struct {
 	events.Enqueued
 	Version     int64  // the stream's version, for the next append
 	Correlation string // the root job of its tree (meta.correlation_id)
-	Status      string
+	Status      events.Status
 	Attempt     int
 	LastError   string
 	NextRetryAt time.Time // zero unless waiting for a retry
@@ -48,7 +53,7 @@ type Job struct {
 }
 
 // Terminal reports whether the job can no longer change.
-func (j *Job) Terminal() bool { return events.Terminal(j.Status) }
+func (j *Job) Terminal() bool { return j.Status.Terminal() }
 
 // FoldJob rebuilds a job from its events, oldest first.
 func FoldJob(evs []ledger.Event) (*Job, error) {

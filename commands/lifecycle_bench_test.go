@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 )
@@ -84,7 +85,7 @@ func BenchmarkJobLifecycle(b *testing.B) {
 					return
 				}
 				_, err = commands.CompleteJob(ctx, l, commands.Complete{JobID: id, Attempt: st.Attempt, Now: time.Now(),
-					Outcome: commands.Outcome{Kind: commands.OutcomeOK, Duration: time.Millisecond, Response: json.RawMessage(`{"status":"ok","result":"ok"}`)}})
+					Outcome: commands.Outcome{Kind: events.OutcomeOK, Duration: time.Millisecond, Response: json.RawMessage(`{"status":"ok","result":"ok"}`)}})
 				if err != nil {
 					fail(err)
 					return

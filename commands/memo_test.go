@@ -82,7 +82,7 @@ func TestMemoizedJobIsTheFoldedJob(t *testing.T) {
 			require.Equal(t, folded, st.Job, "the started job is not the folded job")
 
 			_, err = commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: res.JobID, Attempt: 1, Now: now,
-				Outcome: commands.Outcome{Kind: commands.OutcomeOK, Response: raw(`{"status":"ok"}`)}})
+				Outcome: commands.Outcome{Kind: events.OutcomeOK, Response: raw(`{"status":"ok"}`)}})
 			require.NoError(t, err)
 			// Its memo is not returned: stale once the stream moved on, whether
 			// or not the completion forgot it (Forget, which frees the table's
@@ -103,7 +103,7 @@ func TestCompleteUsesTheMemoOnlyWhileCurrent(t *testing.T) {
 	b := setup(t)
 	b.given(t, job("k1").events()...)
 	b.given(t, job("k2").events()...)
-	ok := commands.Outcome{Kind: commands.OutcomeOK, Response: raw(`{"status":"ok"}`)}
+	ok := commands.Outcome{Kind: events.OutcomeOK, Response: raw(`{"status":"ok"}`)}
 
 	st, err := commands.StartJob(b.ctx, b.l, commands.Start{JobID: "k1", Timeout: time.Minute, Now: now})
 	require.NoError(t, err)
@@ -127,7 +127,7 @@ func TestCompleteUsesTheMemoOnlyWhileCurrent(t *testing.T) {
 	require.NoError(t, err)
 	b.given(t, ledger.NewEvent{Stream: events.JobStream("k2"), ExpectedVersion: st.Version, Type: events.JobCancelRequested,
 		Data: events.Canceled{Attempt: 1, Reason: "stop"}, Meta: ledger.Meta{CorrelationID: "k2"}})
-	failed := commands.Outcome{Kind: commands.OutcomeError, Retryable: true, Error: "boom"}
+	failed := commands.Outcome{Kind: events.OutcomeError, Retryable: true, Error: "boom"}
 	res, err = commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: "k2", Attempt: 1, Now: now, Outcome: failed})
 	require.NoError(t, err)
 	require.Equal(t, events.StatusCanceled, res.Status, "the stale memo was used")

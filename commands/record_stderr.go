@@ -46,7 +46,7 @@ func SubmitStderr(ctx context.Context, l *ledger.Ledger, cmd RecordStderr) func(
 
 func (cmd RecordStderr) decide(j *Job) ([]ledger.NewEvent, error) {
 	if (j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested) || j.Attempt != cmd.Attempt {
-		return nil, &TransitionError{JobID: j.JobID, Status: fmt.Sprintf("%s on attempt %d", j.Status, j.Attempt), Action: fmt.Sprintf("record stderr of attempt %d", cmd.Attempt)}
+		return nil, &TransitionError{JobID: j.JobID, Status: j.Status, Attempt: j.Attempt, Action: fmt.Sprintf("record stderr of attempt %d", cmd.Attempt)}
 	}
 	if len(cmd.Lines) == 0 && !cmd.Truncated {
 		return nil, nil

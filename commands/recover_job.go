@@ -20,10 +20,10 @@ type Recover struct {
 
 // RecoverResult says what became of an orphan.
 type RecoverResult struct {
-	Recovered   bool   `json:"recovered"` // false: the job was not running
-	Status      string `json:"status"`
-	Attempt     int    `json:"attempt"`
-	NextAttempt int    `json:"next_attempt"`
+	Recovered   bool          `json:"recovered"` // false: the job was not running
+	Status      events.Status `json:"status"`
+	Attempt     int           `json:"attempt"`
+	NextAttempt int           `json:"next_attempt"`
 }
 
 // RecoverJob recovers one orphan.

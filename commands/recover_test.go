@@ -20,7 +20,7 @@ func TestRecoverJob(t *testing.T) {
 		result commands.RecoverResult
 		want   []want
 		// folded afterwards
-		status  string
+		status  events.Status
 		attempt int
 	}{
 		{name: "running attempt 1 of 4: requeued for attempt 2", given: keyed("job-1").started(1),

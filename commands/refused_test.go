@@ -31,7 +31,7 @@ func TestRefusedCompletionEndsTheJobWithoutTheOutput(t *testing.T) {
 	res, err := commands.CompleteJob(b.ctx, b.l, cmd.Refused(refusal))
 	require.NoError(t, err)
 	require.Equal(t, events.StatusDead, res.Status)
-	require.Equal(t, commands.OutcomeRefused, res.Kind)
+	require.Equal(t, events.OutcomeRefused, res.Kind)
 	reason := "the ledger refused to record the attempt's outcome (ok): append event 0 (job/j1 job.succeeded): CHECK constraint failed: json_valid(data); it is recorded without the plugin's output"
 	require.Equal(t, reason, res.Error)
 	requireEvents(t, []want{

@@ -99,7 +99,7 @@ func TestRegressionInterruptedLastAttemptIsRequeued(t *testing.T) {
 	b := setup(t)
 	b.given(t, job(jobID, withMaxAttempts(1)).started(1).events()...)
 	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: jobID, Attempt: 1, Now: now,
-		Outcome: commands.Outcome{Kind: commands.OutcomeInterrupted, Retryable: true, Error: "the daemon is shutting down"}})
+		Outcome: commands.Outcome{Kind: events.OutcomeInterrupted, Retryable: true, Error: "the daemon is shutting down"}})
 	require.NoError(t, err)
 	require.Equal(t, events.StatusQueued, res.Status)
 	require.Equal(t, now, res.NextRetryAt)

@@ -66,10 +66,10 @@ func recoverJob(b *testBundle) error {
 }
 
 var (
-	outOK       = commands.Outcome{Kind: commands.OutcomeOK, Duration: 2 * time.Second}
-	outFailed   = commands.Outcome{Kind: commands.OutcomeError, Retryable: true, Error: "boom", ExitCode: 1, Duration: 1500 * time.Millisecond}
-	outTimeout  = commands.Outcome{Kind: commands.OutcomeTimeout, Retryable: true, Error: "timed out", ExitCode: -1, Duration: time.Minute}
-	outCanceled = commands.Outcome{Kind: commands.OutcomeCanceled, Error: "canceled by cli"}
+	outOK       = commands.Outcome{Kind: events.OutcomeOK, Duration: 2 * time.Second}
+	outFailed   = commands.Outcome{Kind: events.OutcomeError, Retryable: true, Error: "boom", ExitCode: 1, Duration: 1500 * time.Millisecond}
+	outTimeout  = commands.Outcome{Kind: events.OutcomeTimeout, Retryable: true, Error: "timed out", ExitCode: -1, Duration: time.Minute}
+	outCanceled = commands.Outcome{Kind: events.OutcomeCanceled, Error: "canceled by cli"}
 )
 
 // Expected event data, as JSON.
@@ -98,10 +98,10 @@ func TestStateMachine(t *testing.T) {
 		name    string
 		when    when
 		want    []want
-		err     error  // errors.Is
-		msg     string // the exact error text
-		status  string // folded status afterwards
-		attempt int    // folded attempt afterwards
+		err     error         // errors.Is
+		msg     string        // the exact error text
+		status  events.Status // folded status afterwards
+		attempt int           // folded attempt afterwards
 	}
 	rows := []row{
 		// queued
@@ -174,17 +174,17 @@ func TestStateMachine(t *testing.T) {
 			status: events.StatusCanceled, attempt: 1},
 	}
 	// Terminal states: every command but recover errors; recover does nothing.
-	for _, st := range []string{events.StatusSucceeded, events.StatusDead, events.StatusCanceled} {
+	for _, st := range []events.Status{events.StatusSucceeded, events.StatusDead, events.StatusCanceled} {
 		transition := func(cmd, action string) string {
 			return fmt.Sprintf("%s job: job job-1 is %s: cannot %s", cmd, st, action)
 		}
 		rows = append(rows,
-			row{given: st, name: "start", when: start(now.Add(time.Hour)), err: commands.ErrInvalidTransition, msg: transition("start", "start"), status: st, attempt: 1},
-			row{given: st, name: "complete ok", when: complete(1, outOK), err: commands.ErrInvalidTransition, msg: transition("complete", "complete an attempt"), status: st, attempt: 1},
-			row{given: st, name: "complete failed", when: complete(1, outFailed), err: commands.ErrInvalidTransition, msg: transition("complete", "complete an attempt"), status: st, attempt: 1},
-			row{given: st, name: "complete canceled", when: complete(1, outCanceled), err: commands.ErrInvalidTransition, msg: transition("complete", "complete an attempt"), status: st, attempt: 1},
-			row{given: st, name: "cancel", when: cancel, err: commands.ErrInvalidTransition, msg: transition("cancel", "cancel"), status: st, attempt: 1},
-			row{given: st, name: "recover", when: recoverJob, status: st, attempt: 1},
+			row{given: string(st), name: "start", when: start(now.Add(time.Hour)), err: commands.ErrInvalidTransition, msg: transition("start", "start"), status: st, attempt: 1},
+			row{given: string(st), name: "complete ok", when: complete(1, outOK), err: commands.ErrInvalidTransition, msg: transition("complete", "complete an attempt"), status: st, attempt: 1},
+			row{given: string(st), name: "complete failed", when: complete(1, outFailed), err: commands.ErrInvalidTransition, msg: transition("complete", "complete an attempt"), status: st, attempt: 1},
+			row{given: string(st), name: "complete canceled", when: complete(1, outCanceled), err: commands.ErrInvalidTransition, msg: transition("complete", "complete an attempt"), status: st, attempt: 1},
+			row{given: string(st), name: "cancel", when: cancel, err: commands.ErrInvalidTransition, msg: transition("cancel", "cancel"), status: st, attempt: 1},
+			row{given: string(st), name: "recover", when: recoverJob, status: st, attempt: 1},
 		)
 	}
 
@@ -281,7 +281,7 @@ func TestBackoff(t *testing.T) {
 	mark := b.mark(t)
 	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: jobID, Attempt: 4, Outcome: outFailed, Jitter: jitter, Now: clock})
 	require.NoError(t, err)
-	require.Equal(t, commands.CompleteResult{Status: events.StatusDead, Kind: commands.OutcomeError, Error: "boom", Seqs: []int64{mark + 1, mark + 2, mark + 3}}, res)
+	require.Equal(t, commands.CompleteResult{Status: events.StatusDead, Kind: events.OutcomeError, Error: "boom", Seqs: []int64{mark + 1, mark + 2, mark + 3}}, res)
 	requireEvents(t, []want{
 		jobEv(12, events.JobFailed, `{"attempt":4,"error":"boom","kind":"error","retryable":true,"exit_code":1,"duration_ms":1500}`),
 		jobEv(13, events.JobDead, `{"attempt":4,"reason":"attempt 4 of 4 failed: boom"}`),
@@ -322,7 +322,7 @@ func TestNotRetryable(t *testing.T) {
 
 	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: jobID, Attempt: 1, Now: now,
 		Jitter:  func(time.Duration) time.Duration { panic("no backoff for a job that is not retried") },
-		Outcome: commands.Outcome{Kind: commands.OutcomeError, Retryable: false, Error: "bad config", ExitCode: 78, Stderr: "missing token"}})
+		Outcome: commands.Outcome{Kind: events.OutcomeError, Retryable: false, Error: "bad config", ExitCode: 78, Stderr: "missing token"}})
 
 	require.NoError(t, err)
 	require.Equal(t, events.StatusDead, res.Status)

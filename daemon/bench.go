@@ -305,7 +305,7 @@ func spawnRuns(ctx context.Context, p *pluginhost.Plugin, n, workers int) error 
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
 				r := pluginhost.Run(ctx, p, pluginhost.Request{Protocol: pluginhost.ProtocolVersion, JobID: "bench", Command: "poll"}, pluginhost.RunOptions{Timeout: time.Minute})
-				if r.Kind != pluginhost.KindOK {
+				if r.Kind != events.OutcomeOK {
 					failed.Store(r.Err)
 					return
 				}

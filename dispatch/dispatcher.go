@@ -815,13 +815,13 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 		return startErr
 	}
 	d.startRecorded()
-	outcome := commands.Outcome{Kind: commands.OutcomeError, Error: problem}
+	outcome := commands.Outcome{Kind: events.OutcomeError, Error: problem}
 	if problem == "" {
 		outcome = d.outcome(ctx, res, log)
 	}
 	job := st.Job
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: d.opts.Now()}
-	if outcome.Kind == commands.OutcomeOK {
+	if outcome.Kind == events.OutcomeOK {
 		d.addRoutingAndFacts(&complete, job, res, log)
 		complete.Prepare() // the children's JSON work, before the next start is queued
 	}
@@ -839,7 +839,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, claim func() (comman
 		return nil
 	}
 	settle = cres.Seqs[len(cres.Seqs)-1]
-	ended = events.Terminal(cres.Status)
+	ended = cres.Status.Terminal()
 	d.logOutcome(log, job, outcome, cres, complete.Children)
 	return nil
 }
@@ -880,7 +880,7 @@ func (d *Dispatcher) complete(cmd commands.Complete, first func() (commands.Comp
 		case errors.Is(err, ledger.ErrClosed):
 			log.Error("the job's outcome was not recorded: the ledger is closed; recovery will run it again", "err", err)
 			return res, false
-		case commands.ContentRefused(err) && cmd.Outcome.Kind != commands.OutcomeRefused:
+		case commands.ContentRefused(err) && cmd.Outcome.Kind != events.OutcomeRefused:
 			log.Error("the ledger refused the job's outcome; recording the attempt as failed without the plugin's output", "err", err)
 			cmd = cmd.Refused(err)
 			continue
@@ -936,7 +936,7 @@ func (d *Dispatcher) pluginConfig(plugin string) (json.RawMessage, error) {
 // plugin wrote to stderr and its logs.
 func (d *Dispatcher) outcome(ctx context.Context, res pluginhost.Result, log *slog.Logger) commands.Outcome {
 	out := commands.Outcome{
-		Kind: string(res.Kind), Retryable: res.Retryable, Error: res.Err, ExitCode: res.ExitCode,
+		Kind: res.Kind, Retryable: res.Retryable, Error: res.Err, ExitCode: res.ExitCode,
 		Duration: res.Duration, Stderr: string(res.Stderr), StderrTruncated: res.StderrTruncated,
 	}
 	if res.Response != nil {
@@ -946,11 +946,11 @@ func (d *Dispatcher) outcome(ctx context.Context, res pluginhost.Result, log *sl
 	} else if len(res.Stdout) > 0 {
 		out.Stdout = string(res.Stdout)
 	}
-	if res.Kind == pluginhost.KindCanceled {
+	if res.Kind == events.OutcomeCanceled {
 		if errors.Is(context.Cause(ctx), errShutdown) {
-			out.Kind, out.Retryable, out.Error = commands.OutcomeInterrupted, true, errShutdown.Error()
+			out.Kind, out.Retryable, out.Error = events.OutcomeInterrupted, true, errShutdown.Error()
 		} else {
-			out.Kind, out.Error = commands.OutcomeCanceled, cancelCause(ctx).Error()
+			out.Kind, out.Error = events.OutcomeCanceled, cancelCause(ctx).Error()
 		}
 	}
 	if len(res.Stderr) > 0 {

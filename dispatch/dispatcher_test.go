@@ -21,6 +21,7 @@ import (
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/dispatch"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/queries"
 )
@@ -289,7 +290,7 @@ func TestCancelStopsARunningJob(t *testing.T) {
 	b.waitFor(map[string]string{id: "running"})
 	status, err := commands.CancelJob(b.ctx, b.d.Ledger, commands.Cancel{JobID: id, Reason: "test", Now: time.Now()})
 	require.NoError(t, err)
-	require.Equal(t, "cancel_requested", status)
+	require.Equal(t, events.StatusCancelRequested, status)
 	b.waitFor(map[string]string{id: "canceled"})
 }
 
@@ -308,7 +309,7 @@ func TestStopInterruptsJobsAfterTheDrainTimeout(t *testing.T) {
 	require.NoError(t, err)
 	j, err := commands.FoldJob(evs)
 	require.NoError(t, err)
-	require.Equal(t, "queued", j.Status, "an interrupted attempt is retried later")
+	require.Equal(t, events.StatusQueued, j.Status, "an interrupted attempt is retried later")
 	require.Equal(t, 2, j.Attempt)
 	require.Equal(t, "job.retry_scheduled", evs[len(evs)-1].Type)
 	var failed struct{ Kind string }

@@ -68,37 +68,74 @@ const (
 	DedupeReleased = "dedupe.released"
 )
 
-// Job statuses, as job_queue shows them.
+// Status is where a job is in its life (spec §3.3), as job_queue shows it.
+type Status string
+
+// Job statuses.
 const (
-	StatusQueued          = "queued"
-	StatusRunning         = "running"
-	StatusSucceeded       = "succeeded"
-	StatusDead            = "dead"
-	StatusCanceled        = "canceled"
-	StatusCancelRequested = "cancel_requested"
+	StatusQueued          Status = "queued"
+	StatusRunning         Status = "running"
+	StatusSucceeded       Status = "succeeded"
+	StatusDead            Status = "dead"
+	StatusCanceled        Status = "canceled"
+	StatusCancelRequested Status = "cancel_requested"
 )
 
 // JobStatuses returns every job status, in the order of a job's life.
-func JobStatuses() []string {
-	return []string{StatusQueued, StatusRunning, StatusCancelRequested, StatusSucceeded, StatusDead, StatusCanceled}
+func JobStatuses() []Status {
+	return []Status{StatusQueued, StatusRunning, StatusCancelRequested, StatusSucceeded, StatusDead, StatusCanceled}
 }
 
 // Terminal reports whether a job with this status is done for good.
-func Terminal(status string) bool {
-	switch status {
+func (s Status) Terminal() bool {
+	switch s {
 	case StatusSucceeded, StatusDead, StatusCanceled:
 		return true
 	}
 	return false
 }
 
-// Outcomes of one attempt, as job_log shows them. An attempt a cancel
-// stopped shows canceled, set by the CancelJobLog query.
+// Outcome is how one run of a plugin, and so one attempt of a job, ended:
+// what the runner classifies and what the attempt's event records.
+type Outcome string
+
+// Outcomes.
 const (
-	AttemptSucceeded = "succeeded"
-	AttemptFailed    = "failed"
-	AttemptTimedOut  = "timed_out"
-	AttemptRecovered = "recovered" // the daemon died while it ran
+	// OutcomeOK: exit 0 and a valid response with status "ok".
+	OutcomeOK Outcome = "ok"
+	// OutcomeError: status "error", a non-zero exit, a death by a signal
+	// the runner did not send, or a failure to start.
+	OutcomeError Outcome = "error"
+	// OutcomeProtocolError: exit 0 but stdout is not one valid response
+	// object (empty, not JSON, bad envelope), or stdout went over the cap.
+	OutcomeProtocolError Outcome = "protocol_error"
+	// OutcomeTimeout: the timeout expired and the runner stopped the plugin.
+	OutcomeTimeout Outcome = "timeout"
+	// OutcomeCanceled: a cancel stopped the plugin.
+	OutcomeCanceled Outcome = "canceled"
+	// OutcomeStateTooLarge: the plugin's state would exceed its size limit.
+	OutcomeStateTooLarge Outcome = "state_too_large"
+	// OutcomeBadState: the plugin's state_updates are not a JSON object.
+	OutcomeBadState Outcome = "bad_state_updates"
+	// OutcomeInterrupted: the daemon stopped the plugin to shut down. The
+	// job runs again at once, and the attempt does not count.
+	OutcomeInterrupted Outcome = "interrupted"
+	// OutcomeRefused: the ledger refused to record the attempt's outcome as
+	// the plugin gave it (a depth or encoding it cannot store). Not
+	// retryable.
+	OutcomeRefused Outcome = "refused"
+)
+
+// AttemptStatus is how one attempt ended, as job_log shows it. An attempt
+// a cancel stopped shows canceled, set by the CancelJobLog query.
+type AttemptStatus string
+
+// Attempt statuses.
+const (
+	AttemptSucceeded AttemptStatus = "succeeded"
+	AttemptFailed    AttemptStatus = "failed"
+	AttemptTimedOut  AttemptStatus = "timed_out"
+	AttemptRecovered AttemptStatus = "recovered" // the daemon died while it ran
 )
 
 // Enqueued is the data of job.enqueued: everything about the job that does
@@ -133,7 +170,7 @@ type Started struct {
 type AttemptEnded struct {
 	Attempt         int             `json:"attempt"`
 	Error           string          `json:"error,omitempty"`
-	Kind            string          `json:"kind,omitempty"` // error | protocol_error | timeout | state_too_large …
+	Kind            Outcome         `json:"kind,omitempty"` // error | protocol_error | timeout | state_too_large …
 	Retryable       bool            `json:"retryable"`
 	ExitCode        int             `json:"exit_code"`
 	DurationMS      int64           `json:"duration_ms"`
@@ -230,7 +267,7 @@ type DedupeReservedData struct {
 // terminal state (succeeded, dead or canceled).
 type DedupeReleasedData struct {
 	JobID       string `json:"job_id"`
-	Status      string `json:"status"`
+	Status      Status `json:"status"`
 	CompletedAt string `json:"completed_at"`
 }
 

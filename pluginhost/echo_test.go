@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pluginhost"
 )
 
@@ -38,7 +39,7 @@ func TestEchoOK(t *testing.T) {
 		t.Run(cmd, func(t *testing.T) {
 			t.Parallel()
 			res := runEcho(t, pluginhost.Request{JobID: "j", Command: cmd}, pluginhost.RunOptions{})
-			require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+			require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 			require.Equal(t, "echo "+cmd, res.Response.Result)
 			require.Len(t, res.Response.Events, 1)
 			require.Equal(t, "echo."+cmd, res.Response.Events[0].Type)
@@ -60,7 +61,7 @@ func TestEchoHandleCarriesPayloadAndCountsRuns(t *testing.T) {
 		Event:   json.RawMessage(`{"type":"upstream.done","payload":` + payload + `,"dedupe_key":"k"}`),
 	}, pluginhost.RunOptions{})
 
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.Equal(t, "echo handle", res.Response.Result)
 	require.Equal(t, "echo.handle", res.Response.Events[0].Type)
 	require.JSONEq(t, payload, string(res.Response.Events[0].Payload))
@@ -71,16 +72,16 @@ func TestEchoModes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		mode      string
-		kind      pluginhost.Kind
+		kind      events.Outcome
 		retryable bool
 		exit      int
 		err       string
 	}{
-		{mode: "error", kind: pluginhost.KindError, retryable: true, exit: 0, err: "failing on purpose"},
-		{mode: "protocol_error", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: "not a JSON object"},
-		{mode: "crash", kind: pluginhost.KindError, retryable: true, exit: 3, err: "exit 3: echo: crashing on purpose"},
-		{mode: "hang", kind: pluginhost.KindTimeout, retryable: true, exit: -1, err: "timed out after 500ms"},
-		{mode: "bogus", kind: pluginhost.KindError, retryable: false, exit: 0, err: "unknown mode"},
+		{mode: "error", kind: events.OutcomeError, retryable: true, exit: 0, err: "failing on purpose"},
+		{mode: "protocol_error", kind: events.OutcomeProtocolError, retryable: true, exit: 0, err: "not a JSON object"},
+		{mode: "crash", kind: events.OutcomeError, retryable: true, exit: 3, err: "exit 3: echo: crashing on purpose"},
+		{mode: "hang", kind: events.OutcomeTimeout, retryable: true, exit: -1, err: "timed out after 500ms"},
+		{mode: "bogus", kind: events.OutcomeError, retryable: false, exit: 0, err: "unknown mode"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
@@ -109,11 +110,11 @@ func TestEchoModes(t *testing.T) {
 func TestEchoRejectsUnknownCommandAndProtocol(t *testing.T) {
 	t.Parallel()
 	res := runEcho(t, pluginhost.Request{JobID: "j", Command: "sync"}, pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindError, res.Kind)
+	require.Equal(t, events.OutcomeError, res.Kind)
 	require.False(t, res.Retryable)
 
 	res = runEcho(t, pluginhost.Request{Protocol: 1, JobID: "j", Command: "poll"}, pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindError, res.Kind)
+	require.Equal(t, events.OutcomeError, res.Kind)
 	require.Equal(t, pluginhost.ExitConfig, res.ExitCode)
 	require.False(t, res.Retryable)
 	require.Contains(t, res.Err, "unsupported protocol 1")

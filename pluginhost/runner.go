@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 )
 
 // Runner limits and defaults (spec §5.6).
@@ -75,33 +76,16 @@ func (o RunOptions) withDefaults(command string) RunOptions {
 	return o
 }
 
-// Kind classifies how a run ended.
-type Kind string
-
-// Run outcomes.
-const (
-	// KindOK: exit 0 and a valid response with status "ok".
-	KindOK Kind = "ok"
-	// KindError: status "error", a non-zero exit, a death by a signal the
-	// runner did not send, or a failure to start.
-	KindError Kind = "error"
-	// KindProtocolError: exit 0 but stdout is not one valid response object
-	// (empty, not JSON, bad envelope), or stdout went over the cap.
-	KindProtocolError Kind = "protocol_error"
-	// KindTimeout: the timeout expired and the runner terminated the group.
-	KindTimeout Kind = "timeout"
-	// KindCanceled: the context ended and the runner terminated the group.
-	KindCanceled Kind = "canceled"
-)
-
 // Result is what one run produced. Stdout and Stderr are the captured
 // (capped) bytes, kept for the job log whatever the outcome.
 type Result struct {
-	Kind Kind
+	// Kind is how the run ended: ok, error, protocol_error, timeout or
+	// canceled.
+	Kind events.Outcome
 	// Retryable reports whether a failed run may be retried: false after
 	// exit 78 (EX_CONFIG), "retry": false, a cancellation, or a request the
 	// runner could not encode; true for every other failure (timeouts and
-	// protocol errors included). Always false for KindOK.
+	// protocol errors included). Always false for events.OutcomeOK.
 	Retryable bool
 	// Err is a human message for any Kind but ok.
 	Err string
@@ -116,7 +100,10 @@ type Result struct {
 	StdoutTruncated bool
 	Stderr          []byte
 	StderrTruncated bool
-	// Response is the parsed response, set for KindOK and KindError when
+	// NotStarted reports a RunPrepared whose prepare failed: the process
+	// got no request and was killed before it could act.
+	NotStarted bool
+	// Response is the parsed response, set for events.OutcomeOK and events.OutcomeError when
 	// stdout held a valid envelope; nil otherwise.
 	Response *Response
 }
@@ -136,21 +123,18 @@ func Run(ctx context.Context, p *Plugin, req Request, opts RunOptions) Result {
 	opts = opts.withDefaults(req.Command)
 	payload, err := encodeRequest(req, opts.Timeout)
 	if err != nil {
-		return Result{Kind: KindError, ExitCode: -1, Err: err.Error()}
+		return Result{Kind: events.OutcomeError, ExitCode: -1, Err: err.Error()}
 	}
 	return run(ctx, p, req.Command, func() ([]byte, error) { return payload, nil }, opts)
 }
-
-// NotStartedError is the Err prefix of a RunPrepared whose prepare failed.
-const NotStartedError = "not started: "
 
 // RunPrepared is Run for a request only known once the work is claimed: it
 // starts the plugin's process, then calls prepare and writes the request
 // prepare returns. A caller that submits its claim before calling (as the
 // dispatcher submits a job's start) has it recorded while the process
 // spawns. If prepare fails, the process group is killed before it has
-// received anything, and the result is KindCanceled with Err starting with
-// NotStartedError. If the process cannot be started, prepare is not called
+// received anything, and the result is events.OutcomeCanceled with NotStarted
+// set. If the process cannot be started, prepare is not called
 // (the result says why). The timeout counts from the moment the request is
 // written.
 func RunPrepared(ctx context.Context, p *Plugin, command string, prepare func() (Request, error), opts RunOptions) Result {
@@ -187,7 +171,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 	}
 
 	if err := ctx.Err(); err != nil {
-		res.Kind, res.Err = KindCanceled, "canceled before start: "+err.Error()
+		res.Kind, res.Err = events.OutcomeCanceled, "canceled before start: "+err.Error()
 		return finish()
 	}
 	if p.Step != nil {
@@ -196,7 +180,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 	}
 	pr, err := startProcess(p, opts.OnStderr)
 	if err != nil {
-		res.Kind, res.Err, res.Retryable = KindError, err.Error(), true
+		res.Kind, res.Err, res.Retryable = events.OutcomeError, err.Error(), true
 		return finish()
 	}
 	res.PID = pr.pid
@@ -209,7 +193,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		pr.send(nil)
 		<-pr.exited
 		pr.finish(opts.WaitDelay)
-		res.Kind, res.Err = KindCanceled, NotStartedError+err.Error()
+		res.Kind, res.Err, res.NotStarted = events.OutcomeCanceled, "not started: "+err.Error(), true
 		return finish()
 	}
 	pr.send(append(request, '\n'))
@@ -226,7 +210,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		res.ExitCode = state.ExitCode()
 	}
 	classify(&res, state, reason, escalated, opts)
-	if res.Kind == KindError && res.Response == nil {
+	if res.Kind == events.OutcomeError && res.Response == nil {
 		res.Err += exitHint(p.Entrypoint, res.ExitCode)
 	}
 	if !drained && res.Err != "" {
@@ -242,12 +226,12 @@ func runStep(ctx context.Context, step Step, payload func() ([]byte, error)) Res
 	res := Result{ExitCode: -1}
 	request, err := payload()
 	if err != nil {
-		res.Kind, res.Err = KindCanceled, NotStartedError+err.Error()
+		res.Kind, res.Err, res.NotStarted = events.OutcomeCanceled, "not started: "+err.Error(), true
 		return res
 	}
 	stdout, err := step(ctx, request)
 	if err != nil {
-		res.Kind, res.Err, res.Retryable = KindError, err.Error(), true
+		res.Kind, res.Err, res.Retryable = events.OutcomeError, err.Error(), true
 		return res
 	}
 	res.ExitCode, res.Stdout = 0, stdout
@@ -403,7 +387,7 @@ func waitExitedBlocking(pid int) {
 // supervise waits for the leader to exit, enforcing the timeout, ctx and the
 // stdout cap. It returns why the runner terminated the group (timeout or
 // canceled; "" if it did not) and whether SIGKILL had to follow SIGTERM.
-func (pr *process) supervise(ctx context.Context, opts RunOptions) (reason Kind, escalated bool) {
+func (pr *process) supervise(ctx context.Context, opts RunOptions) (reason events.Outcome, escalated bool) {
 	timeout := time.NewTimer(opts.Timeout)
 	defer timeout.Stop()
 	var grace *time.Timer
@@ -414,7 +398,7 @@ func (pr *process) supervise(ctx context.Context, opts RunOptions) (reason Kind,
 		}
 	}()
 
-	terminate := func(k Kind) {
+	terminate := func(k events.Outcome) {
 		select {
 		case <-pr.exited:
 			return // already done: the outcome is the plugin's
@@ -435,10 +419,10 @@ func (pr *process) supervise(ctx context.Context, opts RunOptions) (reason Kind,
 		case <-pr.exited:
 			return reason, escalated
 		case <-timeout.C:
-			terminate(KindTimeout)
+			terminate(events.OutcomeTimeout)
 		case <-done:
 			done = nil
-			terminate(KindCanceled)
+			terminate(events.OutcomeCanceled)
 		case <-overflow:
 			overflow = nil
 			pr.signal(syscall.SIGKILL)
@@ -540,17 +524,17 @@ func (c *capture) drain(r io.Reader, wg *sync.WaitGroup) {
 	}
 }
 
-func classify(res *Result, state *os.ProcessState, reason Kind, escalated bool, opts RunOptions) {
+func classify(res *Result, state *os.ProcessState, reason events.Outcome, escalated bool, opts RunOptions) {
 	switch reason {
-	case KindTimeout:
-		res.Kind, res.Retryable = KindTimeout, true
+	case events.OutcomeTimeout:
+		res.Kind, res.Retryable = events.OutcomeTimeout, true
 		res.Err = fmt.Sprintf("timed out after %v", opts.Timeout)
 		if escalated {
 			res.Err += fmt.Sprintf("; SIGKILL after %v grace", opts.Grace)
 		}
 		return
-	case KindCanceled:
-		res.Kind, res.Retryable = KindCanceled, false
+	case events.OutcomeCanceled:
+		res.Kind, res.Retryable = events.OutcomeCanceled, false
 		res.Err = "canceled"
 		if escalated {
 			res.Err += fmt.Sprintf("; SIGKILL after %v grace", opts.Grace)
@@ -558,7 +542,7 @@ func classify(res *Result, state *os.ProcessState, reason Kind, escalated bool, 
 		return
 	}
 	if res.StdoutTruncated {
-		res.Kind, res.Retryable = KindProtocolError, true
+		res.Kind, res.Retryable = events.OutcomeProtocolError, true
 		res.Err = fmt.Sprintf("stdout exceeded %d bytes; plugin killed", DefaultMaxStdout)
 		return
 	}
@@ -566,7 +550,7 @@ func classify(res *Result, state *os.ProcessState, reason Kind, escalated bool, 
 	resp, perr := ParseResponse(res.Stdout)
 	exit := describeExit(state)
 	if exit != "" { // non-zero exit or killed by a signal
-		res.Kind, res.Retryable = KindError, res.ExitCode != ExitConfig
+		res.Kind, res.Retryable = events.OutcomeError, res.ExitCode != ExitConfig
 		if perr == nil {
 			res.Response = resp
 			if resp.Retry != nil && !*resp.Retry {
@@ -593,16 +577,16 @@ func classify(res *Result, state *os.ProcessState, reason Kind, escalated bool, 
 // (or perr).
 func classifyResponse(res *Result, resp *Response, perr error) {
 	if perr != nil {
-		res.Kind, res.Retryable = KindProtocolError, true
+		res.Kind, res.Retryable = events.OutcomeProtocolError, true
 		res.Err = "protocol error: " + perr.Error()
 		return
 	}
 	res.Response = resp
 	if resp.Status == StatusOK {
-		res.Kind = KindOK
+		res.Kind = events.OutcomeOK
 		return
 	}
-	res.Kind, res.Retryable = KindError, resp.Retry == nil || *resp.Retry
+	res.Kind, res.Retryable = events.OutcomeError, resp.Retry == nil || *resp.Retry
 	res.Err = resp.Error
 	if res.Err == "" {
 		res.Err = "plugin reported an error without a message"

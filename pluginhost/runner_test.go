@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pluginhost"
 )
 
@@ -42,7 +43,7 @@ func TestRunSuccess(t *testing.T) {
 	t.Parallel()
 	res := run(t, "ok", pluginhost.RunOptions{})
 
-	require.Equal(t, pluginhost.KindOK, res.Kind)
+	require.Equal(t, events.OutcomeOK, res.Kind)
 	require.Empty(t, res.Err)
 	require.False(t, res.Retryable)
 	require.Equal(t, 0, res.ExitCode)
@@ -69,7 +70,7 @@ func TestRunRequestEnvelope(t *testing.T) {
 	}
 	before := time.Now()
 	res := pluginhost.Run(context.Background(), p, req, pluginhost.RunOptions{Timeout: 30 * time.Second})
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 
 	// The plugin saw exactly one compact line, keys in protocol order.
 	got := string(res.Response.StateUpdates)
@@ -89,7 +90,7 @@ func TestRunRequestEnvelope(t *testing.T) {
 func TestRunEventOmittedWhenEmpty(t *testing.T) {
 	t.Parallel()
 	res := pluginhost.Run(context.Background(), fixture(t, "request"), pollRequest(), pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.NotContains(t, string(res.Response.StateUpdates), `"event"`)
 	require.Contains(t, string(res.Response.StateUpdates), `"config":{},"state":{},"context":{}`)
 }
@@ -98,23 +99,23 @@ func TestRunOutcomes(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		fixture   string
-		kind      pluginhost.Kind
+		kind      events.Outcome
 		retryable bool
 		exit      int
 		err       string // substring of Result.Err
 		response  bool
 	}{
-		{fixture: "status_error", kind: pluginhost.KindError, retryable: true, exit: 0, err: "boom", response: true},
-		{fixture: "retry_false", kind: pluginhost.KindError, retryable: false, exit: 0, err: "permanent", response: true},
-		{fixture: "exit78", kind: pluginhost.KindError, retryable: false, exit: 78, err: "exit 78: missing api key"},
-		{fixture: "exit3", kind: pluginhost.KindError, retryable: true, exit: 3, err: "exit 3: something broke"},
-		{fixture: "exit3_response", kind: pluginhost.KindError, retryable: true, exit: 3, err: "upstream 503 (exit 3)", response: true},
-		{fixture: "not_json", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: "not a JSON object"},
-		{fixture: "empty", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: "empty stdout"},
-		{fixture: "no_status", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: `no "status"`},
-		{fixture: "two_objects", kind: pluginhost.KindProtocolError, retryable: true, exit: 0, err: "not a single JSON object"},
-		{fixture: "ok_no_result", kind: pluginhost.KindOK, exit: 0, response: true},
-		{fixture: "ignores_stdin", kind: pluginhost.KindOK, exit: 0, response: true},
+		{fixture: "status_error", kind: events.OutcomeError, retryable: true, exit: 0, err: "boom", response: true},
+		{fixture: "retry_false", kind: events.OutcomeError, retryable: false, exit: 0, err: "permanent", response: true},
+		{fixture: "exit78", kind: events.OutcomeError, retryable: false, exit: 78, err: "exit 78: missing api key"},
+		{fixture: "exit3", kind: events.OutcomeError, retryable: true, exit: 3, err: "exit 3: something broke"},
+		{fixture: "exit3_response", kind: events.OutcomeError, retryable: true, exit: 3, err: "upstream 503 (exit 3)", response: true},
+		{fixture: "not_json", kind: events.OutcomeProtocolError, retryable: true, exit: 0, err: "not a JSON object"},
+		{fixture: "empty", kind: events.OutcomeProtocolError, retryable: true, exit: 0, err: "empty stdout"},
+		{fixture: "no_status", kind: events.OutcomeProtocolError, retryable: true, exit: 0, err: `no "status"`},
+		{fixture: "two_objects", kind: events.OutcomeProtocolError, retryable: true, exit: 0, err: "not a single JSON object"},
+		{fixture: "ok_no_result", kind: events.OutcomeOK, exit: 0, response: true},
+		{fixture: "ignores_stdin", kind: events.OutcomeOK, exit: 0, response: true},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
@@ -136,7 +137,7 @@ func TestRunLargeRequestToPluginThatIgnoresStdin(t *testing.T) {
 	req := pollRequest()
 	req.State = json.RawMessage(state)
 	res := pluginhost.Run(context.Background(), fixture(t, "ignores_stdin"), req, pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.Less(t, res.Duration, 5*time.Second)
 }
 
@@ -144,7 +145,7 @@ func TestRunStdoutOverCap(t *testing.T) {
 	t.Parallel()
 	res := run(t, "big_stdout", pluginhost.RunOptions{})
 
-	require.Equal(t, pluginhost.KindProtocolError, res.Kind)
+	require.Equal(t, events.OutcomeProtocolError, res.Kind)
 	require.True(t, res.Retryable)
 	require.True(t, res.StdoutTruncated)
 	require.Len(t, res.Stdout, 10<<20)
@@ -158,7 +159,7 @@ func TestRunStderrOverCap(t *testing.T) {
 	t.Parallel()
 	res := run(t, "big_stderr", pluginhost.RunOptions{})
 
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.True(t, res.StderrTruncated)
 	require.Len(t, res.Stderr, 64<<10)
 	require.Equal(t, "noisy", res.Response.Result)
@@ -172,7 +173,7 @@ func TestRunTimeoutKillsStubbornGroup(t *testing.T) {
 	const timeout, grace = time.Second, 200 * time.Millisecond
 	res := run(t, "stubborn", pluginhost.RunOptions{Timeout: timeout, Grace: grace})
 
-	require.Equal(t, pluginhost.KindTimeout, res.Kind)
+	require.Equal(t, events.OutcomeTimeout, res.Kind)
 	require.True(t, res.Retryable)
 	require.Equal(t, -1, res.ExitCode)
 	require.Contains(t, string(res.Stderr), "ready child=", "the child was forked before the timeout")
@@ -186,7 +187,7 @@ func TestRunOrphanHoldingStdoutDoesNotDelayResult(t *testing.T) {
 	t.Parallel()
 	res := run(t, "orphan", pluginhost.RunOptions{WaitDelay: 10 * time.Second})
 
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.Equal(t, "left a child behind", res.Response.Result)
 	require.Less(t, res.Duration, 5*time.Second)
 	requireGroupGone(t, res.PID)
@@ -209,7 +210,7 @@ func TestRunEscapedChildIsBoundedByWaitDelay(t *testing.T) {
 		_, _ = unix.Wait4(escaped, &ws, 0, nil) // re-parented to this subreaper
 	})
 
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.Equal(t, "escaped child", res.Response.Result)
 	require.GreaterOrEqual(t, res.Duration, waitDelay)
 	require.Less(t, res.Duration, waitDelay+3*time.Second)
@@ -230,7 +231,7 @@ func TestRunCanceled(t *testing.T) {
 		},
 	})
 
-	require.Equal(t, pluginhost.KindCanceled, res.Kind)
+	require.Equal(t, events.OutcomeCanceled, res.Kind)
 	require.False(t, res.Retryable)
 	require.Equal(t, started, res.PID)
 	require.Less(t, res.Duration, 5*time.Second)
@@ -258,7 +259,7 @@ func TestRunCanceledStubbornEscalates(t *testing.T) {
 	})
 	require.True(t, <-trapped, "the plugin never ignored SIGTERM and forked its child before the SIGKILL")
 
-	require.Equal(t, pluginhost.KindCanceled, res.Kind)
+	require.Equal(t, events.OutcomeCanceled, res.Kind)
 	require.False(t, res.Retryable)
 	require.Equal(t, -1, res.ExitCode)
 	require.Contains(t, res.Err, "canceled; SIGKILL after 200ms grace")
@@ -318,7 +319,7 @@ func TestRunCanceledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := pluginhost.Run(ctx, fixture(t, "ok"), pollRequest(), pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindCanceled, res.Kind)
+	require.Equal(t, events.OutcomeCanceled, res.Kind)
 	require.Zero(t, res.PID)
 }
 
@@ -328,7 +329,7 @@ func TestRunStartFailure(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			res := run(t, name, pluginhost.RunOptions{})
-			require.Equal(t, pluginhost.KindError, res.Kind)
+			require.Equal(t, events.OutcomeError, res.Kind)
 			require.True(t, res.Retryable)
 			require.Contains(t, res.Err, "start ")
 			require.Equal(t, -1, res.ExitCode)
@@ -354,7 +355,7 @@ func TestRunStartFailureSaysWhatIsWrong(t *testing.T) {
 		t.Run(tc.fixture, func(t *testing.T) {
 			t.Parallel()
 			res := run(t, tc.fixture, pluginhost.RunOptions{})
-			require.Equal(t, pluginhost.KindError, res.Kind)
+			require.Equal(t, events.OutcomeError, res.Kind)
 			require.True(t, res.Retryable)
 			require.Equal(t, tc.exit, res.ExitCode)
 			for _, w := range tc.want {
@@ -371,7 +372,7 @@ func TestRunBadRequest(t *testing.T) {
 	req := pollRequest()
 	req.Config = json.RawMessage(`[1,2]`)
 	res := pluginhost.Run(context.Background(), fixture(t, "ok"), req, pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindError, res.Kind)
+	require.Equal(t, events.OutcomeError, res.Kind)
 	require.False(t, res.Retryable)
 	require.Contains(t, res.Err, "config must be a JSON object")
 	require.Zero(t, res.PID)
@@ -398,7 +399,7 @@ func benchmarkRun(b *testing.B, opts pluginhost.RunOptions) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			res := pluginhost.Run(ctx, p, pollRequest(), opts)
-			if res.Kind != pluginhost.KindOK {
+			if res.Kind != events.OutcomeOK {
 				b.Errorf("kind %s: %s", res.Kind, res.Err)
 				return
 			}
@@ -424,7 +425,7 @@ func TestRunPreparedWritesTheRequestPreparedAfterTheSpawn(t *testing.T) {
 		req.JobID = "prepared-late"
 		return req, nil
 	}, pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.Contains(t, string(res.Stdout), "prepared-late", "the plugin got the prepared request")
 }
 
@@ -433,8 +434,9 @@ func TestRunPreparedKillsThePluginWhenPrepareFails(t *testing.T) {
 	res := pluginhost.RunPrepared(context.Background(), fixture(t, "request"), "poll", func() (pluginhost.Request, error) {
 		return pluginhost.Request{}, errors.New("job already started elsewhere")
 	}, pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindCanceled, res.Kind)
-	require.Equal(t, pluginhost.NotStartedError+"job already started elsewhere", res.Err)
+	require.Equal(t, events.OutcomeCanceled, res.Kind)
+	require.True(t, res.NotStarted)
+	require.Equal(t, "not started: job already started elsewhere", res.Err)
 	require.False(t, res.Retryable)
 	require.Empty(t, res.Stdout, "the plugin never received a request to answer")
 	requireGroupGone(t, res.PID)
@@ -449,7 +451,7 @@ func TestRunPreparedDoesNotPrepareWhenTheSpawnFails(t *testing.T) {
 		calls.Add(1)
 		return pollRequest(), nil
 	}, pluginhost.RunOptions{})
-	require.Equal(t, pluginhost.KindError, res.Kind)
+	require.Equal(t, events.OutcomeError, res.Kind)
 	require.True(t, res.Retryable, "a failed spawn is worth another attempt")
 	require.Zero(t, calls.Load(), "no process, no request to prepare")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pluginhost"
 )
 
@@ -88,7 +89,7 @@ func TestRunStreamsStderrWhileThePluginRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
 	res := <-done
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	// The last line has no newline: it is delivered when stderr closes,
 	// before Run returns.
 	require.Equal(t, []string{"waiting for the test", "released by the test, no newline"}, d.lines(t))
@@ -102,7 +103,7 @@ func TestRunCoalescesStderrLines(t *testing.T) {
 	t.Parallel()
 	d := newDeliveries()
 	res := run(t, "stderr_many", pluginhost.RunOptions{OnStderr: d.deliver})
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	lines := d.lines(t)
 	require.Equal(t, pluginhost.SplitStderr(res.Stderr), lines)
 	require.Len(t, lines, 3003, "3000 lines, and one of 10000 bytes cut in three")
@@ -131,7 +132,7 @@ func TestRunBoundsStreamedStderr(t *testing.T) {
 	t.Parallel()
 	d := newDeliveries()
 	res := run(t, "stderr_blank", pluginhost.RunOptions{OnStderr: d.deliver})
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	all := pluginhost.SplitStderr(res.Stderr)
 	require.Len(t, all, 10000)
 	lines := d.lines(t)
@@ -149,7 +150,7 @@ func TestRunQuietPluginDeliversNoStderr(t *testing.T) {
 	t.Parallel()
 	d := newDeliveries()
 	res := run(t, "ok", pluginhost.RunOptions{OnStderr: d.deliver})
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	got, _ := d.snapshot()
 	require.Empty(t, got)
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pluginhost"
 )
 
@@ -35,7 +35,7 @@ func TestStepRunsInProcess(t *testing.T) {
 	}
 
 	res := run()
-	require.Equal(t, pluginhost.KindOK, res.Kind, res.Err)
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.Equal(t, 1, prepared)
 	require.Zero(t, res.PID, "no process")
 	require.Zero(t, res.ExitCode)
@@ -51,17 +51,17 @@ func TestStepRunsInProcess(t *testing.T) {
 
 	out = []byte(`{"status":"error","error":"no","retry":false}`)
 	res = run()
-	require.Equal(t, pluginhost.KindError, res.Kind)
+	require.Equal(t, events.OutcomeError, res.Kind)
 	require.False(t, res.Retryable)
 	require.Equal(t, "no", res.Err)
 
 	out = []byte("not json")
 	res = run()
-	require.Equal(t, pluginhost.KindProtocolError, res.Kind)
+	require.Equal(t, events.OutcomeProtocolError, res.Kind)
 
 	out, stepErr = nil, errors.New("step failed")
 	res = run()
-	require.Equal(t, pluginhost.KindError, res.Kind)
+	require.Equal(t, events.OutcomeError, res.Kind)
 	require.True(t, res.Retryable)
 	require.Equal(t, "step failed", res.Err)
 
@@ -70,7 +70,7 @@ func TestStepRunsInProcess(t *testing.T) {
 	res = pluginhost.RunPrepared(context.Background(), p, "poll", func() (pluginhost.Request, error) {
 		return pluginhost.Request{}, errors.New("start refused")
 	}, pluginhost.RunOptions{Timeout: time.Minute})
-	require.Equal(t, pluginhost.KindCanceled, res.Kind)
-	require.True(t, strings.HasPrefix(res.Err, pluginhost.NotStartedError), res.Err)
+	require.Equal(t, events.OutcomeCanceled, res.Kind)
+	require.True(t, res.NotStarted, res.Err)
 	require.Nil(t, got)
 }

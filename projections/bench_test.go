@@ -12,6 +12,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 )
@@ -136,7 +137,7 @@ func lifecycles(b *testing.B, l *ledger.Ledger, rng *rand.Rand, n int64) {
 				b.Fatal(err)
 			}
 			runs := rng.IntN(1000)
-			out := commands.Outcome{Kind: commands.OutcomeOK, ExitCode: 0, Duration: time.Duration(5+rng.IntN(200)) * time.Millisecond,
+			out := commands.Outcome{Kind: events.OutcomeOK, ExitCode: 0, Duration: time.Duration(5+rng.IntN(200)) * time.Millisecond,
 				Stderr: fmt.Sprintf("fetching page %d\ndone in %d ms\n", runs, rng.IntN(300)),
 				Response: json.RawMessage(fmt.Sprintf(`{"status":"ok","result":"%s %s","events":[{"type":"%s.%s","payload":{}}],`+
 					`"state_updates":{"last_command":"%s","runs":%d},"logs":[{"level":"info","message":"%s run %d"}]}`,
@@ -149,10 +150,10 @@ func lifecycles(b *testing.B, l *ledger.Ledger, rng *rand.Rand, n int64) {
 			var children []commands.Enqueue
 			switch r := rng.IntN(50); {
 			case r == 0:
-				out = commands.Outcome{Kind: commands.OutcomeError, Error: "HTTP 404: no such item", ExitCode: 1, Stderr: "HTTP 404\n",
+				out = commands.Outcome{Kind: events.OutcomeError, Error: "HTTP 404: no such item", ExitCode: 1, Stderr: "HTTP 404\n",
 					Duration: 20 * time.Millisecond}
 			case r < 6 && j.Attempt == 1:
-				out = commands.Outcome{Kind: commands.OutcomeError, Retryable: true, Error: "HTTP 503: try again", ExitCode: 1,
+				out = commands.Outcome{Kind: events.OutcomeError, Retryable: true, Error: "HTTP 503: try again", ExitCode: 1,
 					Stderr: "HTTP 503\n", Duration: 20 * time.Millisecond}
 			case r < 11:
 				for range 1 + rng.IntN(2) {

@@ -249,7 +249,7 @@ func valueEnd(data []byte, i int) int {
 // are the two-character ones (\n, \", \\ …): then the decoded string is
 // its bytes with those replaced. A \u escape (surrogates) or an invalid
 // byte (which encoding/json replaces with U+FFFD) is left to encoding/json.
-func plainString(val []byte, s *string) bool {
+func plainString[S ~string](val []byte, s *S) bool {
 	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
 		return false
 	}
@@ -265,7 +265,7 @@ func plainString(val []byte, s *string) bool {
 		return false
 	}
 	if !escapes {
-		*s = string(body)
+		*s = S(body)
 		return true
 	}
 	out := make([]byte, 0, len(body))
@@ -295,7 +295,7 @@ func plainString(val []byte, s *string) bool {
 			return false
 		}
 	}
-	*s = string(out)
+	*s = S(out)
 	return true
 }
 

@@ -222,21 +222,21 @@ func (pr *producer) complete(ctx context.Context, st commands.Started) error {
 		l = pr.pick() // a plugin run without a daemon completes its own job
 	}
 	out := commands.Outcome{
-		Kind: commands.OutcomeOK, Duration: time.Duration(pr.rng.IntN(900)) * time.Millisecond,
+		Kind: events.OutcomeOK, Duration: time.Duration(pr.rng.IntN(900)) * time.Millisecond,
 		Stderr: pr.stderr(), StderrTruncated: pr.rng.IntN(8) == 0,
 	}
 	cmd := commands.Complete{JobID: st.JobID, Attempt: st.Attempt, Now: pr.now}
 	switch pr.rng.IntN(8) {
 	case 0:
-		out.Kind, out.Retryable, out.Error, out.ExitCode = commands.OutcomeError, pr.rng.IntN(4) > 0, "boom: "+pr.word(), 1+pr.rng.IntN(100)
+		out.Kind, out.Retryable, out.Error, out.ExitCode = events.OutcomeError, pr.rng.IntN(4) > 0, "boom: "+pr.word(), 1+pr.rng.IntN(100)
 	case 1:
-		out.Kind, out.Retryable, out.Error, out.ExitCode = commands.OutcomeTimeout, true, "timed out after 1m", -1
+		out.Kind, out.Retryable, out.Error, out.ExitCode = events.OutcomeTimeout, true, "timed out after 1m", -1
 	case 2:
-		out.Kind, out.Retryable, out.Error, out.Stdout = commands.OutcomeProtocolError, true, "the plugin's output is not a response", "not json "+pr.word()
+		out.Kind, out.Retryable, out.Error, out.Stdout = events.OutcomeProtocolError, true, "the plugin's output is not a response", "not json "+pr.word()
 	case 3:
-		out.Kind, out.Error = commands.OutcomeInterrupted, "interrupted: the daemon stopped"
+		out.Kind, out.Error = events.OutcomeInterrupted, "interrupted: the daemon stopped"
 	case 4:
-		out.Kind, out.Error = commands.OutcomeCanceled, "canceled by request"
+		out.Kind, out.Error = events.OutcomeCanceled, "canceled by request"
 	default:
 		updates := pr.object()
 		out.Response = json.RawMessage(fmt.Sprintf(`{"status":"ok","result":%q,"state_updates":%s}`, pr.word(), updates))

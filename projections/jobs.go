@@ -47,7 +47,7 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		}
 		return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: int64(d.Attempt), At: &at, Seq: ev.Seq, ID: id})
 	case events.JobSucceeded:
-		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: events.StatusSucceeded, At: &at, Seq: ev.Seq, ID: id})
+		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusSucceeded), At: &at, Seq: ev.Seq, ID: id})
 	case events.JobFailed, events.JobTimedOut:
 		var d struct { // only the error of events.AttemptEnded, not its output
 			Error string `json:"error"`
@@ -78,13 +78,13 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		}
 		return queries.SetJobAttempt(conn, queries.SetJobAttemptParams{Attempt: int64(d.NextAttempt), LastError: &d.Reason, Seq: ev.Seq, ID: id})
 	case events.JobCancelRequested:
-		return queries.SetJobStatus(conn, queries.SetJobStatusParams{Status: events.StatusCancelRequested, Seq: ev.Seq, ID: id})
+		return queries.SetJobStatus(conn, queries.SetJobStatusParams{Status: string(events.StatusCancelRequested), Seq: ev.Seq, ID: id})
 	case events.JobCanceled:
 		var d events.Canceled
 		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
-		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: events.StatusCanceled, At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id})
+		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusCanceled), At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id})
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 			truncated = 1
 		}
 		return queries.EndJobLog(conn, queries.EndJobLogParams{
-			Status: status, Kind: strPtr(d.Kind), Result: rawPtr(d.Response), Stdout: strPtr(d.Stdout),
+			Status: string(status), Kind: strPtr(string(d.Kind)), Result: rawPtr(d.Response), Stdout: strPtr(d.Stdout),
 			Stderr: strPtr(d.Stderr), StderrTruncated: truncated, LastError: strPtr(d.Error), ExitCode: &exit,
 			At: &at, DurationMs: &dur, Seq: &seq, JobID: id, Attempt: int64(d.Attempt),
 		})
@@ -156,7 +156,7 @@ func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 			return err
 		}
 		seq := ev.Seq
-		return queries.SetJobLogStatus(conn, queries.SetJobLogStatusParams{Status: events.AttemptRecovered, LastError: &d.Reason, At: &at, Seq: &seq, JobID: id, Attempt: int64(d.Attempt)})
+		return queries.SetJobLogStatus(conn, queries.SetJobLogStatusParams{Status: string(events.AttemptRecovered), LastError: &d.Reason, At: &at, Seq: &seq, JobID: id, Attempt: int64(d.Attempt)})
 	case events.JobCanceled:
 		var d events.Canceled
 		if err := decodeData(ev.Data, &d); err != nil {

@@ -162,7 +162,7 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 			at := ev.RecordedAtText()
 			rows.add(id, &queries.InsertJobRowParams{
 				ID: id, Seq: ev.Seq, Plugin: e.Plugin, Command: e.Command, Payload: rawPtr(e.Payload),
-				Status: events.StatusQueued, Attempt: 1, MaxAttempts: int64(e.MaxAttempts), SubmittedBy: e.SubmittedBy,
+				Status: string(events.StatusQueued), Attempt: 1, MaxAttempts: int64(e.MaxAttempts), SubmittedBy: e.SubmittedBy,
 				DedupeKey: strPtr(e.DedupeKey), CreatedAt: at, ParentJobID: strPtr(e.ParentJobID),
 				SourceEventID: strPtr(e.SourceEventID), CorrelationID: meta.CorrelationID, UpdatedSeq: ev.Seq,
 			})
@@ -188,20 +188,20 @@ func foldJob(row *queries.InsertJobRowParams, ev ledger.Event, d any) bool {
 	at := ev.RecordedAtText()
 	switch ev.Type {
 	case events.JobStarted: // SetJobStarted
-		row.Status, row.Attempt, row.StartedAt, row.NextRetryAt = events.StatusRunning, int64(d.(*events.Started).Attempt), &at, nil
+		row.Status, row.Attempt, row.StartedAt, row.NextRetryAt = string(events.StatusRunning), int64(d.(*events.Started).Attempt), &at, nil
 	case events.JobSucceeded: // SetJobEnded
-		row.Status, row.CompletedAt, row.LastError, row.NextRetryAt = events.StatusSucceeded, &at, nil, nil
+		row.Status, row.CompletedAt, row.LastError, row.NextRetryAt = string(events.StatusSucceeded), &at, nil, nil
 	case events.JobFailed, events.JobTimedOut: // SetJobLastError
 		row.LastError = strPtr(d.(*events.AttemptEnded).Error)
 	case events.JobRetryScheduled: // SetJobRetry
 		r := d.(*events.RetryScheduled)
 		next := r.NextRetryAt
-		row.Status, row.Attempt, row.NextRetryAt = events.StatusQueued, int64(r.Attempt), &next
+		row.Status, row.Attempt, row.NextRetryAt = string(events.StatusQueued), int64(r.Attempt), &next
 		if r.MaxAttempts > 0 {
 			row.MaxAttempts = int64(r.MaxAttempts)
 		}
 	case events.JobDead: // SetJobDead
-		row.Status, row.CompletedAt, row.NextRetryAt = events.StatusDead, &at, nil
+		row.Status, row.CompletedAt, row.NextRetryAt = string(events.StatusDead), &at, nil
 		if row.LastError == nil {
 			row.LastError = strPtr(d.(*events.Dead).Reason)
 		}
@@ -209,13 +209,13 @@ func foldJob(row *queries.InsertJobRowParams, ev ledger.Event, d any) bool {
 		r := d.(*events.Recovered)
 		reason := r.Reason
 		if r.Requeued {
-			row.Status = events.StatusQueued
+			row.Status = string(events.StatusQueued)
 		}
 		row.Attempt, row.LastError = int64(r.NextAttempt), &reason
 	case events.JobCancelRequested: // SetJobStatus
-		row.Status = events.StatusCancelRequested
+		row.Status = string(events.StatusCancelRequested)
 	case events.JobCanceled: // SetJobEnded
-		row.Status, row.CompletedAt, row.LastError, row.NextRetryAt = events.StatusCanceled, &at, strPtr(d.(*events.Canceled).Reason), nil
+		row.Status, row.CompletedAt, row.LastError, row.NextRetryAt = string(events.StatusCanceled), &at, strPtr(d.(*events.Canceled).Reason), nil
 	default:
 		return false
 	}
@@ -338,11 +338,11 @@ func foldAttempt(row *queries.InsertJobLogRowParams, ev ledger.Event, d any) boo
 		if e.StderrTruncated {
 			truncated = 1
 		}
-		row.Status, row.Kind, row.Result, row.Stdout, row.Stderr = status, strPtr(e.Kind), rawPtr(e.Response), strPtr(e.Stdout), strPtr(e.Stderr)
+		row.Status, row.Kind, row.Result, row.Stdout, row.Stderr = string(status), strPtr(string(e.Kind)), rawPtr(e.Response), strPtr(e.Stdout), strPtr(e.Stderr)
 		row.StderrTruncated, row.LastError, row.ExitCode, row.CompletedAt, row.DurationMs, row.EndedSeq = truncated, strPtr(e.Error), &exit, &at, &dur, &seq
 	case events.JobRecovered: // SetJobLogStatus
 		reason := d.(*events.Recovered).Reason
-		row.Status, row.LastError, row.CompletedAt, row.EndedSeq = events.AttemptRecovered, &reason, &at, &seq
+		row.Status, row.LastError, row.CompletedAt, row.EndedSeq = string(events.AttemptRecovered), &reason, &at, &seq
 	case events.JobCanceled: // CancelJobLog: only a running attempt
 		if row.Status == "running" {
 			row.Status, row.LastError, row.CompletedAt, row.EndedSeq = "canceled", strPtr(d.(*events.Canceled).Reason), &at, &seq

@@ -19,6 +19,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 )
@@ -107,14 +108,14 @@ func generate(t testing.TB, l *ledger.Ledger, rng *rand.Rand, n int64, between f
 			}
 		case r < 92 && len(running) > 0:
 			id := take(&running)
-			out := commands.Outcome{Kind: commands.OutcomeOK, Duration: time.Duration(rng.IntN(900)) * time.Millisecond, Stderr: "some stderr"}
+			out := commands.Outcome{Kind: events.OutcomeOK, Duration: time.Duration(rng.IntN(900)) * time.Millisecond, Stderr: "some stderr"}
 			var facts []commands.FactRule
 			var children []commands.Enqueue
 			switch rng.IntN(6) {
 			case 0:
-				out = commands.Outcome{Kind: commands.OutcomeError, Retryable: rng.IntN(4) > 0, Error: "boom", ExitCode: 1}
+				out = commands.Outcome{Kind: events.OutcomeError, Retryable: rng.IntN(4) > 0, Error: "boom", ExitCode: 1}
 			case 1:
-				out = commands.Outcome{Kind: commands.OutcomeTimeout, Retryable: true, Error: "timed out", ExitCode: -1}
+				out = commands.Outcome{Kind: events.OutcomeTimeout, Retryable: true, Error: "timed out", ExitCode: -1}
 			default:
 				out.Response = []byte(`{"status":"ok","result":"done"}`)
 				out.StateUpdates = randObj()

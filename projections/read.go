@@ -31,27 +31,27 @@ func ListJobs(conn *sqlite.Conn, f JobFilter, fn func(queries.GetJobRow) error) 
 	case "":
 		return queries.ListJobs(conn, queries.ListJobsParams{Plugin: plugin, MaxJobs: limit},
 			func(r queries.ListJobsRow) error { return fn(queries.GetJobRow(r)) })
-	case events.StatusQueued:
+	case string(events.StatusQueued):
 		return queries.ListQueuedJobs(conn, queries.ListQueuedJobsParams{Plugin: plugin, MaxJobs: limit},
 			func(r queries.ListQueuedJobsRow) error { return fn(queries.GetJobRow(r)) })
-	case events.StatusRunning:
+	case string(events.StatusRunning):
 		return queries.ListRunningJobs(conn, queries.ListRunningJobsParams{Plugin: plugin, MaxJobs: limit},
 			func(r queries.ListRunningJobsRow) error { return fn(queries.GetJobRow(r)) })
-	case events.StatusCancelRequested:
+	case string(events.StatusCancelRequested):
 		return queries.ListCancelRequestedJobs(conn, queries.ListCancelRequestedJobsParams{Plugin: plugin, MaxJobs: limit},
 			func(r queries.ListCancelRequestedJobsRow) error { return fn(queries.GetJobRow(r)) })
-	case events.StatusSucceeded:
+	case string(events.StatusSucceeded):
 		return queries.ListSucceededJobs(conn, queries.ListSucceededJobsParams{Plugin: plugin, MaxJobs: limit},
 			func(r queries.ListSucceededJobsRow) error { return fn(queries.GetJobRow(r)) })
-	case events.StatusDead:
+	case string(events.StatusDead):
 		return queries.ListDeadJobs(conn, queries.ListDeadJobsParams{Plugin: plugin, MaxJobs: limit},
 			func(r queries.ListDeadJobsRow) error { return fn(queries.GetJobRow(r)) })
-	case events.StatusCanceled:
+	case string(events.StatusCanceled):
 		return queries.ListCanceledJobs(conn, queries.ListCanceledJobsParams{Plugin: plugin, MaxJobs: limit},
 			func(r queries.ListCanceledJobsRow) error { return fn(queries.GetJobRow(r)) })
 	}
-	return fmt.Errorf("list jobs: no status %q (one of %s, %s, %s, %s, %s, %s)", f.Status, events.StatusQueued,
-		events.StatusRunning, events.StatusCancelRequested, events.StatusSucceeded, events.StatusDead, events.StatusCanceled)
+	return fmt.Errorf("list jobs: no status %q (one of %s, %s, %s, %s, %s, %s)", f.Status, string(events.StatusQueued),
+		string(events.StatusRunning), string(events.StatusCancelRequested), string(events.StatusSucceeded), string(events.StatusDead), string(events.StatusCanceled))
 }
 
 // QueueCounts is the size of the queue: its jobs by status.

@@ -36,8 +36,8 @@ func BenchmarkJobViews(b *testing.B) {
 			return len(q.Jobs), err
 		}},
 	}
-	for _, status := range []string{"", events.StatusQueued, events.StatusRunning, events.StatusCancelRequested,
-		events.StatusSucceeded, events.StatusDead, events.StatusCanceled} {
+	for _, status := range []string{"", string(events.StatusQueued), string(events.StatusRunning), string(events.StatusCancelRequested),
+		string(events.StatusSucceeded), string(events.StatusDead), string(events.StatusCanceled)} {
 		name := "list"
 		if status != "" {
 			name += "-" + status
@@ -125,7 +125,7 @@ func historyLedger(b *testing.B, finished int) *ledger.Ledger {
 			b.Fatal(err)
 		}
 	}
-	failed := commands.Outcome{Kind: commands.OutcomeError, Retryable: true, Error: "boom", ExitCode: 1, Stderr: "boom\n"}
+	failed := commands.Outcome{Kind: events.OutcomeError, Retryable: true, Error: "boom", ExitCode: 1, Stderr: "boom\n"}
 
 	retrying := enqueue(3)
 	start(retrying)
@@ -144,13 +144,13 @@ func historyLedger(b *testing.B, finished int) *ledger.Ledger {
 	}
 	succeeded := record(func(id string) {
 		start(id)
-		complete(id, commands.Outcome{Kind: commands.OutcomeOK, Duration: 40 * time.Millisecond, Stderr: "working\n",
+		complete(id, commands.Outcome{Kind: events.OutcomeOK, Duration: 40 * time.Millisecond, Stderr: "working\n",
 			Response:     json.RawMessage(`{"status":"ok","result":"echo poll","events":[{"type":"echo.poll","payload":{}}],"state_updates":{"runs":1},"logs":[{"level":"info","message":"echo poll run 1"}]}`),
 			StateUpdates: json.RawMessage(`{"runs":1}`)}, []commands.FactRule{{FactType: "echo.snapshot", View: "mirror_object"}})
 	})
 	dead := record(func(id string) {
 		start(id)
-		complete(id, commands.Outcome{Kind: commands.OutcomeError, Error: "boom", ExitCode: 1, Stderr: "boom\n"}, nil)
+		complete(id, commands.Outcome{Kind: events.OutcomeError, Error: "boom", ExitCode: 1, Stderr: "boom\n"}, nil)
 	})
 	canceled := record(func(id string) { cancel(id) })
 

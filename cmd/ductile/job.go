@@ -32,14 +32,14 @@ func jobCommand() *cli.Command {
 				Name:  "list",
 				Usage: "list jobs, newest first",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "status", Usage: "only jobs in `STATUS` (" + strings.Join(events.JobStatuses(), ", ") + ")"},
+					&cli.StringFlag{Name: "status", Usage: "only jobs in `STATUS` (" + statusNames() + ")"},
 					&cli.StringFlag{Name: "plugin", Usage: "only jobs of `PLUGIN`"},
 					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` jobs"},
 					jsonFlag(),
 				},
 				Action: func(c *cli.Context) error {
-					if s := c.String("status"); s != "" && !slices.Contains(events.JobStatuses(), s) {
-						return usagef("--status %q is not a job status: use one of %s", s, strings.Join(events.JobStatuses(), ", "))
+					if s := c.String("status"); s != "" && !slices.Contains(events.JobStatuses(), events.Status(s)) {
+						return usagef("--status %q is not a job status: use one of %s", s, statusNames())
 					}
 					return withReadLedger(jobList)(c)
 				},
@@ -647,6 +647,15 @@ func toEventLine(ev ledger.Event) eventLine {
 	return eventLine{ev.Seq, ev.Stream, ev.Version, ev.Type, ev.Data, ev.Meta, ev.RecordedAt.UTC().Format(ledger.TimeFormat), fmt.Sprintf("%x", ev.Hash)}
 }
 
+// statusNames lists the job statuses, comma-separated, for help and errors.
+func statusNames() string {
+	var names []string
+	for _, s := range events.JobStatuses() {
+		names = append(names, string(s))
+	}
+	return strings.Join(names, ", ")
+}
+
 func orUnknown(s string) string {
 	if s == "" {
 		return "(not given)"
@@ -786,7 +795,7 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err != nil {
 		return err
 	}
-	out.JobID, out.ExistingJobID, out.Status = res.JobID, res.ExistingJobID, events.StatusQueued
+	out.JobID, out.ExistingJobID, out.Status = res.JobID, res.ExistingJobID, string(events.StatusQueued)
 	if res.Deduped {
 		out.Status = "deduped"
 	}
@@ -821,7 +830,7 @@ func whoRuns(set pluginSet) string {
 func retryRefused(ctx context.Context, l *ledger.Ledger, j *commands.Job, err error) error {
 	var retried *commands.RetriedError
 	if errors.As(err, &retried) {
-		status := "unknown"
+		status := events.Status("unknown")
 		if evs, err := l.ReadStream(ctx, events.JobStream(retried.RetryJobID)); err == nil {
 			if r, err := commands.FoldJob(evs); err == nil {
 				status = r.Status

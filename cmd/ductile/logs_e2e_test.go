@@ -126,7 +126,7 @@ func TestJobLogsMergesStreamedAndRecordedStderr(t *testing.T) {
 	require.NoError(t, commands.SubmitStderr(ctx, l, commands.RecordStderr{JobID: enq.JobID, Attempt: 1, Line: 1,
 		Lines: []events.StderrLine{{At: streamedAt, Text: "line one"}}, Truncated: true})())
 	_, err = commands.CompleteJob(ctx, l, commands.Complete{JobID: enq.JobID, Attempt: 1, Now: time.Now(), Outcome: commands.Outcome{
-		Kind: commands.OutcomeError, Error: "exit 1", ExitCode: 1, Stderr: "line one\nline two\nline three",
+		Kind: events.OutcomeError, Error: "exit 1", ExitCode: 1, Stderr: "line one\nline two\nline three",
 		Response: json.RawMessage(`{"status":"error","error":"x","logs":[{"level":"warn","message":"logged"}]}`),
 	}})
 	require.NoError(t, err)

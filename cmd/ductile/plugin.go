@@ -251,7 +251,7 @@ func pluginRun(c *cli.Context) error {
 		return nil
 	}
 	if daemonRuns && !c.Bool("wait") {
-		out.Status = events.StatusQueued
+		out.Status = string(events.StatusQueued)
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
@@ -291,7 +291,7 @@ func pluginRun(c *cli.Context) error {
 		return errorf(codeTimeout, "job %s was canceled: %v, and with no daemon running on the state directory this command "+
 			"was running it (start one with ductile system start for jobs that outlive the command)", res.JobID, timedOut)
 	}
-	out.Status, out.Attempt, out.Error, out.Response = j.Status, j.Attempt, j.LastError, last.Response
+	out.Status, out.Attempt, out.Error, out.Response = string(j.Status), j.Attempt, j.LastError, last.Response
 	if c.Bool("json") {
 		if err := printJSON(e.stdout, out); err != nil {
 			return err
@@ -336,7 +336,7 @@ func currentPlugins(ctx context.Context, e *env, l *ledger.Ledger) (pluginSet, e
 }
 
 func printRunResult(e *env, out runOutput, last events.AttemptEnded) {
-	switch out.Status {
+	switch events.Status(out.Status) {
 	case events.StatusSucceeded:
 		var resp struct {
 			Result string `json:"result"`
