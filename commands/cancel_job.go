@@ -21,7 +21,7 @@ type Cancel struct {
 // CancelJob appends the cancellation and returns the job's new status.
 func CancelJob(ctx context.Context, l *ledger.Ledger, cmd Cancel) (events.Status, error) {
 	var status events.Status
-	_, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	_, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err

@@ -13,8 +13,10 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
+	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/router"
 )
 
 // DefaultMaxStateBytes is the size limit of a plugin's state (spec §5.9).
@@ -34,28 +36,46 @@ type Outcome struct {
 	StateUpdates    json.RawMessage
 }
 
-// FactRule is a manifest fact_outputs rule that matched the job's command.
+// FactRule is a manifest fact_outputs rule for the job's command. A rule
+// whose From is empty or "state_updates" records the plugin's
+// state_updates as a fact instead of merging them into its state; any
+// other From is not recorded by the core.
 type FactRule struct {
 	FactType string
 	View     string // mirror_object
+	From     string
+}
+
+// Routing is what a success's emitted events become: a child job for every
+// config route they match, with the config's defaults for its plugin.
+type Routing struct {
+	Config *config.Config
+	// Plugin and DedupeKey are the job's: routes match on the emitting
+	// plugin, and a child without a key of its own takes the job's. They
+	// are given because routing is prepared before the job is loaded.
+	Plugin    string
+	DedupeKey string
+	Events    []router.Event
 }
 
 // Complete records the end of a running attempt and everything that
 // follows from it, in one transaction: the terminal or retry event, the
 // plugin's facts or state, the dedupe release and every routed child job.
 type Complete struct {
-	JobID    string
-	Attempt  int
-	Outcome  Outcome
-	Facts    []FactRule
+	JobID   string
+	Attempt int
+	Outcome Outcome
+	// Facts are the plugin manifest's fact_outputs for the job's command.
+	Facts []FactRule
+	// Routing, if set, routes the plugin's emitted events on success.
+	Routing *Routing
+	// Children are further jobs a success enqueues, besides the routed ones.
 	Children []Enqueue
 	// MaxStateBytes caps the plugin state (default 1 MiB).
 	MaxStateBytes int
 	// Jitter returns random(0, base) for the backoff (default math/rand).
 	Jitter func(base time.Duration) time.Duration
 	Now    time.Time
-
-	prepared bool // Prepare has run
 }
 
 // CompleteResult says where the job went.
@@ -64,8 +84,12 @@ type CompleteResult struct {
 	Kind        events.Outcome  // the outcome kind recorded (may differ from the one given: state too large)
 	Error       string          // the attempt's error as recorded (set by the decision when it rejects the state)
 	NextRetryAt time.Time       // for a retry
-	Children    []EnqueueResult // one per routed child, in order
-	Seqs        []int64
+	Children    []EnqueueResult // one per child (Children, then the routed ones), in order
+	// Enqueued are the children as enqueued (Children, then the routed ones).
+	Enqueued []Enqueue
+	// Unrouted are the types of emitted events no route matched.
+	Unrouted []string
+	Seqs     []int64
 }
 
 // CompleteJob appends the end of an attempt. Like the start, it is a
@@ -74,28 +98,56 @@ type CompleteResult struct {
 // job then runs again after recovery, which at-least-once delivery allows.
 // The worker does not wait for a disk flush per job, and one flush covers
 // the outcomes of every worker.
+//
+// A success's children are routed and prepared (ids, envelopes, encoding)
+// on the caller's goroutine before the decision, so the single writer pays
+// for none of that JSON work. A route that cannot be prepared fails the
+// completion with ErrInvalidCommand.
 func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteResult, error) {
-	return SubmitComplete(ctx, l, cmd)()
+	unrouted, err := cmd.prepare()
+	if err != nil {
+		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
+	}
+	var res CompleteResult
+	seqs, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		var evs []ledger.NewEvent
+		var err error
+		evs, res, err = cmd.decide(tx)
+		return evs, err
+	})
+	if err != nil {
+		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
+	}
+	res.Seqs, res.Unrouted = seqs, unrouted
+	if res.Status == events.StatusSucceeded {
+		res.Enqueued = cmd.Children
+	}
+	return res, nil
 }
 
-// Prepare fills in what the children a success routes take from it (time,
-// parent, producer) and does their work that needs no transaction (see
-// Enqueue.prepare: ids, envelopes, encoding), on the caller's goroutine
-// rather than the writer's. SubmitComplete does it for a caller that has
-// not; the dispatcher does it before it queues the next job's start, so
-// that start and this outcome still reach the writer together. It replaces
-// Children with prepared copies (the slice given is left alone). A child
-// that cannot be prepared is left to the decision, which fails the
+// prepare routes a success's emitted events into children and fills in
+// what every child takes from this completion (time, parent, producer),
+// then does their work that needs no transaction (Enqueue.prepare). It
+// replaces Children with prepared copies (the slice given is left alone).
+// A child that cannot be prepared is left to the decision, which fails the
 // completion and says why.
-func (cmd *Complete) Prepare() {
-	if cmd.prepared {
-		return
-	}
-	cmd.prepared = true
-	if cmd.Outcome.Kind != events.OutcomeOK || len(cmd.Children) == 0 {
-		return // only a success routes its children
+func (cmd *Complete) prepare() (unrouted []string, err error) {
+	if cmd.Outcome.Kind != events.OutcomeOK {
+		return nil, nil // only a success routes its children
 	}
 	cmd.Children = slices.Clone(cmd.Children)
+	if r := cmd.Routing; r != nil && len(r.Events) > 0 {
+		var routed []router.Child
+		routed, unrouted, err = router.Route(r.Config.Routes, r.Plugin, r.DedupeKey, r.Events, cmd.Now)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+		}
+		for _, ch := range routed {
+			enq := JobFor(r.Config, ch.Plugin, ch.Command, ByRoute)
+			enq.Payload, enq.Event, enq.DedupeKey, enq.SourceEventID, enq.Causation = ch.Payload, ch.Envelope, ch.DedupeKey, ch.EventID, ch.EventID
+			cmd.Children = append(cmd.Children, enq)
+		}
+	}
 	for i := range cmd.Children {
 		child := &cmd.Children[i]
 		child.Now, child.ParentJobID = cmd.Now, cmd.JobID
@@ -104,28 +156,7 @@ func (cmd *Complete) Prepare() {
 		}
 		child.prepare()
 	}
-}
-
-// SubmitComplete queues the completion (see CompleteJob), its routed
-// children prepared first (Prepare), and returns a function that waits
-// for its answer.
-func SubmitComplete(ctx context.Context, l *ledger.Ledger, cmd Complete) func() (CompleteResult, error) {
-	cmd.Prepare()
-	var res CompleteResult
-	p := l.Submit(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		var evs []ledger.NewEvent
-		var err error
-		evs, res, err = cmd.decide(tx)
-		return evs, err
-	})
-	return func() (CompleteResult, error) {
-		seqs, err := p.Wait()
-		if err != nil {
-			return CompleteResult{}, fmt.Errorf("complete job: %w", err)
-		}
-		res.Seqs = seqs
-		return res, nil
-	}
+	return unrouted, nil
 }
 
 func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, error) {
@@ -137,6 +168,10 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	defer j.forget(tx) // finished or waiting for a retry: its next start folds it
 	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "complete an attempt"}
+	}
+	if r := cmd.Routing; r != nil && (r.Plugin != j.Plugin || r.DedupeKey != j.DedupeKey) {
+		return nil, res, fmt.Errorf("%w: routing given for plugin %q, key %q; job %s is of plugin %q, key %q",
+			ErrInvalidCommand, r.Plugin, r.DedupeKey, j.JobID, j.Plugin, j.DedupeKey)
 	}
 	if j.Attempt != cmd.Attempt {
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Attempt: j.Attempt, Action: fmt.Sprintf("complete attempt %d", cmd.Attempt)}
@@ -175,7 +210,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			reserved[events.DedupeStream(j.Plugin, j.Command, j.DedupeKey)] = pendingKey{jobID: j.JobID, succeeded: true}
 		}
 		for _, child := range cmd.Children {
-			child.Correlation = j.Correlation // the rest is Prepare's
+			child.Correlation = j.Correlation // the rest is prepare's
 			childEvs, cres, err := child.decide(tx, reserved)
 			if err != nil {
 				return nil, res, fmt.Errorf("route to %s %s: %w", child.Plugin, child.Command, err)
@@ -221,6 +256,17 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		}
 	}
 	return evs, res, nil
+}
+
+// stateFacts are the fact rules that record the plugin's state_updates.
+func (cmd Complete) stateFacts() []FactRule {
+	var out []FactRule
+	for _, rule := range cmd.Facts {
+		if rule.From == "" || rule.From == "state_updates" {
+			out = append(out, rule)
+		}
+	}
+	return out
 }
 
 // Refused is the completion to record instead of cmd once the ledger has
@@ -363,12 +409,12 @@ func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error
 	}
 	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: j.Plugin}
 	stream := events.PluginStream(j.Plugin)
-	if len(cmd.Facts) > 0 {
+	if facts := cmd.stateFacts(); len(facts) > 0 {
 		if len(updates) > limit {
 			return nil, tooLarge(limit)
 		}
 		var evs []ledger.NewEvent
-		for _, rule := range cmd.Facts {
+		for _, rule := range facts {
 			evs = append(evs, ledger.NewEvent{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: events.PluginFactRecorded,
 				Data: events.FactRecorded{FactType: rule.FactType, JobID: j.JobID, Command: j.Command, Fact: updates, View: rule.View}, Meta: meta})
 		}

@@ -197,23 +197,23 @@ func TestCompleteBadChild(t *testing.T) {
 	require.Equal(t, events.StatusRunning, b.fold(t, "p1").Status)
 }
 
-// TestCompletePreparedChildren: a completion prepared ahead (as the
-// dispatcher does, off the writer's goroutine) routes the children it
-// prepared, ids included, and leaves the caller's slice of children as it was.
+// TestCompletePreparedChildren: a completion prepares its children (off the
+// writer's goroutine), routes the children it prepared, ids included, says
+// which they were, and leaves the caller's slice of children as it was.
 func TestCompletePreparedChildren(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.given(t, parent().events()...)
 	given := []commands.Enqueue{child("notify"), child("store")}
 	cmd := commands.Complete{JobID: "p1", Attempt: 1, Outcome: outOK, Now: now, Children: given}
-	cmd.Prepare()
-	require.Empty(t, given[0].JobID, "the caller's children are not touched")
-	require.Empty(t, given[1].JobID)
-	ids := []string{cmd.Children[0].JobID, cmd.Children[1].JobID}
-	require.NotEmpty(t, ids[0])
-	require.NotEqual(t, ids[0], ids[1])
 	res, err := commands.CompleteJob(b.ctx, b.l, cmd)
 	require.NoError(t, err)
+	require.Empty(t, given[0].JobID, "the caller's children are not touched")
+	require.Empty(t, given[1].JobID)
+	require.Len(t, res.Enqueued, 2)
+	ids := []string{res.Enqueued[0].JobID, res.Enqueued[1].JobID}
+	require.NotEmpty(t, ids[0])
+	require.NotEqual(t, ids[0], ids[1])
 	require.Len(t, res.Children, 2)
 	require.Equal(t, ids, []string{res.Children[0].JobID, res.Children[1].JobID})
 	for i, id := range ids {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 )
@@ -65,13 +66,24 @@ type EnqueueResult struct {
 	Seq           int64  `json:"seq,omitempty"`
 }
 
+// JobFor is an Enqueue for plugin and command with the config's retry and
+// dedupe defaults, submitted by by. Every producer builds its jobs with it.
+func JobFor(cfg *config.Config, plugin, command, by string) Enqueue {
+	pc := cfg.Plugin(plugin)
+	return Enqueue{
+		Plugin: plugin, Command: command, SubmittedBy: by,
+		MaxAttempts: pc.Retry.MaxAttempts, BackoffBase: pc.Retry.BackoffBase,
+		DefaultDedupeTTL: cfg.Service.DedupeTTL, Now: time.Now(),
+	}
+}
+
 // EnqueueJob appends a job, or drops it as a duplicate, in one decision.
 func EnqueueJob(ctx context.Context, l *ledger.Ledger, cmd Enqueue) (EnqueueResult, error) {
 	if err := cmd.prepare(); err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue job: %w", err)
 	}
 	var res EnqueueResult
-	seqs, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	seqs, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		var evs []ledger.NewEvent
 		var err error
 		evs, res, err = cmd.decide(tx, nil)
@@ -156,9 +168,9 @@ func (cmd *Enqueue) prepare() error {
 			return fmt.Errorf("%w: event is not valid JSON", ErrInvalidCommand)
 		}
 	case len(cmd.Payload) > 0:
-		if cmd.Event, err = json.Marshal(map[string]any{
-			"type": "ductile." + cmd.SubmittedBy, "payload": cmd.Payload,
-			"event_id": cmd.JobID, "source": cmd.SubmittedBy, "timestamp": Time(cmd.Now),
+		if cmd.Event, err = json.Marshal(events.Envelope{
+			Type: "ductile." + cmd.SubmittedBy, Payload: cmd.Payload,
+			EventID: cmd.JobID, Source: cmd.SubmittedBy, Timestamp: Time(cmd.Now),
 		}); err != nil {
 			return err
 		}

@@ -155,16 +155,16 @@ func (j *Job) started() {
 }
 
 // LoadJob is a job as its stream folds, inside a decision: the job the
-// last decision on it left (ledger.Tx.Memo: a start takes what its enqueue
+// last decision on it left (ledger.Recall: a start takes what its enqueue
 // built, a completion what its start left) while the stream has not moved
 // since, else folded from its events.
 func LoadJob(tx *ledger.Tx, id string) (*Job, error) {
 	stream := events.JobStream(id)
-	v, ok, err := tx.Memo(stream)
+	m, ok, err := ledger.Recall[*Job](tx, stream)
 	if err != nil {
 		return nil, err
 	}
-	if m, isJob := v.(*Job); ok && isJob {
+	if ok {
 		j := *m // the decision changes its copy
 		return &j, nil
 	}
@@ -183,7 +183,7 @@ func LoadJob(tx *ledger.Tx, id string) (*Job, error) {
 // are in, for the next decision on it (see LoadJob).
 func (j *Job) memoize(tx *ledger.Tx) {
 	m := *j
-	tx.Memoize(events.JobStream(j.JobID), j.Version, &m, jobMemoSize+len(j.Payload)+len(j.Event))
+	ledger.Remember(tx, events.JobStream(j.JobID), j.Version, &m, jobMemoSize+len(j.Payload)+len(j.Event))
 }
 
 // forget drops the job's memo: it will not be decided on again soon.

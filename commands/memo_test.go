@@ -15,13 +15,13 @@ import (
 // folded from its stream.
 func memoAndFold(t *testing.T, b *testBundle, id string) (memo *commands.Job, folded *commands.Job) {
 	t.Helper()
-	_, err := b.l.Decide(b.ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		v, ok, err := tx.Memo(events.JobStream(id))
+	_, err := b.l.Decide(b.ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		m, ok, err := ledger.Recall[*commands.Job](tx, events.JobStream(id))
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			memo = v.(*commands.Job)
+			memo = m
 		}
 		evs, err := tx.ReadStream(events.JobStream(id))
 		if err != nil {
@@ -109,8 +109,8 @@ func TestCompleteUsesTheMemoOnlyWhileCurrent(t *testing.T) {
 	require.NoError(t, err)
 	marked := *st.Job
 	marked.Correlation = "from-memo"
-	_, err = b.l.Decide(b.ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		tx.Memoize(events.JobStream("k1"), st.Version, &marked, 0)
+	_, err = b.l.Decide(b.ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		ledger.Remember(tx, events.JobStream("k1"), st.Version, &marked, 0)
 		return nil, nil
 	})
 	require.NoError(t, err)

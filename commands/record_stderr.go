@@ -8,9 +8,9 @@ import (
 	"github.com/ductile/ductile/ledger"
 )
 
-// RecordStderr records lines the plugin of a running attempt wrote to
+// StderrLines records lines the plugin of a running attempt wrote to
 // stderr (job.stderr_written), so that they can be read while it runs.
-type RecordStderr struct {
+type StderrLines struct {
 	JobID     string
 	Attempt   int
 	Line      int // the number of the first line among the attempt's stderr lines, from 1
@@ -18,13 +18,12 @@ type RecordStderr struct {
 	Truncated bool
 }
 
-// SubmitStderr queues the append and returns a function that waits for
-// its answer. It is relaxed, like the start and the outcome: a power cut
-// can lose it, and the attempt's outcome carries its stderr anyway. The
-// job stays memoized at its new version, so the completion still takes it
-// from the memo.
-func SubmitStderr(ctx context.Context, l *ledger.Ledger, cmd RecordStderr) func() error {
-	p := l.Submit(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+// RecordStderr appends the lines. It is relaxed, like the start and
+// the outcome: a power cut can lose it, and the attempt's outcome carries
+// its stderr anyway. The job stays memoized at its new version, so the
+// completion still takes it from the memo.
+func RecordStderr(ctx context.Context, l *ledger.Ledger, cmd StderrLines) error {
+	_, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err
@@ -36,15 +35,13 @@ func SubmitStderr(ctx context.Context, l *ledger.Ledger, cmd RecordStderr) func(
 		j.memoize(tx)
 		return evs, nil
 	})
-	return func() error {
-		if _, err := p.Wait(); err != nil {
-			return fmt.Errorf("record stderr: %w", err)
-		}
-		return nil
+	if err != nil {
+		return fmt.Errorf("record stderr: %w", err)
 	}
+	return nil
 }
 
-func (cmd RecordStderr) decide(j *Job) ([]ledger.NewEvent, error) {
+func (cmd StderrLines) decide(j *Job) ([]ledger.NewEvent, error) {
 	if (j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested) || j.Attempt != cmd.Attempt {
 		return nil, &TransitionError{JobID: j.JobID, Status: j.Status, Attempt: j.Attempt, Action: fmt.Sprintf("record stderr of attempt %d", cmd.Attempt)}
 	}

@@ -24,8 +24,8 @@ func TestRecordStderr(t *testing.T) {
 	require.NoError(t, err)
 	mark := b.mark(t)
 	lines := []events.StderrLine{{At: at(0), Text: "one"}, {At: at(time.Millisecond), Text: "two"}}
-	require.NoError(t, commands.SubmitStderr(b.ctx, b.l, commands.RecordStderr{JobID: id, Attempt: 1, Line: 1, Lines: lines})())
-	require.NoError(t, commands.SubmitStderr(b.ctx, b.l, commands.RecordStderr{JobID: id, Attempt: 1, Line: 3, Truncated: true})())
+	require.NoError(t, commands.RecordStderr(b.ctx, b.l, commands.StderrLines{JobID: id, Attempt: 1, Line: 1, Lines: lines}))
+	require.NoError(t, commands.RecordStderr(b.ctx, b.l, commands.StderrLines{JobID: id, Attempt: 1, Line: 3, Truncated: true}))
 	requireEvents(t, []want{
 		{Stream: events.JobStream(id), Version: 3, Type: events.JobStderrWritten,
 			Data: `{"attempt":1,"line":1,"lines":[{"at":"` + at(0) + `","text":"one"},{"at":"` + at(time.Millisecond) + `","text":"two"}]}`},
@@ -36,10 +36,10 @@ func TestRecordStderr(t *testing.T) {
 	require.Equal(t, folded, memo)
 	require.Equal(t, events.StatusRunning, folded.Status)
 
-	err = commands.SubmitStderr(b.ctx, b.l, commands.RecordStderr{JobID: id, Attempt: 2, Line: 1, Lines: lines})()
+	err = commands.RecordStderr(b.ctx, b.l, commands.StderrLines{JobID: id, Attempt: 2, Line: 1, Lines: lines})
 	require.ErrorIs(t, err, commands.ErrInvalidTransition, "not the running attempt")
 	_, err = commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: id, Attempt: 1, Now: now, Outcome: outOK})
 	require.NoError(t, err)
-	err = commands.SubmitStderr(b.ctx, b.l, commands.RecordStderr{JobID: id, Attempt: 1, Line: 4, Lines: lines})()
+	err = commands.RecordStderr(b.ctx, b.l, commands.StderrLines{JobID: id, Attempt: 1, Line: 4, Lines: lines})
 	require.ErrorIs(t, err, commands.ErrInvalidTransition, "the attempt is over")
 }

@@ -29,7 +29,7 @@ type RecoverResult struct {
 // RecoverJob recovers one orphan.
 func RecoverJob(ctx context.Context, l *ledger.Ledger, cmd Recover) (RecoverResult, error) {
 	var res RecoverResult
-	_, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	_, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err

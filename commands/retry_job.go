@@ -88,7 +88,7 @@ func RetryJob(ctx context.Context, l *ledger.Ledger, cmd Retry) (RetryResult, er
 		return RetryResult{}, fmt.Errorf("retry job: %w", err)
 	}
 	res := RetryResult{RetryOf: cmd.JobID}
-	seqs, err := l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	seqs, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err

@@ -27,20 +27,14 @@ type Started struct {
 }
 
 // StartJob appends job.started with the job stream's expected version, so
-// no two workers can ever start the same attempt. The start is a relaxed
-// append (no fsync of its own): losing it to a power cut only means the job
-// runs again, which at-least-once delivery allows, while waiting for a disk
-// flush before every spawn would idle the worker.
+// no two workers can ever start the same attempt, and returns the job with
+// its plugin's state. The start is a relaxed append (no fsync of its own):
+// losing it to a power cut only means the job runs again, which
+// at-least-once delivery allows, while waiting for a disk flush before every
+// spawn would idle the worker.
 func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error) {
-	return SubmitStart(ctx, l, cmd)()
-}
-
-// SubmitStart queues the start (see StartJob) and returns at once, with a
-// function that waits for its answer: what a worker uses to submit the next
-// job's start together with the previous job's outcome.
-func SubmitStart(ctx context.Context, l *ledger.Ledger, cmd Start) func() (Started, error) {
 	var st Started
-	p := l.Submit(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	_, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err
@@ -56,12 +50,10 @@ func SubmitStart(ctx context.Context, l *ledger.Ledger, cmd Start) func() (Start
 		j.memoize(tx)
 		return evs, nil
 	})
-	return func() (Started, error) {
-		if _, err := p.Wait(); err != nil {
-			return Started{}, fmt.Errorf("start job: %w", err)
-		}
-		return st, nil
+	if err != nil {
+		return Started{}, fmt.Errorf("start job: %w", err)
 	}
+	return st, nil
 }
 
 func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {

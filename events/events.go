@@ -159,6 +159,19 @@ type Enqueued struct {
 	RetryOf string `json:"retry_of,omitempty"`
 }
 
+// Envelope is the event a job's plugin receives as request.event: what a
+// route carried from the emitting plugin, or what the core makes of a
+// payload given directly (type "ductile.<producer>", the job's id as
+// event_id). Every producer builds it from this one shape.
+type Envelope struct {
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+	EventID   string          `json:"event_id"`
+	Source    string          `json:"source"`
+	Timestamp string          `json:"timestamp"`
+	DedupeKey string          `json:"dedupe_key,omitempty"`
+}
+
 // Started is the data of job.started.
 type Started struct {
 	Attempt    int    `json:"attempt"`

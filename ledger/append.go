@@ -75,11 +75,12 @@ func (tx *Tx) ReadStream(stream string) ([]Event, error) {
 	return evs, err
 }
 
-// Append appends events atomically (all or none) and returns their seqs.
-// It returns once the transaction holding them is durable. A stale
-// ExpectedVersion fails with an error wrapping ErrVersionConflict.
+// Append appends events atomically (all or none), durably, and returns
+// their seqs: Decide for events whose expected versions the caller already
+// knows. A stale ExpectedVersion fails with an error wrapping
+// ErrVersionConflict.
 func (l *Ledger) Append(ctx context.Context, events ...NewEvent) ([]int64, error) {
-	return l.Decide(ctx, func(*Tx) ([]NewEvent, error) { return events, nil })
+	return l.Decide(ctx, Durable, func(*Tx) ([]NewEvent, error) { return events, nil })
 }
 
 // Durability says when an append may return.
@@ -98,31 +99,37 @@ const (
 	Relaxed
 )
 
-// DecideWith is Decide with a chosen durability.
-func (l *Ledger) DecideWith(ctx context.Context, d Durability, decide func(tx *Tx) ([]NewEvent, error)) ([]int64, error) {
-	return l.Submit(ctx, d, decide).Wait()
+// Decide runs decide inside the write transaction and appends what it
+// returns, atomically, and returns once the append is as durable as d asks.
+// decide reads streams through tx and must be quick and free of other I/O:
+// it runs on the single writer goroutine. If decide fails, nothing of this
+// call is appended and its error is returned; other callers sharing the
+// batch are unaffected. Decide may return no events.
+//
+// Decisions that arrive together share one transaction (group commit):
+// callers that append at the same moment from several goroutines (a worker
+// recording one job's outcome while the next job's start is recorded) pay
+// for one commit.
+func (l *Ledger) Decide(ctx context.Context, d Durability, decide func(tx *Tx) ([]NewEvent, error)) ([]int64, error) {
+	return l.queueDecision(ctx, d, decide).wait()
 }
 
-// Pending is an append submitted with Submit: queued for the writer, its
-// answer still to come.
-type Pending struct {
+// pending is a decision queued for the writer, its answer still to come.
+type pending struct {
 	r   *request
 	err error // the request could not be queued
 }
 
-// Submit queues decide for the writer like DecideWith, but returns as soon
-// as it is queued; Wait gives the answer. A caller with several appends to
-// make at the same moment (a worker recording one job's outcome and the
-// next job's start) submits them all, then waits: queued together, they
-// share one transaction.
-func (l *Ledger) Submit(ctx context.Context, d Durability, decide func(tx *Tx) ([]NewEvent, error)) *Pending {
+// queueDecision queues decide for the writer and returns at once; wait gives
+// the answer.
+func (l *Ledger) queueDecision(ctx context.Context, d Durability, decide func(tx *Tx) ([]NewEvent, error)) *pending {
 	r := &request{ctx: ctx, decide: decide, relaxed: d == Relaxed, done: make(chan struct{})}
-	return &Pending{r: r, err: l.enqueue(r)}
+	return &pending{r: r, err: l.enqueue(r)}
 }
 
-// Wait blocks until the append is answered (committed, and flushed if
-// durable) and returns its seqs, as DecideWith does.
-func (p *Pending) Wait() ([]int64, error) {
+// wait blocks until the append is answered (committed, and flushed if
+// durable) and returns its seqs.
+func (p *pending) wait() ([]int64, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -131,15 +138,6 @@ func (p *Pending) Wait() ([]int64, error) {
 	// append for a failed one.
 	<-p.r.done
 	return p.r.seqs, p.r.err
-}
-
-// Decide runs decide inside the write transaction and appends what it
-// returns, atomically. decide reads streams through tx and must be quick and
-// free of other I/O: it runs on the single writer goroutine. If decide fails,
-// nothing of this call is appended and its error is returned; other callers
-// sharing the batch are unaffected. Decide may return no events.
-func (l *Ledger) Decide(ctx context.Context, decide func(tx *Tx) ([]NewEvent, error)) ([]int64, error) {
-	return l.DecideWith(ctx, Durable, decide)
 }
 
 // WriteProjections runs fn in its own IMMEDIATE transaction on the writer
@@ -194,7 +192,7 @@ func (l *Ledger) submit(r *request) error {
 	if err := l.enqueue(r); err != nil {
 		return err
 	}
-	<-r.done // always answered once queued (see Pending.Wait)
+	<-r.done // always answered once queued (see pending.wait)
 	return nil
 }
 

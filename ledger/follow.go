@@ -15,8 +15,9 @@ const followPage = 1000
 // Follow calls fn for every event after seq after that matches f, oldest
 // first, including events appended later by this process or another, until
 // fn returns an error or ctx ends. It returns the seq of the last event fn
-// was given (after, if none) with nil when fn returned ErrStopFollowing, the
-// context's error when ctx ended, and fn's or a read's error otherwise.
+// accepted (returned nil for; after, if none), with nil when fn returned
+// ErrStopFollowing, the context's error when ctx ended, and fn's or a read's
+// error otherwise.
 //
 // It reads in pages and, once it has caught up, sleeps until Changed fires:
 // it never polls, and a follower that has seen everything costs nothing. fn

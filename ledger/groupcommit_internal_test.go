@@ -34,7 +34,7 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	blocked := make(chan error, 1)
 	go func() {
-		_, err := l.Decide(ctx, func(*Tx) ([]NewEvent, error) {
+		_, err := l.Decide(ctx, Durable, func(*Tx) ([]NewEvent, error) {
 			close(entered)
 			<-release
 			return []NewEvent{{Stream: "blocker", Type: "blocker.done"}}, nil
@@ -59,7 +59,7 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 		func() ([]int64, error) {
 			return l.Append(ctx, NewEvent{Stream: "bad/json", Type: "x.y", Data: json.RawMessage("{")})
 		},
-		func() ([]int64, error) { return l.Decide(ctx, func(*Tx) ([]NewEvent, error) { return nil, boom }) },
+		func() ([]int64, error) { return l.Decide(ctx, Durable, func(*Tx) ([]NewEvent, error) { return nil, boom }) },
 		func() ([]int64, error) {
 			return l.Append(ctx,
 				NewEvent{Stream: "half/1", Type: "half.first"},
@@ -140,7 +140,7 @@ func TestRelaxedAppendAfterAProjectionWriteIsFlushed(t *testing.T) {
 	}
 	waitUntil("the projection write's flush request never came due", func() bool { return !l.syncer.lazyDue.Load() })
 	before := l.WriteStats().Syncs
-	_, err = l.DecideWith(ctx, Relaxed, func(*Tx) ([]NewEvent, error) {
+	_, err = l.Decide(ctx, Relaxed, func(*Tx) ([]NewEvent, error) {
 		return []NewEvent{{Stream: "s/2", Type: "t.happened"}}, nil
 	})
 	require.NoError(t, err)

@@ -228,7 +228,7 @@ func TestDecideRunsInsideTheWriteTransaction(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			seqs, err := b.l.Decide(ctx, reserve)
+			seqs, err := b.l.Decide(ctx, ledger.Durable, reserve)
 			require.NoError(t, err)
 			mu.Lock()
 			winners += len(seqs)
@@ -240,10 +240,10 @@ func TestDecideRunsInsideTheWriteTransaction(t *testing.T) {
 
 	// A decision that fails appends nothing and returns its error.
 	boom := errors.New("boom")
-	_, err := b.l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) { return nil, boom })
+	_, err := b.l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) { return nil, boom })
 	require.ErrorIs(t, err, boom)
 	// A decision that panics fails only its caller.
-	_, err = b.l.Decide(ctx, func(tx *ledger.Tx) ([]ledger.NewEvent, error) { panic("bad decision") })
+	_, err = b.l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) { panic("bad decision") })
 	require.ErrorContains(t, err, "bad decision")
 	_, err = b.l.Append(ctx, ev("job/after", 0, "job.enqueued", nil))
 	require.NoError(t, err)
@@ -353,6 +353,8 @@ func TestReadFromFilters(t *testing.T) {
 	require.Equal(t, []int64{2, 4, 6}, collect(0, 3, ledger.Filter{Type: "b.happened"}))
 	require.Equal(t, []int64{3, 6, 9, 12, 15, 18}, collect(0, 100, ledger.Filter{Stream: "s/2"}))
 	require.Equal(t, []int64{6, 12, 18}, collect(0, 100, ledger.Filter{Stream: "s/2", Type: "b.happened"}))
+	require.Equal(t, []int64{12, 15}, collect(9, 2, ledger.Filter{Stream: "s/2"}), "after a seq, up to a limit")
+	require.Equal(t, []int64{18}, collect(12, 100, ledger.Filter{Stream: "s/2", Type: "b.happened"}))
 }
 
 func TestClosedLedgerRefusesAppends(t *testing.T) {
@@ -415,7 +417,7 @@ func TestRelaxedAppendsAreFlushedSoonAndTogether(t *testing.T) {
 	b := setup(t, ledger.Options{Synchronous: "FULL"}) // the syncer runs
 	appendRelaxed := func(i int) {
 		t.Helper()
-		_, err := b.l.DecideWith(context.Background(), ledger.Relaxed, func(*ledger.Tx) ([]ledger.NewEvent, error) {
+		_, err := b.l.Decide(context.Background(), ledger.Relaxed, func(*ledger.Tx) ([]ledger.NewEvent, error) {
 			return []ledger.NewEvent{ev(fmt.Sprintf("s/%d", i), 0, "relaxed.appended", map[string]int{"i": i})}, nil
 		})
 		require.NoError(t, err)
@@ -448,7 +450,7 @@ func TestCloseFlushesRelaxedAppends(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ductile.db")
 	l, err := ledger.Open(context.Background(), path, ledger.Options{})
 	require.NoError(t, err)
-	_, err = l.DecideWith(context.Background(), ledger.Relaxed, func(*ledger.Tx) ([]ledger.NewEvent, error) {
+	_, err = l.Decide(context.Background(), ledger.Relaxed, func(*ledger.Tx) ([]ledger.NewEvent, error) {
 		return []ledger.NewEvent{ev("s/1", 0, "relaxed.appended", map[string]int{})}, nil
 	})
 	require.NoError(t, err)

@@ -70,36 +70,34 @@ func (t *memoTable) keep(staged []stagedMemo) {
 	}
 }
 
-// Memo returns what a committed decision left for the stream with
-// Memoize, if the stream is still at the version it was left at. The value
-// is shared: copy it before changing it.
-func (tx *Tx) Memo(stream string) (any, bool, error) {
-	m, ok := tx.memos.get(stream)
-	if !ok {
-		return nil, false, nil
+// Recall returns the value of type T a committed decision left for the
+// stream with Remember, if the stream is still at the version it was left
+// at. The value is shared: copy it before changing it.
+func Recall[T any](tx *Tx, stream string) (value T, ok bool, err error) {
+	m, found := tx.memos.get(stream)
+	if !found {
+		return value, false, nil
 	}
 	v, err := tx.StreamVersion(stream)
 	if err != nil {
-		return nil, false, err
+		return value, false, err
 	}
 	if v != m.version {
 		tx.memos.drop(stream)
-		return nil, false, nil
+		return value, false, nil
 	}
-	return m.value, true, nil
+	value, ok = m.value.(T)
+	return value, ok, nil
 }
 
-// Memoize leaves value, the stream folded as of version (which this
+// Remember leaves value, the stream folded as of version (which this
 // decision's events bring it to), for the next decision on the stream; it
 // is kept only if those events commit. size is roughly what value holds, in
 // bytes, for the table's bound.
 //
 // value must be exactly what folding the stream's events would give: the
 // next decision takes it instead.
-func (tx *Tx) Memoize(stream string, version int64, value any, size int) {
-	if value == nil {
-		return
-	}
+func Remember[T any](tx *Tx, stream string, version int64, value T, size int) {
 	tx.staged = append(tx.staged, stagedMemo{stream: stream, memo: memo{version: version, value: value, size: size}})
 }
 

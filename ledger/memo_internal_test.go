@@ -15,8 +15,8 @@ func memoOf(t *testing.T, l *Ledger, stream string) (any, bool) {
 	t.Helper()
 	var v any
 	var ok bool
-	_, err := l.Decide(context.Background(), func(tx *Tx) (_ []NewEvent, err error) {
-		v, ok, err = tx.Memo(stream)
+	_, err := l.Decide(context.Background(), Durable, func(tx *Tx) (_ []NewEvent, err error) {
+		v, ok, err = Recall[any](tx, stream)
 		return nil, err
 	})
 	require.NoError(t, err)
@@ -42,36 +42,36 @@ func TestMemoIsKeptOnlyOnceCommitted(t *testing.T) {
 
 	// Given a writer busy with a slow decision,
 	entered, release := make(chan struct{}), make(chan struct{})
-	blocker := l.Submit(ctx, Durable, func(*Tx) ([]NewEvent, error) {
+	blocker := l.queueDecision(ctx, Durable, func(*Tx) ([]NewEvent, error) {
 		close(entered)
 		<-release
 		return nil, nil
 	})
 	<-entered
 	// when three decisions queue behind it and so share one batch,
-	good := l.Submit(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
-		tx.Memoize("s", 2, "good", 1)
+	good := l.queueDecision(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
+		Remember(tx, "s", 2, "good", 1)
 		return []NewEvent{{Stream: "s", ExpectedVersion: 1, Type: "s.moved"}}, nil
 	})
-	refused := l.Submit(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
-		tx.Memoize("t", 1, "refused", 1)
+	refused := l.queueDecision(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
+		Remember(tx, "t", 1, "refused", 1)
 		return []NewEvent{{Stream: "t", Type: "t.opened"}, {Stream: "s", ExpectedVersion: 0, Type: "s.opened"}}, nil
 	})
-	failed := l.Submit(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
-		tx.Memoize("u", 0, "failed", 1)
+	failed := l.queueDecision(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
+		Remember(tx, "u", 0, "failed", 1)
 		return nil, errors.New("no")
 	})
 	close(release)
-	for _, p := range []*Pending{blocker, good} {
-		_, err := p.Wait()
+	for _, p := range []*pending{blocker, good} {
+		_, err := p.wait()
 		require.NoError(t, err)
 	}
-	_, err = refused.Wait()
+	_, err = refused.wait()
 	require.ErrorIs(t, err, ErrVersionConflict)
 	none, err := l.ReadStream(ctx, "t")
 	require.NoError(t, err)
 	require.Empty(t, none, "the refused decision's first event was committed")
-	_, err = failed.Wait()
+	_, err = failed.wait()
 	require.Error(t, err)
 
 	// then the next decisions see only the committed one's memo.
@@ -91,8 +91,8 @@ func TestMemoIsDroppedOnceTheStreamMoves(t *testing.T) {
 	l := openMemoLedger(t, path)
 	ctx := context.Background()
 	memoize := func(stream string, version int64, v any) {
-		_, err := l.Decide(ctx, func(tx *Tx) ([]NewEvent, error) {
-			tx.Memoize(stream, version, v, 1)
+		_, err := l.Decide(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
+			Remember(tx, stream, version, v, 1)
 			return nil, nil
 		})
 		require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestMemoIsDroppedOnceTheStreamMoves(t *testing.T) {
 	_, ok = memoOf(t, l, "other")
 	require.False(t, ok, "a memo outlived another process's append to its stream")
 
-	_, err = l.Decide(ctx, func(tx *Tx) ([]NewEvent, error) {
+	_, err = l.Decide(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
 		tx.Forget("forgotten")
 		return nil, nil
 	})

@@ -76,6 +76,10 @@ func (l *Ledger) ReadFrom(ctx context.Context, after int64, limit int, f Filter,
 			return queries.ReadRange(conn, queries.ReadRangeParams{AfterSeq: after, UntilSeq: math.MaxInt64, MaxEvents: int64(limit)},
 				func(r queries.ReadRangeRow) error { return visit(queries.ReadStreamRow(r)) })
 		}
+		if f.Stream != "" {
+			return queries.ReadStreamAfter(conn, queries.ReadStreamAfterParams{Stream: f.Stream, AfterSeq: after, Type: f.Type, MaxEvents: int64(limit)},
+				func(r queries.ReadStreamAfterRow) error { return visit(queries.ReadStreamRow(r)) })
+		}
 		return queries.ReadFromFiltered(conn, queries.ReadFromFilteredParams{AfterSeq: after, Type: f.Type, Stream: f.Stream, MaxEvents: int64(limit)},
 			func(r queries.ReadFromFilteredRow) error { return visit(queries.ReadStreamRow(r)) })
 	})

@@ -51,14 +51,14 @@ func within[T any](t *testing.T, what string, fn func() T) T {
 }
 
 // answer waits (within 10 s) for p's answer and requires success.
-func answer(t *testing.T, what string, p *Pending) []int64 {
+func answer(t *testing.T, what string, p *pending) []int64 {
 	t.Helper()
 	type result struct {
 		seqs []int64
 		err  error
 	}
 	r := within(t, what, func() result {
-		seqs, err := p.Wait()
+		seqs, err := p.wait()
 		return result{seqs, err}
 	})
 	require.NoError(t, r.err, what)
@@ -94,8 +94,8 @@ func TestDurableAnswerWaitsForItsFsync(t *testing.T) {
 	})
 	letGo := sync.OnceFunc(func() { hold.Store(false); close(release) })
 	t.Cleanup(letGo) // before the ledger closes, which waits for the syncer
-	appendOne := func(d Durability, stream string) *Pending {
-		return l.Submit(ctx, d, func(*Tx) ([]NewEvent, error) {
+	appendOne := func(d Durability, stream string) *pending {
+		return l.queueDecision(ctx, d, func(*Tx) ([]NewEvent, error) {
 			return []NewEvent{{Stream: stream, Type: "t.appended"}}, nil
 		})
 	}
@@ -189,7 +189,7 @@ func TestEveryDurableAnswerFollowsACoveringFsync(t *testing.T) {
 				for j := range evs {
 					evs[j] = NewEvent{Stream: fmt.Sprintf("w%d/%d", w, i), ExpectedVersion: int64(j), Type: "t.appended"}
 				}
-				seqs, err := l.DecideWith(ctx, d, func(*Tx) ([]NewEvent, error) { return evs, nil })
+				seqs, err := l.Decide(ctx, d, func(*Tx) ([]NewEvent, error) { return evs, nil })
 				if err != nil {
 					errs[w] = err
 					return

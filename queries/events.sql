@@ -34,6 +34,19 @@ WHERE seq > CAST(@after_seq AS INTEGER)
 ORDER BY seq
 LIMIT @max_events;
 
+-- name: ReadStreamAfter :many
+-- One stream's events after a seq, oldest first, up to a limit, keeping
+-- only one type if given: through UNIQUE (stream, version), since a
+-- stream's versions rise with its seqs, so a follower of one job reads
+-- that job's events, not the log since after_seq.
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = CAST(@stream AS TEXT)
+  AND seq > CAST(@after_seq AS INTEGER)
+  AND (CAST(@type AS TEXT) = '' OR type = CAST(@type AS TEXT))
+ORDER BY version
+LIMIT @max_events;
+
 -- name: ReadRange :many
 -- Events with after_seq < seq <= until_seq, oldest first, up to a limit.
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash

@@ -269,6 +269,77 @@ func ReadFromFiltered(conn *sqlite.Conn, arg ReadFromFilteredParams, fn func(Rea
 	}
 }
 
+const readStreamAfter = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = CAST(?1 AS TEXT)
+  AND seq > CAST(?2 AS INTEGER)
+  AND (CAST(?3 AS TEXT) = '' OR type = CAST(?3 AS TEXT))
+ORDER BY version
+LIMIT ?4`
+
+type ReadStreamAfterParams struct {
+	Stream    string
+	AfterSeq  int64
+	Type      string
+	MaxEvents int64
+}
+
+type ReadStreamAfterRow struct {
+	Seq        int64
+	Stream     string
+	Version    int64
+	Type       string
+	Data       string
+	Meta       string
+	RecordedAt string
+	PrevHash   []byte
+	Hash       []byte
+}
+
+// One stream's events after a seq, oldest first, up to a limit, keeping
+// only one type if given: through UNIQUE (stream, version), since a
+// stream's versions rise with its seqs, so a follower of one job reads
+// that job's events, not the log since after_seq.
+func ReadStreamAfter(conn *sqlite.Conn, arg ReadStreamAfterParams, fn func(ReadStreamAfterRow) error) (err error) {
+	stmt, err := conn.Prepare(readStreamAfter)
+	if err != nil {
+		return fmt.Errorf("ReadStreamAfter: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ReadStreamAfter: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Stream)
+	stmt.BindInt64(2, arg.AfterSeq)
+	stmt.BindText(3, arg.Type)
+	stmt.BindInt64(4, arg.MaxEvents)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ReadStreamAfter: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ReadStreamAfterRow
+		row.Seq = stmt.ColumnInt64(0)
+		row.Stream = stmt.ColumnText(1)
+		row.Version = stmt.ColumnInt64(2)
+		row.Type = stmt.ColumnText(3)
+		row.Data = stmt.ColumnText(4)
+		row.Meta = stmt.ColumnText(5)
+		row.RecordedAt = stmt.ColumnText(6)
+		row.PrevHash = make([]byte, stmt.ColumnLen(7))
+		stmt.ColumnBytes(7, row.PrevHash)
+		row.Hash = make([]byte, stmt.ColumnLen(8))
+		stmt.ColumnBytes(8, row.Hash)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
 const readRange = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
 WHERE seq > CAST(?1 AS INTEGER) AND seq <= CAST(?2 AS INTEGER)

@@ -12,9 +12,10 @@ import (
 	"github.com/ductile/ductile/migrations"
 )
 
-// TestLookupsSearchTheStreamIndex checks that a job id prefix and the last
-// config.applied are found through UNIQUE (stream, version), never by a
-// scan of the events table, whose size is the whole history.
+// TestLookupsSearchTheStreamIndex checks that a job id prefix, the last
+// config.applied and a stream's events after a seq (what following one job
+// reads) are found through UNIQUE (stream, version), never by a scan of the
+// events table, whose size is the whole history.
 func TestLookupsSearchTheStreamIndex(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "plan.db")
 	if _, err := migrations.Up(context.Background(), path); err != nil {
@@ -31,6 +32,8 @@ func TestLookupsSearchTheStreamIndex(t *testing.T) {
 	}{
 		{"FindStreamsByPrefix", findStreamsByPrefix, []any{"job/0195", "job/0196", 6}},
 		{"ReadStreamLastOfType", readStreamLastOfType, []any{"system", "config.applied"}},
+		{"ReadStreamAfter", readStreamAfter, []any{"job/0195", 100, "", 1000}},
+		{"ReadStreamAfter of a type", readStreamAfter, []any{"job/0195", 100, "job.started", 1000}},
 	} {
 		var plan []string
 		err := sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+tc.query, &sqlitex.ExecOptions{

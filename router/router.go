@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 )
 
 // Event is one event a plugin emitted.
@@ -30,16 +31,6 @@ type Child struct {
 	Envelope  json.RawMessage // {type, payload, event_id, source, timestamp, dedupe_key}
 	Payload   json.RawMessage
 	DedupeKey string // the event's, else the parent job's
-}
-
-// Envelope is what a handle command receives as request.event.
-type Envelope struct {
-	Type      string          `json:"type"`
-	Payload   json.RawMessage `json:"payload"`
-	EventID   string          `json:"event_id"`
-	Source    string          `json:"source"`
-	Timestamp string          `json:"timestamp"`
-	DedupeKey string          `json:"dedupe_key,omitempty"`
 }
 
 // Route returns the children for events emitted by plugin `from`, in event
@@ -63,7 +54,7 @@ func Route(routes []config.Route, from, parentDedupeKey string, evs []Event, now
 				if len(payload) == 0 {
 					payload = json.RawMessage("{}")
 				}
-				env, err = json.Marshal(Envelope{Type: ev.Type, Payload: payload, EventID: id, Source: from,
+				env, err = json.Marshal(events.Envelope{Type: ev.Type, Payload: payload, EventID: id, Source: from,
 					Timestamp: now.UTC().Format(time.RFC3339Nano), DedupeKey: ev.DedupeKey})
 				if err != nil {
 					return nil, nil, fmt.Errorf("route event %s: %w", ev.Type, err)

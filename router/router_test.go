@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/router"
 )
 
@@ -38,9 +39,9 @@ func TestRouteFansOutOnExactMatch(t *testing.T) {
 	require.Equal(t, "parent-key", children[0].DedupeKey, "inherits the parent's key")
 	require.Equal(t, "own", children[2].DedupeKey, "the event's own key wins")
 
-	var env router.Envelope
+	var env events.Envelope
 	require.NoError(t, json.Unmarshal(children[0].Envelope, &env))
-	require.Equal(t, router.Envelope{Type: "a.done", Payload: json.RawMessage(`{"n":1}`), EventID: children[0].EventID,
+	require.Equal(t, events.Envelope{Type: "a.done", Payload: json.RawMessage(`{"n":1}`), EventID: children[0].EventID,
 		Source: "a", Timestamp: "2026-11-21T10:00:00Z"}, env)
 }
 
