@@ -24,7 +24,6 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
-	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -277,7 +276,7 @@ func enqueueJobs(ctx context.Context, d *Daemon, cfg *config.Config, n, producer
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
-				enq := dispatch.JobFor(cfg, "bench", "poll", commands.ByCLI)
+				enq := commands.JobFor(cfg, "bench", "poll", commands.ByCLI)
 				if _, err := commands.EnqueueJob(ctx, d.Ledger, enq); err != nil {
 					errs <- err
 					return
@@ -500,7 +499,7 @@ func BenchCLI(ctx context.Context, opts BenchCLIOptions) (BenchCLIResult, error)
 		return run.JobID, nil
 	}
 	byOpen := func() (string, error) {
-		r, err := commands.EnqueueJob(ctx, l, dispatch.JobFor(cfg, "bench", "poll", commands.ByCLI))
+		r, err := commands.EnqueueJob(ctx, l, commands.JobFor(cfg, "bench", "poll", commands.ByCLI))
 		return r.JobID, err
 	}
 	if _, err := benchLatencies(ctx, l, cmd.Process.Pid, 1, opts.Idle, byCLI); err != nil { // warm up

@@ -46,7 +46,7 @@ type Options struct {
 	// interrupting them (default 10s).
 	DrainTimeout time.Duration
 	// NoDispatch opens everything but the dispatch loop: the caller runs
-	// jobs itself with Dispatcher.RunJob (plugin run without a daemon).
+	// jobs itself with RunJob (plugin run without a daemon).
 	NoDispatch bool
 	// Steps run these discovered plugins in process instead of spawning
 	// them (ductile bench --in-process).
@@ -57,13 +57,14 @@ type Options struct {
 type Daemon struct {
 	Ledger     *ledger.Ledger
 	Projector  *projections.Projector
-	Dispatcher *dispatch.Dispatcher
+	Dispatcher *dispatch.Dispatcher // nil with NoDispatch
 	Plugins    *pluginhost.Registry
 	Config     *config.Config
 	StateDir   string
 
-	log  *slog.Logger
-	lock *Lock
+	log      *slog.Logger
+	lock     *Lock
+	dispatch dispatch.Options // what RunJob runs jobs with
 
 	closeOnce sync.Once
 	closeErr  error
@@ -148,14 +149,21 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.Projector.Start(ctx)
-	d.Dispatcher = dispatch.New(dispatch.Options{
+	d.dispatch = dispatch.Options{
 		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: d.Plugins, Logger: log,
 		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout,
-	})
+	}
 	if !opts.NoDispatch {
+		d.Dispatcher = dispatch.New(d.dispatch)
 		d.Dispatcher.Start(ctx)
 	}
 	return d, nil
+}
+
+// RunJob runs one job here and now until it is terminal (dispatch.RunJob):
+// what plugin run does, on a daemon opened with NoDispatch.
+func (d *Daemon) RunJob(ctx context.Context, id string) error {
+	return dispatch.RunJob(ctx, d.dispatch, id)
 }
 
 // Close drains the dispatcher, stops the projector and brings the

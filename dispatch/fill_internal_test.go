@@ -34,22 +34,24 @@ func TestFillOnAStaleTruncatedCacheWakesTheLoopToReadAgain(t *testing.T) {
 	holder := candidate{id: "holder", plugin: "p", command: "poll", dedupeKey: "k", seq: 1}
 	d.mu.Lock()
 	d.claimLocked(holder)
-	d.ready = []candidate{{id: "held", plugin: "p", command: "poll", dedupeKey: "k", seq: 2}}
-	d.truncated, d.dry, d.cacheGen, d.cacheEnqueued, d.cacheCapped = true, false, 0, 0, d.cappedPlugins()
+	d.queue = queue{
+		ready:     []candidate{{id: "held", plugin: "p", command: "poll", dedupeKey: "k", seq: 2}},
+		truncated: true, cappedSeen: d.slots.cappedPlugins(),
+	}
 	d.mu.Unlock()
 
 	_, err = d.fill(ctx)
 	require.NoError(t, err)
-	require.Len(t, d.freed, 1, "the loop is woken to read past the cut")
-	require.True(t, d.dry)
-	require.Equal(t, 1, d.procs, "the held-back job did not start")
+	require.Len(t, d.woken, 1, "the loop is woken to read past the cut")
+	require.True(t, d.queue.runDry)
+	require.Equal(t, 1, d.slots.inUse, "the held-back job did not start")
 
 	// That wake-up reads the queue (here empty: nothing past the cut), and a
 	// fresh read that finds nothing startable does not wake the loop again.
-	<-d.freed
+	<-d.woken
 	_, err = d.fill(ctx)
 	require.NoError(t, err)
-	require.Empty(t, d.freed)
-	require.False(t, d.truncated)
-	d.wg.Done() // the holder's claim; no worker runs it
+	require.Empty(t, d.woken)
+	require.False(t, d.queue.truncated)
+	d.workers.Done() // the holder's claim; no worker runs it
 }

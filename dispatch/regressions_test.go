@@ -18,7 +18,6 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
-	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 )
@@ -36,7 +35,7 @@ func quickRetries(plugin string, maxAttempts int, base time.Duration) func(*conf
 
 func (b *testBundle) enqueue(plugin string) string {
 	b.t.Helper()
-	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, dispatch.JobFor(b.d.Config, plugin, "poll", commands.ByCLI))
+	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, commands.JobFor(b.d.Config, plugin, "poll", commands.ByCLI))
 	require.NoError(b.t, err)
 	return res.JobID
 }
@@ -67,7 +66,7 @@ func TestSpawnFailureIsRecordedAndRetried(t *testing.T) {
 func TestRunJobEndsOnSpawnFailure(t *testing.T) {
 	b := setupWith(t, 1, quickRetries("broken", 2, 10*time.Millisecond), daemon.Options{NoDispatch: true})
 	id := b.enqueue("broken")
-	require.NoError(t, b.d.Dispatcher.RunJob(b.ctx, id))
+	require.NoError(t, b.d.RunJob(b.ctx, id))
 	require.Equal(t, events.StatusDead, b.fold(id).Status)
 }
 
@@ -142,7 +141,7 @@ func TestRunJobStopsWaitingWhenCanceled(t *testing.T) {
 	b := setupWith(t, 1, quickRetries("failing", 3, time.Hour), daemon.Options{Logger: slog.New(logs), NoDispatch: true})
 	id := b.enqueue("failing")
 	done := make(chan error, 1)
-	go func() { done <- b.d.Dispatcher.RunJob(b.ctx, id) }()
+	go func() { done <- b.d.RunJob(b.ctx, id) }()
 	// The first attempt failed and RunJob, having read the retry, waits an hour.
 	logs.waitFor(t, b.ctx, "waiting for the retry")
 	j := b.fold(id)

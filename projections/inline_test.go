@@ -249,14 +249,24 @@ func (pr *producer) complete(ctx context.Context, st commands.Started) error {
 		}
 	}
 	cmd.Outcome = out
-	recorded := commands.SubmitComplete(ctx, l, cmd)
-	var next func() (commands.Started, error)
+	// As a daemon's worker does, the next job's start is recorded at the
+	// same moment as this outcome, so the two often share a commit.
+	var next chan struct{}
 	var nextID string
+	var nst commands.Started
+	var nextErr error
 	if l == pr.daemon && len(pr.queued) > 0 && pr.rng.IntN(2) == 0 {
 		nextID = take(pr.rng, &pr.queued)
-		next = commands.SubmitStart(ctx, l, commands.Start{JobID: nextID, Timeout: time.Minute, PID: 4242, Now: pr.now.Add(48 * time.Hour)})
+		next = make(chan struct{})
+		go func() {
+			defer close(next)
+			nst, nextErr = commands.StartJob(ctx, l, commands.Start{JobID: nextID, Timeout: time.Minute, PID: 4242, Now: pr.now.Add(48 * time.Hour)})
+		}()
 	}
-	res, err := recorded()
+	res, err := commands.CompleteJob(ctx, l, cmd)
+	if next != nil {
+		<-next
+	}
 	if err != nil {
 		return err
 	}
@@ -269,9 +279,8 @@ func (pr *producer) complete(ctx context.Context, st commands.Started) error {
 		}
 	}
 	if next != nil {
-		nst, err := next()
-		if err != nil {
-			return fmt.Errorf("start %s: %w", nextID, err)
+		if nextErr != nil {
+			return fmt.Errorf("start %s: %w", nextID, nextErr)
 		}
 		pr.running = append(pr.running, nst)
 	}

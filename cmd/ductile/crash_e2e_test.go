@@ -21,7 +21,6 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
-	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
@@ -82,7 +81,7 @@ func TestCrashRecovery(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := g; i < roots; i += enqueuers {
-				enq := dispatch.JobFor(cfg, "emit", "poll", commands.ByCLI)
+				enq := commands.JobFor(cfg, "emit", "poll", commands.ByCLI)
 				enq.Payload = json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))
 				enq.Now = time.Now()
 				res, err := commands.EnqueueJob(ctx, l, enq)
@@ -317,7 +316,7 @@ func TestCrashAtFaultPointsBeforeCommit(t *testing.T) {
 	l := openLedgerSync(t, w.state, "FULL")
 	ids := make([]string, roots)
 	for i := range ids {
-		enq := dispatch.JobFor(cfg, "emit", "poll", commands.ByCLI)
+		enq := commands.JobFor(cfg, "emit", "poll", commands.ByCLI)
 		enq.Payload = json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))
 		enq.Now = time.Now()
 		res, err := commands.EnqueueJob(ctx, l, enq)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
-	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -781,7 +780,7 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 			id, j.Status, j.Plugin, j.Command, whoRuns(set))
 		return nil
 	}
-	defaults := dispatch.JobFor(e.cfg, j.Plugin, j.Command, commands.ByCLI)
+	defaults := commands.JobFor(e.cfg, j.Plugin, j.Command, commands.ByCLI)
 	res, err := commands.RetryJob(ctx, l, commands.Retry{JobID: id, Actor: commands.ByCLI, MaxAttempts: defaults.MaxAttempts,
 		BackoffBase: defaults.BackoffBase, DefaultDedupeTTL: defaults.DefaultDedupeTTL, Now: time.Now()})
 	if errors.Is(err, commands.ErrInvalidTransition) || errors.Is(err, commands.ErrAlreadyRetried) {

@@ -123,8 +123,8 @@ func TestJobLogsMergesStreamedAndRecordedStderr(t *testing.T) {
 	_, err = commands.StartJob(ctx, l, commands.Start{JobID: enq.JobID, Timeout: time.Minute, Now: time.Now()})
 	require.NoError(t, err)
 	streamedAt := "2026-01-02T03:04:05.123456789Z"
-	require.NoError(t, commands.SubmitStderr(ctx, l, commands.RecordStderr{JobID: enq.JobID, Attempt: 1, Line: 1,
-		Lines: []events.StderrLine{{At: streamedAt, Text: "line one"}}, Truncated: true})())
+	require.NoError(t, commands.RecordStderr(ctx, l, commands.StderrLines{JobID: enq.JobID, Attempt: 1, Line: 1,
+		Lines: []events.StderrLine{{At: streamedAt, Text: "line one"}}, Truncated: true}))
 	_, err = commands.CompleteJob(ctx, l, commands.Complete{JobID: enq.JobID, Attempt: 1, Now: time.Now(), Outcome: commands.Outcome{
 		Kind: events.OutcomeError, Error: "exit 1", ExitCode: 1, Stderr: "line one\nline two\nline three",
 		Response: json.RawMessage(`{"status":"error","error":"x","logs":[{"level":"warn","message":"logged"}]}`),

@@ -18,7 +18,6 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
-	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -179,7 +178,7 @@ func pluginRun(c *cli.Context) error {
 		if err != nil {
 			return commands.Enqueue{}, err
 		}
-		enq := dispatch.JobFor(e.cfg, name, command, commands.ByCLI)
+		enq := commands.JobFor(e.cfg, name, command, commands.ByCLI)
 		enq.Payload, enq.DedupeKey, enq.DedupeTTL = payload, dedupeKey, dedupeTTL
 		return enq, nil
 	}
@@ -273,7 +272,7 @@ func pluginRun(c *cli.Context) error {
 		// Run this one job here, retries included; at the timeout or an
 		// interrupt it is canceled, since no daemon is there to take it
 		// over. Jobs it routes stay queued for the daemon.
-		if err := d.Dispatcher.RunJob(waitCtx, res.JobID); err != nil && waitCtx.Err() == nil {
+		if err := d.RunJob(waitCtx, res.JobID); err != nil && waitCtx.Err() == nil {
 			return err
 		}
 		runCause = context.Cause(waitCtx)

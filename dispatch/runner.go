@@ -1,0 +1,206 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pluginhost"
+)
+
+// runner runs one attempt of a job: it records the start, runs the plugin
+// and records the outcome. The dispatch loop's workers and RunJob both run
+// jobs through it.
+type runner struct {
+	ledger  *ledger.Ledger
+	plugins *pluginhost.Registry
+	config  *config.Config
+	log     *slog.Logger
+	grace   time.Duration
+	now     func() time.Time
+	pause   *startPause
+	// stopped ends the retries of an outcome the ledger keeps refusing
+	// (the dispatcher gives up on them at shutdown).
+	stopped context.Context
+
+	mu      sync.Mutex
+	configs map[string]json.RawMessage // plugin configs as JSON, encoded once
+}
+
+func newRunner(opts Options, stopped context.Context) *runner {
+	log := opts.Logger.With("component", "dispatcher")
+	return &runner{
+		ledger: opts.Ledger, plugins: opts.Plugins, config: opts.Config, log: log,
+		grace: opts.Grace, now: opts.Now, pause: newStartPause(log, opts.Now), stopped: stopped,
+		configs: map[string]json.RawMessage{},
+	}
+}
+
+// startClaim is a job's start, queued for the ledger, its answer to come.
+type startClaim struct {
+	done    chan struct{}
+	started commands.Started
+	err     error
+}
+
+// claim queues c's start (a relaxed, versioned append) and returns at once:
+// the start is recorded while the plugin's process spawns, and queued
+// beside whatever else is being appended at that moment (the outcome of the
+// job that made room), so both usually share a commit. Like every append of
+// a run, it is not tied to the job's context: it must land even if the job
+// is canceled.
+func (r *runner) claim(c candidate) *startClaim {
+	s := &startClaim{done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		s.started, s.err = commands.StartJob(context.Background(), r.ledger, commands.Start{
+			JobID: c.id, Timeout: r.config.Timeout(c.plugin, c.command), PID: os.Getpid(), Now: r.now(),
+		})
+	}()
+	return s
+}
+
+// wait is the start's answer; it may be waited for more than once.
+func (s *startClaim) wait() (commands.Started, error) {
+	<-s.done
+	return s.started, s.err
+}
+
+// attempt is how one run of a job went, for the dispatcher's bookkeeping.
+type attempt struct {
+	startErr error // the job was not started (refused for now, or it moved on)
+	settle   int64 // the seq of its recorded outcome (0: none was)
+	ended    bool  // the job is terminal: succeeded, dead or canceled
+}
+
+// run runs c's attempt, whose start is queued as start. exited, if not nil,
+// is called once the plugin's process is gone and before the outcome is
+// recorded: the dispatcher hands the slot on there. A start the ledger
+// refused for now pauses every start (startPause).
+func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited func()) attempt {
+	log := r.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
+	timeout := r.config.Timeout(c.plugin, c.command)
+	var st commands.Started
+	var startErr error
+	started := false
+	waitStart := func() error {
+		st, startErr = start.wait()
+		started = startErr == nil
+		return startErr
+	}
+	var res pluginhost.Result
+	p, cfgJSON, problem := r.runnable(c)
+	if problem == "" {
+		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
+			if err := waitStart(); err != nil {
+				return pluginhost.Request{}, err
+			}
+			return pluginhost.Request{
+				Protocol: pluginhost.ProtocolVersion, JobID: st.JobID, Command: st.Command,
+				Config: cfgJSON, State: st.State, Context: json.RawMessage("{}"), Event: st.Event,
+				DeadlineAt: r.now().Add(timeout),
+			}, nil
+		}, pluginhost.RunOptions{Timeout: timeout, Grace: r.grace, OnStderr: func(lines pluginhost.StderrLines) {
+			// A plugin may write before its start is recorded (it runs from
+			// the spawn on): its lines wait for the start's answer, which
+			// comes, since a spawned plugin's request is always prepared.
+			if st, err := start.wait(); err == nil {
+				r.recordStderr(st.Job, lines)
+			}
+		}})
+	}
+	if !started && startErr == nil {
+		// No process got a request: the plugin cannot run here (problem),
+		// or its process could not be spawned (a missing interpreter, no
+		// more processes…; res says so). The attempt is recorded all the
+		// same, started and failed, so it is retried like any other.
+		waitStart()
+	}
+	if !started {
+		if refusedForNow(startErr) {
+			r.pause.startRefused(startErr)
+		} else {
+			log.Debug("job not started", "err", startErr) // canceled, or started elsewhere
+		}
+		return attempt{startErr: startErr}
+	}
+	r.pause.startRecorded()
+	outcome := commands.Outcome{Kind: events.OutcomeError, Error: problem}
+	if problem == "" {
+		outcome = r.outcome(ctx, res, log)
+	}
+	job := st.Job
+	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: r.now()}
+	if outcome.Kind == events.OutcomeOK {
+		r.addFactsAndRouting(&complete, job, res)
+	}
+	if exited != nil {
+		exited()
+	}
+	recorded, ok := r.complete(complete, log)
+	if !ok {
+		return attempt{}
+	}
+	logOutcome(log, job, outcome, recorded)
+	return attempt{settle: recorded.Seqs[len(recorded.Seqs)-1], ended: recorded.Status.Terminal()}
+}
+
+// recordStderr records lines the plugin of a running job wrote to stderr
+// (job.stderr_written) as they come: the runner hands them on in order, and
+// every delivery is recorded before the run returns, so before the job's
+// outcome. A refusal (the job has moved on) loses nothing the outcome does
+// not carry.
+func (r *runner) recordStderr(job *commands.Job, sl pluginhost.StderrLines) {
+	lines := make([]events.StderrLine, len(sl.Lines))
+	for i, l := range sl.Lines {
+		lines[i] = events.StderrLine{At: commands.Time(l.At), Text: l.Text}
+	}
+	err := commands.RecordStderr(context.Background(), r.ledger, commands.StderrLines{
+		JobID: job.JobID, Attempt: job.Attempt, Line: sl.First + 1, Lines: lines, Truncated: sl.Truncated,
+	})
+	if err != nil {
+		r.log.Debug("stderr lines not recorded while the job ran; its outcome carries them", "job_id", job.JobID, "err", err)
+	}
+}
+
+// runnable finds the job's plugin and its config, or says why it cannot run.
+func (r *runner) runnable(c candidate) (*pluginhost.Plugin, json.RawMessage, string) {
+	p, ok := r.plugins.Get(c.plugin)
+	if !ok {
+		return nil, nil, fmt.Sprintf("plugin %q is not installed or failed to load (see: ductile plugin list)", c.plugin)
+	}
+	if !r.config.Plugin(c.plugin).Enabled {
+		return nil, nil, fmt.Sprintf("plugin %q is disabled in the config (plugins.%s.enabled: false)", c.plugin, c.plugin)
+	}
+	if _, ok := p.Command(c.command); !ok {
+		return nil, nil, fmt.Sprintf("plugin %q has no command %q", c.plugin, c.command)
+	}
+	cfgJSON, err := r.pluginConfig(c.plugin)
+	if err != nil {
+		return nil, nil, "encode plugin config: " + err.Error()
+	}
+	return p, cfgJSON, ""
+}
+
+// pluginConfig is a plugin's config as JSON, encoded once: the config does
+// not change while the runner runs.
+func (r *runner) pluginConfig(plugin string) (json.RawMessage, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b, ok := r.configs[plugin]; ok {
+		return b, nil
+	}
+	b, err := json.Marshal(r.config.Plugin(plugin).Config)
+	if err == nil {
+		r.configs[plugin] = b
+	}
+	return b, err
+}
