@@ -13,10 +13,12 @@
 // job is never started twice even if the projection lags; runs the plugin;
 // and records the outcome, facts or state, and every routed child job in one
 // append (commands.CompleteJob). Workers start and complete concurrently, so
-// their appends share group commits.
+// their appends share group commits. RunJob runs one job the same way,
+// without the loop (plugin run without a daemon).
 //
 // The projection lags the ledger by a few milliseconds, so the dispatcher
 // remembers the jobs it has running, and those it finished until the
 // projector has caught up with their completion: in-memory bookkeeping for
-// its own workers only; the ledger decides.
+// its own workers only; the ledger decides. docs/architecture.md ("The
+// dispatcher") has the reasoning.
 package dispatch
