@@ -168,6 +168,9 @@ func measureLatency(ctx context.Context, l *ledger.Ledger, daemonPID, n int, idl
 	var out Latency
 	latencies := make([]float64, 0, n)
 	cpuBefore, cpuKnown := processCPUOf(daemonPID)
+	// Each job's events come after the previous job's success, and after
+	// what this process has seen of the ledger before the first.
+	after := l.Head()
 	for range n {
 		select {
 		case <-ctx.Done():
@@ -178,11 +181,12 @@ func measureLatency(ctx context.Context, l *ledger.Ledger, daemonPID, n int, idl
 		if err != nil {
 			return out, err
 		}
-		jobEvents, err := waitForJob(ctx, l, id)
+		jobEvents, last, err := waitForJob(ctx, l, after, id)
 		if err != nil {
 			return out, err
 		}
 		latencies = append(latencies, milliseconds(jobEvents[1].RecordedAt.Sub(jobEvents[0].RecordedAt)))
+		after = last
 	}
 	if cpuAfter, ok := processCPUOf(daemonPID); ok && cpuKnown {
 		out.DaemonCPUMSPerJob = milliseconds(cpuAfter-cpuBefore) / float64(n)
@@ -192,33 +196,32 @@ func measureLatency(ctx context.Context, l *ledger.Ledger, daemonPID, n int, idl
 	return out, nil
 }
 
-// waitForJob waits for job id to succeed and returns its events.
-func waitForJob(ctx context.Context, l *ledger.Ledger, id string) ([]ledger.Event, error) {
+// waitForJob follows job id's events, which all come after seq after, until
+// the job succeeds, and returns them with the seq of its job.succeeded.
+func waitForJob(ctx context.Context, l *ledger.Ledger, after int64, id string) (jobEvents []ledger.Event, last int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	for {
-		changed := l.Changed()
-		evs, err := l.ReadStream(ctx, events.JobStream(id))
-		if err != nil {
-			return nil, err
-		}
-		if n := len(evs); n > 0 {
-			switch evs[n-1].Type {
-			case events.JobSucceeded:
-				if n < 3 || evs[1].Type != events.JobStarted {
-					return nil, fmt.Errorf("bench job %s: unexpected events", id)
-				}
-				return evs, nil
-			case events.JobDead, events.JobFailed, events.JobTimedOut:
-				return nil, fmt.Errorf("bench job %s failed: %s", id, evs[n-1].Data)
+	_, err = l.Follow(ctx, after, ledger.Filter{Stream: events.JobStream(id)}, func(ev ledger.Event) error {
+		jobEvents = append(jobEvents, ev)
+		switch ev.Type {
+		case events.JobSucceeded:
+			if len(jobEvents) < 3 || jobEvents[1].Type != events.JobStarted {
+				return fmt.Errorf("bench job %s: unexpected events", id)
 			}
+			last = ev.Seq
+			return ledger.ErrStopFollowing
+		case events.JobDead, events.JobFailed, events.JobTimedOut:
+			return fmt.Errorf("bench job %s failed: %s", id, ev.Data)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("bench job %s: %w", id, ctx.Err())
-		case <-changed:
-		}
+		return nil
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, 0, fmt.Errorf("bench job %s: %w", id, ctx.Err())
+	case err != nil:
+		return nil, 0, err
 	}
+	return jobEvents, last, nil
 }
 
 // processCPUOf is the CPU time process pid has used (user and system, all
