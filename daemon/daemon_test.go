@@ -5,16 +5,13 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
-	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 )
 
@@ -107,44 +104,6 @@ func TestHolderIsTheProcessHoldingTheLock(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, h.Daemon())
 	require.Equal(t, os.Getpid(), h.PID)
-}
-
-func TestBenchReportsEveryNumber(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a daemon and spawns 2×50 processes")
-	}
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	tmp := t.TempDir()
-	res, err := daemon.Bench(ctx, daemon.BenchOptions{Jobs: 50, TempDir: tmp})
-	require.NoError(t, err)
-	require.Equal(t, 50, res.Jobs)
-	// Unless told, both measurements use the daemon's default pool.
-	require.Equal(t, config.Default().Service.MaxWorkers, res.Workers)
-	require.Positive(t, res.JobsPerSec)
-	require.Positive(t, res.SpawnPerSec)
-	require.InDelta(t, res.JobsPerSec/res.SpawnPerSec, res.Ratio, 1e-9)
-	// One ratio per round (the default count, 50 jobs being enough for it),
-	// the overall one (their mean weighted by end-to-end time) within their range.
-	require.Len(t, res.RoundRatios, daemon.DefaultBenchRounds)
-	require.GreaterOrEqual(t, res.Ratio, slices.Min(res.RoundRatios)-1e-12)
-	require.LessOrEqual(t, res.Ratio, slices.Max(res.RoundRatios)+1e-12)
-	require.Positive(t, res.P50MS)
-	require.LessOrEqual(t, res.P50MS, res.P99MS)
-	require.Positive(t, res.EnqueueMS)
-	require.Positive(t, res.CPUMSPerJob)
-	require.Positive(t, res.SpawnCPUMSPerRun)
-	// Every job is an enqueue, a start and a completion, so at most three
-	// commits (group commit shares them); the durable enqueues need fsyncs,
-	// and no flush happens without a commit to cover.
-	require.Positive(t, res.CommitsPerJob)
-	require.LessOrEqual(t, res.CommitsPerJob, 3.0)
-	require.Positive(t, res.FsyncsPerJob)
-	require.LessOrEqual(t, res.FsyncsPerJob, res.CommitsPerJob)
-	left, err := os.ReadDir(tmp)
-	require.NoError(t, err)
-	require.Empty(t, left, "the scratch state directory is removed")
 }
 
 // An error after the lock is taken used to panic (a nil *Daemon closed in

@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ductile/ductile/bench"
 	"github.com/ductile/ductile/config"
-	"github.com/ductile/ductile/daemon"
 )
 
 func benchCommand() *cli.Command {
@@ -27,10 +27,10 @@ func benchCommand() *cli.Command {
 			"process that stays open: enqueue→start latency and the daemon's CPU per job.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "run `N` jobs"},
-			&cli.IntFlag{Name: "workers", Usage: "`N` workers for both measurements", DefaultText: fmt.Sprintf("the daemon's default pool, max(1, NumCPU-1) = %d; %d with --in-process", config.Default().Service.MaxWorkers, daemon.DefaultInProcessWorkers)},
+			&cli.IntFlag{Name: "workers", Usage: "`N` workers for both measurements", DefaultText: fmt.Sprintf("the daemon's default pool, max(1, NumCPU-1) = %d; %d with --in-process", config.Default().Service.MaxWorkers, bench.DefaultInProcessWorkers)},
 			&cli.BoolFlag{Name: "cli-latency", Usage: "instead: start a daemon, enqueue jobs one at a time on it while idle, each by a ductile plugin run (then from one process that stays open), and report enqueue→start latency and the daemon's CPU per job (--jobs: how many of each, default 100)"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the jobs with a built-in no-op step instead of a plugin process (the same durable path): the core's own jobs/s and CPU per job, with no raw spawn measurement"},
-			&cli.IntFlag{Name: "rounds", Value: daemon.DefaultBenchRounds, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
+			&cli.IntFlag{Name: "rounds", Value: bench.DefaultRounds, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
 			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the first end-to-end round to `FILE` (go tool pprof)"},
 			jsonFlag(),
 		},
@@ -45,7 +45,7 @@ func benchCommand() *cli.Command {
 			if c.Bool("cli-latency") {
 				return benchCLILatency(c, asJSON)
 			}
-			opts := daemon.BenchOptions{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Rounds: c.Int("rounds"), InProcess: c.Bool("in-process"),
+			opts := bench.Options{Jobs: c.Int("jobs"), Workers: c.Int("workers"), Rounds: c.Int("rounds"), InProcess: c.Bool("in-process"),
 				Progress: func(s string) {
 					if !asJSON {
 						fmt.Fprintln(w, s)
@@ -63,7 +63,7 @@ func benchCommand() *cli.Command {
 				}()
 				opts.CPUProfile = f
 			}
-			res, err := daemon.Bench(c.Context, opts)
+			res, err := bench.Run(c.Context, opts)
 			if err != nil {
 				return err
 			}
@@ -76,14 +76,14 @@ func benchCommand() *cli.Command {
 					spread = fmt.Sprintf(" (its %d rounds: %.0f–%.0f)", len(res.RoundJobsPerSec), slices.Min(res.RoundJobsPerSec), slices.Max(res.RoundJobsPerSec))
 				}
 				fmt.Fprintf(c.App.Writer, "%d jobs in process (a no-op step, no plugin process) on %s: %.0f jobs/s end to end%s\n",
-					res.Jobs, daemon.WorkerCount(res.Workers), res.JobsPerSec, spread)
+					res.Jobs, bench.WorkerCount(res.Workers), res.JobsPerSec, spread)
 			} else {
 				spread := ""
 				if len(res.RoundRatios) > 1 {
 					spread = fmt.Sprintf(" (its %d rounds: %.2f–%.2f)", len(res.RoundRatios), slices.Min(res.RoundRatios), slices.Max(res.RoundRatios))
 				}
 				fmt.Fprintf(c.App.Writer, "%d jobs on %s: %.0f jobs/s end to end, %.0f spawns/s raw, ratio %.2f%s\n",
-					res.Jobs, daemon.WorkerCount(res.Workers), res.JobsPerSec, res.SpawnPerSec, res.Ratio, spread)
+					res.Jobs, bench.WorkerCount(res.Workers), res.JobsPerSec, res.SpawnPerSec, res.Ratio, spread)
 			}
 			fmt.Fprintf(c.App.Writer, "enqueue→success latency p50 %.1f ms, p99 %.1f ms; all jobs durably accepted in %.0f ms\n",
 				res.P50MS, res.P99MS, res.EnqueueMS)
@@ -110,7 +110,7 @@ func benchCLILatency(c *cli.Context, asJSON bool) error {
 	if err != nil {
 		return fmt.Errorf("find the ductile binary: %w", err)
 	}
-	opts := daemon.BenchCLIOptions{Binary: bin, Progress: func(s string) {
+	opts := bench.CLIOptions{Binary: bin, Progress: func(s string) {
 		if !asJSON {
 			fmt.Fprintln(c.App.ErrWriter, s)
 		}
@@ -118,7 +118,7 @@ func benchCLILatency(c *cli.Context, asJSON bool) error {
 	if c.IsSet("jobs") {
 		opts.Jobs = c.Int("jobs")
 	}
-	res, err := daemon.BenchCLI(c.Context, opts)
+	res, err := bench.CLILatency(c.Context, opts)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func benchCLILatency(c *cli.Context, asJSON bool) error {
 	fmt.Fprintf(w, "%d jobs each, enqueued one at a time on an idle daemon; enqueue→start and the daemon's CPU per job:\n", res.Jobs)
 	for _, p := range []struct {
 		name string
-		l    daemon.BenchLatency
+		l    bench.Latency
 	}{{"by ductile plugin run", res.CLI}, {"by a process kept open", res.Open}} {
 		cpu := "n/a"
 		if p.l.DaemonCPUMSPerJob > 0 {
