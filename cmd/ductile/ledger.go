@@ -11,12 +11,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
-	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
-	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/views"
 )
 
 func ledgerCommand() *cli.Command {
@@ -64,22 +63,10 @@ func ledgerCommand() *cli.Command {
 	}
 }
 
-// eventLine is an event as tail prints it in --json mode.
-type eventLine struct {
-	Seq        int64           `json:"seq"`
-	Stream     string          `json:"stream"`
-	Version    int64           `json:"version"`
-	Type       string          `json:"type"`
-	Data       json.RawMessage `json:"data"`
-	Meta       json.RawMessage `json:"meta"`
-	RecordedAt string          `json:"recorded_at"`
-	Hash       string          `json:"hash"`
-}
-
 func printEvent(w io.Writer, ev ledger.Event, asJSON bool) error {
 	at := ev.RecordedAt.UTC().Format(ledger.TimeFormat)
 	if asJSON {
-		b, err := json.Marshal(toEventLine(ev))
+		b, err := json.Marshal(views.EventOf(ev))
 		if err != nil {
 			return err
 		}
@@ -465,62 +452,9 @@ func syncPath(path string) error {
 }
 
 func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
-	type typeCount struct {
-		Type  string `json:"type"`
-		Count int64  `json:"count"`
-	}
-	out := struct {
-		ledger.Stats
-		Database   string      `json:"database"`
-		FileBytes  int64       `json:"file_bytes"`
-		WALBytes   int64       `json:"wal_bytes"`
-		Streams    int64       `json:"streams"`
-		Checkpoint int64       `json:"projector_checkpoint"`
-		Lag        int64       `json:"projector_lag"`
-		Types      []typeCount `json:"types"`
-		Daemon     bool        `json:"daemon_running"`
-		DaemonPID  int         `json:"daemon_pid,omitempty"`
-		Warnings   []string    `json:"warnings"`
-	}{Database: l.Path(), Types: []typeCount{}, Warnings: []string{}}
-	if fi, err := os.Stat(l.Path()); err == nil {
-		out.FileBytes = fi.Size()
-	}
-	if fi, err := os.Stat(l.Path() + "-wal"); err == nil {
-		out.WALBytes = fi.Size()
-	}
-	// One read transaction: the counts and the checkpoint are of the same
-	// moment, so the lag is what it was then (negative only if events the
-	// projections applied were removed from the log).
-	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
-		var err error
-		if out.Stats, err = ledger.StatsConn(conn); err != nil {
-			return err
-		}
-		if out.Streams, err = queries.CountStreams(conn); err != nil {
-			return err
-		}
-		err = queries.CountEventTypes(conn, func(r queries.CountEventTypesRow) error {
-			out.Types = append(out.Types, typeCount{r.Type, r.Count})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		out.Checkpoint, err = projections.CheckpointConn(conn)
-		return err
-	})
+	out, err := views.ReadLedgerStats(c.Context, l)
 	if err != nil {
 		return err
-	}
-	out.Lag = out.LastSeq - out.Checkpoint
-	if out.Lag < 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the projector's checkpoint (seq %d) is past the log's head (seq %d): "+
-			"events were removed from the ledger (see: ductile ledger verify)", out.Checkpoint, out.LastSeq))
-	}
-	if head, err := l.CheckHead(c.Context); err != nil {
-		return err
-	} else if !head.OK() && out.Lag >= 0 {
-		out.Warnings = append(out.Warnings, head.Problem+" (see: ductile ledger verify)")
 	}
 	if h, err := daemon.Holder(e.stateDir); err == nil && h.Daemon() {
 		out.Daemon, out.DaemonPID = true, h.PID

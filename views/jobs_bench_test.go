@@ -1,4 +1,4 @@
-package projections_test
+package views
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func BenchmarkJobViews(b *testing.B) {
 		read func(conn *sqlite.Conn) (int, error)
 	}{
 		{"queue", func(conn *sqlite.Conn) (int, error) {
-			q, err := projections.ReadQueue(conn, 50)
+			q, err := readQueue(conn, 50)
 			return len(q.Jobs), err
 		}},
 	}
@@ -47,7 +47,7 @@ func BenchmarkJobViews(b *testing.B) {
 			read func(conn *sqlite.Conn) (int, error)
 		}{name, func(conn *sqlite.Conn) (int, error) {
 			n := 0
-			err := projections.ListJobs(conn, projections.JobFilter{Status: status, Limit: 50},
+			err := listJobs(conn, JobFilter{Status: status, Limit: 50},
 				func(queries.GetJobRow) error { n++; return nil })
 			return n, err
 		}})

@@ -1,17 +1,49 @@
-package projections
+package views
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 
 	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/queries"
 )
 
-// Reads of the job projections that the CLI (and later the API) shows. Each
-// reads through an index of what it shows, so its cost follows the rows it
-// returns, not the size of the history (BenchmarkJobViews).
+// Job is a job as the job_queue projection holds it.
+type Job struct {
+	ID            string          `json:"job_id"`
+	Seq           int64           `json:"seq"`
+	Plugin        string          `json:"plugin"`
+	Command       string          `json:"command"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	Status        string          `json:"status"`
+	Attempt       int64           `json:"attempt"`
+	MaxAttempts   int64           `json:"max_attempts"`
+	SubmittedBy   string          `json:"submitted_by"`
+	DedupeKey     *string         `json:"dedupe_key,omitempty"`
+	CreatedAt     string          `json:"created_at"`
+	StartedAt     *string         `json:"started_at,omitempty"`
+	CompletedAt   *string         `json:"completed_at,omitempty"`
+	NextRetryAt   *string         `json:"next_retry_at,omitempty"`
+	LastError     *string         `json:"last_error,omitempty"`
+	ParentJobID   *string         `json:"parent_job_id,omitempty"`
+	SourceEventID *string         `json:"source_event_id,omitempty"`
+	CorrelationID string          `json:"correlation_id"`
+	UpdatedSeq    int64           `json:"updated_seq"`
+}
+
+func jobOf(r queries.GetJobRow) Job {
+	var payload json.RawMessage
+	if r.Payload != nil {
+		payload = json.RawMessage(*r.Payload)
+	}
+	return Job{r.ID, r.Seq, r.Plugin, r.Command, payload, r.Status, r.Attempt, r.MaxAttempts, r.SubmittedBy,
+		r.DedupeKey, r.CreatedAt, r.StartedAt, r.CompletedAt, r.NextRetryAt, r.LastError, r.ParentJobID,
+		r.SourceEventID, r.CorrelationID, r.UpdatedSeq}
+}
 
 // JobFilter narrows ListJobs; an empty Status or Plugin matches every job.
 type JobFilter struct {
@@ -20,12 +52,27 @@ type JobFilter struct {
 	Limit  int
 }
 
-// ListJobs calls fn for up to f.Limit jobs that match f, newest first, on
+// ListJobs returns up to f.Limit jobs that match f, newest first (none: an
+// empty list, not nil). Each listing reads through an index of what it
+// shows, so its cost follows the rows it returns, not the size of the
+// history (BenchmarkJobViews).
+func ListJobs(ctx context.Context, l *ledger.Ledger, f JobFilter) ([]Job, error) {
+	jobs := []Job{}
+	err := l.Read(ctx, func(conn *sqlite.Conn) error {
+		return listJobs(conn, f, func(r queries.GetJobRow) error { jobs = append(jobs, jobOf(r)); return nil })
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// listJobs calls fn for up to f.Limit jobs that match f, newest first, on
 // conn (inside whatever read transaction the caller holds). Each status
 // has a query of its own that names it, so SQLite reads it through that
 // status's index; only succeeded jobs, which no index holds, are found by
 // walking the newest jobs (see ListSucceededJobs in queries/jobs.sql).
-func ListJobs(conn *sqlite.Conn, f JobFilter, fn func(queries.GetJobRow) error) error {
+func listJobs(conn *sqlite.Conn, f JobFilter, fn func(queries.GetJobRow) error) error {
 	plugin, limit := f.Plugin, int64(f.Limit)
 	switch f.Status {
 	case "":
@@ -52,50 +99,4 @@ func ListJobs(conn *sqlite.Conn, f JobFilter, fn func(queries.GetJobRow) error) 
 	}
 	return fmt.Errorf("list jobs: no status %q (one of %s, %s, %s, %s, %s, %s)", f.Status, events.StatusQueued,
 		events.StatusRunning, events.StatusCancelRequested, events.StatusSucceeded, events.StatusDead, events.StatusCanceled)
-}
-
-// QueueCounts is the size of the queue: its jobs by status.
-type QueueCounts struct {
-	Queued          int64 `json:"queued"`
-	Running         int64 `json:"running"`
-	CancelRequested int64 `json:"cancel_requested"`
-}
-
-// Total is how many jobs the queue holds.
-func (c QueueCounts) Total() int64 { return c.Queued + c.Running + c.CancelRequested }
-
-// Queue is what ductile queue shows: the queue's size and its first jobs.
-type Queue struct {
-	Counts QueueCounts
-	// Jobs are the first active jobs in run order (oldest first: running,
-	// cancel-requested and queued jobs by seq; a retry keeps its place).
-	Jobs []queries.GetJobRow
-	// More is how many active jobs the limit left out.
-	More int64
-}
-
-// ReadQueue reads the queue's size and its first limit jobs (all of them
-// if limit ≤ 0) on conn; call it inside a read transaction, so the counts
-// and the jobs are of one moment. Only the indexes of active jobs are read:
-// the cost is the size of the queue, never of the history.
-func ReadQueue(conn *sqlite.Conn, limit int) (Queue, error) {
-	var q Queue
-	counts, err := queries.CountQueue(conn)
-	if err != nil {
-		return q, fmt.Errorf("read queue: %w", err)
-	}
-	q.Counts = QueueCounts(counts)
-	n := int64(limit)
-	if limit <= 0 {
-		n = q.Counts.Total()
-	}
-	err = queries.ListQueue(conn, n, func(r queries.ListQueueRow) error {
-		q.Jobs = append(q.Jobs, queries.GetJobRow(r))
-		return nil
-	})
-	if err != nil {
-		return q, fmt.Errorf("read queue: %w", err)
-	}
-	q.More = max(0, q.Counts.Total()-int64(len(q.Jobs)))
-	return q, nil
 }
