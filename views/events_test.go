@@ -1,6 +1,7 @@
 package views_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -25,6 +26,13 @@ func appendEvents(t *testing.T, b *testBundle, n int) {
 	}
 }
 
+func readSeqs(t *testing.T, b *testBundle, after int64, f ledger.Filter) []int64 {
+	t.Helper()
+	var seqs []int64
+	require.NoError(t, views.ReadEvents(b.ctx, b.l, after, f, func(ev views.Event) error { seqs = append(seqs, ev.Seq); return nil }))
+	return seqs
+}
+
 // TestEventOfIsTheEventAsJSON: an event's shape has its data and meta as
 // JSON, its time in the ledger's format and its hash in hex.
 func TestEventOfIsTheEventAsJSON(t *testing.T) {
@@ -39,4 +47,55 @@ func TestEventOfIsTheEventAsJSON(t *testing.T) {
 	require.JSONEq(t, `{"i":1}`, string(ev.Data))
 	require.Len(t, ev.Hash, 64)
 	require.Equal(t, []string{"seq", "stream", "version", "type", "data", "meta", "recorded_at", "hash"}, jsonKeys(t, ev))
+}
+
+// TestTailStartIsBeforeTheLastN: a tail of the last n events, filtered or
+// not, starts just before them; n ≤ 0 starts at the head, and more than
+// there are starts before the first.
+func TestTailStartIsBeforeTheLastN(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	appendEvents(t, b, 10)
+	start := func(f ledger.Filter, n int) int64 {
+		t.Helper()
+		after, err := views.TailStart(b.ctx, b.l, f, n)
+		require.NoError(t, err)
+		return after
+	}
+	require.Equal(t, []int64{8, 9, 10}, readSeqs(t, b, start(ledger.Filter{}, 3), ledger.Filter{}))
+	require.Equal(t, []int64{7, 9}, readSeqs(t, b, start(ledger.Filter{Stream: "a"}, 2), ledger.Filter{Stream: "a"}))
+	require.Equal(t, []int64{6, 8, 10}, readSeqs(t, b, start(ledger.Filter{Type: "test.even"}, 3), ledger.Filter{Type: "test.even"}))
+	require.Equal(t, int64(10), start(ledger.Filter{}, 0))
+	require.Equal(t, int64(0), start(ledger.Filter{}, 50))
+	require.Equal(t, int64(1), start(ledger.Filter{Stream: "b"}, 50))
+	require.Equal(t, int64(10), start(ledger.Filter{Stream: "none"}, 5), "nothing matches: the head")
+}
+
+// TestFollowEventsGoesOnUntilStopped: following events gives those there
+// and those appended later, filtered, until the callback stops it or the
+// context ends.
+func TestFollowEventsGoesOnUntilStopped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	appendEvents(t, b, 4)
+	done := make(chan []int64, 1)
+	go func() {
+		var seqs []int64
+		err := views.FollowEvents(b.ctx, b.l, 1, ledger.Filter{Type: "test.odd"}, func(ev views.Event) error {
+			seqs = append(seqs, ev.Seq)
+			if len(seqs) == 3 {
+				return ledger.ErrStopFollowing
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		done <- seqs
+	}()
+	appendEvents(t, b, 4) // seqs 5..8: 5 and 7 are odd
+	require.Equal(t, []int64{3, 5, 7}, <-done)
+
+	ctx, cancel := context.WithCancel(b.ctx)
+	cancel()
+	err := views.FollowEvents(ctx, b.l, 8, ledger.Filter{}, func(views.Event) error { return nil })
+	require.ErrorIs(t, err, context.Canceled)
 }

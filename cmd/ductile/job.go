@@ -17,7 +17,6 @@ import (
 	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
-	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/views"
 )
@@ -209,165 +208,48 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	return nil
 }
 
-// logLine is one line job logs prints: a line the plugin wrote to stderr,
-// or an entry of its response's logs.
-type logLine struct {
-	Attempt int    `json:"attempt"`
-	At      string `json:"at"`     // when the core read it (RFC 3339, UTC)
-	Stream  string `json:"stream"` // stderr | plugin
-	Level   string `json:"level,omitempty"`
-	Message string `json:"message"`
-}
-
-// jobLogs prints a job's logs from its stream, the source of truth: the
-// stderr lines streamed while an attempt ran (job.stderr_written, each with
-// the time it was read), then at the attempt's end the stderr lines that
-// were not streamed (over the bound, or recorded before streaming existed)
-// and the response's logs, both at the time the attempt ended. --follow
-// prints lines as their events are appended, woken by the ledger's
-// Changed(), until the job is finished.
+// jobLogs prints a job's logs (views.JobLogs). --follow prints lines as
+// their events are appended, until the job is finished; an interrupt ends
+// it quietly.
 func jobLogs(c *cli.Context, e *env, l *ledger.Ledger) error {
-	ctx, follow := c.Context, c.Bool("follow")
-	asJSON := c.Bool("json")
+	ctx, asJSON := c.Context, c.Bool("json")
 	id, err := views.ResolveJobID(ctx, l, c.Args().First())
 	if err != nil {
 		return jobError(err)
 	}
-	stream := events.JobStream(id)
-	changed := l.Changed()
-	head, err := l.LastSeq(ctx)
-	if err != nil {
-		return err
-	}
-	evs, err := l.ReadStream(ctx, stream)
-	if err != nil {
-		return err
-	}
-	if len(evs) == 0 {
-		return hintf(codeNotFound, "see: ductile job list", "no job %s", id)
-	}
-	lg := jobLog{streamed: map[int]map[int]bool{}}
-	var lines []logLine
-	for _, ev := range evs {
-		if lines, err = lg.add(lines, ev); err != nil {
-			return err
+	noLogs := func() { fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", id) }
+	if !c.Bool("follow") {
+		lines, err := views.JobLogs(ctx, l, id)
+		if err != nil {
+			return jobError(err)
 		}
-	}
-	if !follow {
 		if asJSON {
-			return printJSON(e.stdout, append([]logLine{}, lines...))
+			return printJSON(e.stdout, lines)
 		}
 		if len(lines) == 0 {
-			fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", id)
+			noLogs()
 		}
 		return printLogLines(e, lines, false)
 	}
-	after := max(head, lg.lastSeq)
 	printed := false
-	for {
-		if err := printLogLines(e, lines, asJSON); err != nil {
-			return err
-		}
-		printed = printed || len(lines) > 0
-		if lg.finished {
-			if !printed && !asJSON {
-				fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", id)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil // interrupted: that is how --follow ends early
-		case <-changed:
-		}
-		// Take the next wake-up first, then read: no append is missed.
-		changed = l.Changed()
-		if head, err = l.LastSeq(ctx); err != nil {
-			return followErr(ctx, err)
-		}
-		lines = lines[:0]
-		for {
-			last, err := l.ReadFrom(ctx, after, 1000, ledger.Filter{Stream: stream}, func(ev ledger.Event) error {
-				var err error
-				lines, err = lg.add(lines, ev)
-				return err
-			})
-			if err != nil {
-				return followErr(ctx, err)
-			}
-			if last == after {
-				break
-			}
-			after = last
-		}
-		// Every event up to head was visible to the reads: the next look
-		// starts after it, not after this job's last event.
-		after = max(after, head)
-	}
-}
-
-// followErr is what an error while following means: none if it came from
-// an interrupt.
-func followErr(ctx context.Context, err error) error {
+	err = views.FollowJobLogs(ctx, l, id, func(line views.LogLine) error {
+		printed = true
+		return printLogLines(e, []views.LogLine{line}, asJSON)
+	})
 	if ctx.Err() != nil {
-		return nil
+		return nil // interrupted: that is how --follow ends early
 	}
-	return err
-}
-
-// jobLog turns a job's events into log lines.
-type jobLog struct {
-	lastSeq  int64
-	finished bool                 // the job succeeded, is dead or canceled
-	streamed map[int]map[int]bool // attempt → numbers of its stderr lines streamed
-}
-
-func (lg *jobLog) add(lines []logLine, ev ledger.Event) ([]logLine, error) {
-	lg.lastSeq = max(lg.lastSeq, ev.Seq)
-	at := ev.RecordedAt.UTC().Format(time.RFC3339Nano)
-	switch ev.Type {
-	case events.JobStderrWritten:
-		var d events.StderrWritten
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
-		}
-		if lg.streamed[d.Attempt] == nil {
-			lg.streamed[d.Attempt] = map[int]bool{}
-		}
-		for i, l := range d.Lines {
-			lg.streamed[d.Attempt][d.Line+i] = true
-			lines = append(lines, logLine{Attempt: d.Attempt, At: l.At, Stream: "stderr", Message: l.Text})
-		}
-	case events.JobSucceeded, events.JobFailed, events.JobTimedOut:
-		var d events.AttemptEnded
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
-		}
-		for i, text := range pluginhost.SplitStderr([]byte(d.Stderr)) {
-			if !lg.streamed[d.Attempt][i+1] {
-				lines = append(lines, logLine{Attempt: d.Attempt, At: at, Stream: "stderr", Message: text})
-			}
-		}
-		var resp struct {
-			Logs []struct {
-				Level   string `json:"level"`
-				Message string `json:"message"`
-			} `json:"logs"`
-		}
-		_ = json.Unmarshal(d.Response, &resp) // no response, or one without logs
-		for _, entry := range resp.Logs {
-			lines = append(lines, logLine{Attempt: d.Attempt, At: at, Stream: "plugin", Level: entry.Level, Message: entry.Message})
-		}
+	if err != nil {
+		return jobError(err)
 	}
-	switch ev.Type {
-	case events.JobSucceeded, events.JobDead, events.JobCanceled:
-		lg.finished = true
+	if !printed && !asJSON {
+		noLogs()
 	}
-	return lines, nil
+	return nil
 }
 
 // printLogLines prints lines as text, or as one JSON object per line.
-func printLogLines(e *env, lines []logLine, asJSON bool) error {
+func printLogLines(e *env, lines []views.LogLine, asJSON bool) error {
 	for _, l := range lines {
 		if asJSON {
 			b, err := json.Marshal(l)

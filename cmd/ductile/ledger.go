@@ -63,20 +63,22 @@ func ledgerCommand() *cli.Command {
 	}
 }
 
-func printEvent(w io.Writer, ev ledger.Event, asJSON bool) error {
-	at := ev.RecordedAt.UTC().Format(ledger.TimeFormat)
+// printEvent prints an event as one line of text, or of JSON.
+func printEvent(w io.Writer, ev views.Event, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(views.EventOf(ev))
+		b, err := json.Marshal(ev)
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%8d  %s  %-28s v%-4d %-22s %s\n", ev.Seq, at, ev.Stream, ev.Version, ev.Type, ev.Data)
+	_, err := fmt.Fprintf(w, "%8d  %s  %-28s v%-4d %-22s %s\n", ev.Seq, ev.RecordedAt, ev.Stream, ev.Version, ev.Type, ev.Data)
 	return err
 }
 
+// ledgerTail prints events from --from, or the last --lines; --follow goes
+// on with new ones until interrupted, which ends it quietly.
 func ledgerTail(c *cli.Context, e *env, l *ledger.Ledger) error {
 	var err error
 	ctx := c.Context
@@ -85,71 +87,19 @@ func ledgerTail(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if c.IsSet("from") {
 		after = max(c.Int64("from")-1, 0)
 	} else {
-		after, err = recentStart(ctx, l, filter, c.Int("lines"))
+		after, err = views.TailStart(ctx, l, filter, c.Int("lines"))
 		if err != nil {
 			return err
 		}
 	}
-	for {
-		changed := l.Changed()
-		for {
-			last, err := l.ReadFrom(ctx, after, 1000, filter, func(ev ledger.Event) error {
-				return printEvent(e.stdout, ev, c.Bool("json"))
-			})
-			if err != nil {
-				if c.Bool("follow") && ctx.Err() != nil {
-					return nil // interrupted: that is how --follow ends
-				}
-				return err
-			}
-			if last == after {
-				break
-			}
-			after = last
-		}
-		if !c.Bool("follow") {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		}
+	show := func(ev views.Event) error { return printEvent(e.stdout, ev, c.Bool("json")) }
+	if !c.Bool("follow") {
+		return views.ReadEvents(ctx, l, after, filter, show)
 	}
-}
-
-// recentStart finds the seq after which the last n matching events begin.
-func recentStart(ctx context.Context, l *ledger.Ledger, f ledger.Filter, n int) (int64, error) {
-	head, err := l.LastSeq(ctx)
-	if err != nil || n <= 0 {
-		return head, err
+	if err := views.FollowEvents(ctx, l, after, filter, show); err != nil && ctx.Err() == nil {
+		return err
 	}
-	if f == (ledger.Filter{}) {
-		return max(head-int64(n), 0), nil
-	}
-	// Filtered: keep a ring of the last n matching seqs.
-	ring := make([]int64, 0, n)
-	_, err = scanAll(ctx, l, f, func(ev ledger.Event) {
-		if len(ring) == n {
-			ring = ring[1:]
-		}
-		ring = append(ring, ev.Seq)
-	})
-	if err != nil || len(ring) == 0 {
-		return head, err
-	}
-	return ring[0] - 1, nil
-}
-
-func scanAll(ctx context.Context, l *ledger.Ledger, f ledger.Filter, fn func(ledger.Event)) (int64, error) {
-	var after int64
-	for {
-		last, err := l.ReadFrom(ctx, after, 4096, f, func(ev ledger.Event) error { fn(ev); return nil })
-		if err != nil || last == after {
-			return last, err
-		}
-		after = last
-	}
+	return nil // interrupted: that is how --follow ends
 }
 
 // progress returns a callback for a long walk over the log that prints
