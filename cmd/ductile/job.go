@@ -17,7 +17,6 @@ import (
 	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
-	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/views"
 )
 
@@ -357,10 +356,9 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 		}
 	}
 	out["status"] = status
-	if h, err := daemon.Holder(e.stateDir); err == nil && !h.Held && !c.Bool("dry-run") {
-		// Nobody else will bring the projections up to date: do it, so job
-		// list and queue show the cancel at once.
-		if _, err := projections.New(l, projections.Options{Logger: e.quietLogger()}).CatchUp(c.Context); err != nil {
+	if !c.Bool("dry-run") {
+		// So that job list and queue show the cancel at once.
+		if err := daemon.CatchUpUnlessHeld(c.Context, e.stateDir, l, e.quietLogger()); err != nil {
 			return err
 		}
 	}
@@ -444,12 +442,9 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if res.Deduped {
 		out.Status = "deduped"
 	}
-	if h, err := daemon.Holder(e.stateDir); err == nil && !h.Held {
-		// Nobody else will bring the projections up to date: do it, so job
-		// list and queue show the new job at once.
-		if _, err := projections.New(l, projections.Options{Logger: e.quietLogger()}).CatchUp(ctx); err != nil {
-			return err
-		}
+	// So that job list and queue show the new job at once.
+	if err := daemon.CatchUpUnlessHeld(ctx, e.stateDir, l, e.quietLogger()); err != nil {
+		return err
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)

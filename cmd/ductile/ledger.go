@@ -242,39 +242,27 @@ func ledgerReplay(c *cli.Context) error {
 		return err
 	}
 	defer l.Close()
-	// In place, the rebuild must not race a daemon's or a plugin run's own
-	// projections: it holds the state directory's lock from before it reads
-	// the head until it is done (and a dry run says whether it could take it).
+	// In place, daemon.ReplayInPlace holds the state directory's lock while
+	// it reads the head and rebuilds (a dry run checks it is free).
+	var replay daemon.Replay
 	if out == "" {
-		refused := func(pid int, role string) error {
-			return conflictf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", pid, role, e.stateDir)
+		replay, err = daemon.ReplayInPlace(c.Context, e.stateDir, l, dry)
+		var held *daemon.LockError
+		if errors.As(err, &held) {
+			return conflictf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", held.PID, held.Role, e.stateDir)
 		}
-		if dry {
-			h, err := daemon.Holder(e.stateDir)
-			if err != nil {
-				return err
-			}
-			if h.Held {
-				return refused(h.PID, h.Role)
-			}
-		} else {
-			lock, err := daemon.AcquireLock(e.stateDir, daemon.RoleReplay)
-			var held *daemon.LockError
-			if errors.As(err, &held) {
-				return refused(held.PID, held.Role)
-			}
-			if err != nil {
-				return err
-			}
-			defer lock.Release()
+		if err != nil {
+			return err
 		}
-	}
-	head, err := l.LastSeq(c.Context)
-	if err != nil {
-		return err
-	}
-	if until == 0 || until > head {
-		until = head
+		until = replay.Until
+	} else {
+		head, err := l.LastSeq(c.Context)
+		if err != nil {
+			return err
+		}
+		if until == 0 || until > head {
+			until = head
+		}
 	}
 	result := map[string]any{"source": l.Path(), "until": until, "dry_run": dry}
 	if out != "" {
@@ -291,17 +279,14 @@ func ledgerReplay(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "would replay %d events %s (run without --dry-run to do it)\n", until, where)
 		return nil
 	}
-	copied := progress(e.stderr, c.Bool("json"), until, func(seq int64) string {
-		return fmt.Sprintf("replayed %d/%d events…", seq, until)
-	})
-	var cp int64
+	cp := replay.Checkpoint
 	if out != "" {
-		cp, err = replayInto(c.Context, e, l, out, until, copied)
-	} else {
-		cp, err = projections.Rebuild(c.Context, l, until)
-	}
-	if err != nil {
-		return err
+		copied := progress(e.stderr, c.Bool("json"), until, func(seq int64) string {
+			return fmt.Sprintf("replayed %d/%d events…", seq, until)
+		})
+		if cp, err = replayInto(c.Context, e, l, out, until, copied); err != nil {
+			return err
+		}
 	}
 	result["checkpoint"] = cp
 	if c.Bool("json") {
