@@ -22,16 +22,33 @@ const followPage = 1000
 // It reads in pages and, once it has caught up, sleeps until Changed fires:
 // it never polls, and a follower that has seen everything costs nothing. fn
 // runs on the caller's goroutine between reads, so a slow fn only slows its
-// own follow (back-pressure), never the writer or other readers.
+// own follow (back-pressure), never the writer or other readers. A filtered
+// follow looks at each event of the log once, matching or not: its next read
+// starts after the head its last one could see.
 func (l *Ledger) Follow(ctx context.Context, after int64, f Filter, fn func(Event) error) (last int64, err error) {
 	last = after
+	// from is where the next read starts. A filtered read walks the log by
+	// seq, so once a read has caught up, from moves to the head it could
+	// see, past events that did not match: otherwise every wake-up would
+	// walk again all that was appended since the last match.
+	from := after
 	for {
 		// Take the wake-up before reading, so an append that lands between
 		// the read and the wait is never missed.
 		changed := l.Changed()
 		for {
+			// Every event up to head is visible to the read that follows.
+			var head int64
+			if f != (Filter{}) {
+				if head, err = l.LastSeq(ctx); err != nil {
+					if ctx.Err() != nil {
+						return last, ctx.Err()
+					}
+					return last, err
+				}
+			}
 			n := 0
-			next, err := l.ReadFrom(ctx, last, followPage, f, func(ev Event) error {
+			next, err := l.ReadFrom(ctx, from, followPage, f, func(ev Event) error {
 				n++
 				if err := fn(ev); err != nil {
 					return err
@@ -47,8 +64,9 @@ func (l *Ledger) Follow(ctx context.Context, after int64, f Filter, fn func(Even
 			case err != nil:
 				return last, err
 			}
-			last = next
+			from = next
 			if n < followPage {
+				from = max(from, head)
 				break
 			}
 		}

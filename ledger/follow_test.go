@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,4 +111,116 @@ func TestFollowEndsWithItsContextOrItsCallback(t *testing.T) {
 	})
 	require.ErrorIs(t, err, boom)
 	require.Equal(t, int64(2), last, "the last event the callback accepted")
+}
+
+// TestFilteredFollowMissesNothingBesideBusyWriters: a follower filtered by
+// stream, and one by type, woken over and over by events that do not match
+// (which its next read starts after), are given every matching event once,
+// in order, while two writers (this process and another Ledger on the file)
+// append at once, each matching event right after non-matching ones.
+func TestFilteredFollowMissesNothingBesideBusyWriters(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ledger.Options{Synchronous: "NORMAL"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	other, err := ledger.Open(ctx, b.path, ledger.Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	defer other.Close()
+
+	const perWriter, every = 400, 7 // each writer: every 7th event matches
+	follow := func(f ledger.Filter, out *[]int64) chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.l.Follow(ctx, 0, f, func(ev ledger.Event) error {
+				*out = append(*out, ev.Seq)
+				if len(*out) == 2*(perWriter/every) {
+					return ledger.ErrStopFollowing
+				}
+				return nil
+			})
+			done <- err
+		}()
+		return done
+	}
+	var byStream, byType []int64
+	streamDone := follow(ledger.Filter{Stream: "wanted"}, &byStream)
+	typeDone := follow(ledger.Filter{Type: "test.wanted"}, &byType)
+
+	var wg sync.WaitGroup
+	for w, l := range []*ledger.Ledger{b.l, other} {
+		wg.Go(func() {
+			for i := 1; i <= perWriter; i++ {
+				e := ledger.NewEvent{Stream: fmt.Sprintf("noise/%d", w), ExpectedVersion: ledger.AnyVersion, Type: "test.noise"}
+				if i%every == 0 {
+					e.Stream, e.Type = "wanted", "test.wanted"
+				}
+				if _, err := l.Append(ctx, e); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, <-streamDone)
+	require.NoError(t, <-typeDone)
+
+	var want []int64
+	_, err = b.l.ReadFrom(ctx, 0, 10000, ledger.Filter{Stream: "wanted"}, func(ev ledger.Event) error {
+		want = append(want, ev.Seq)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Len(t, want, 2*(perWriter/every))
+	require.Equal(t, want, byStream, "every event of the stream once, in seq order")
+	require.Equal(t, want, byType, "every event of the type once, in seq order")
+}
+
+// BenchmarkFollowWaitingBesideABusyLog is a filtered follower waiting for
+// events that come rarely (as plugin run --wait waits for its job's next
+// event) while 5 000 others are appended between two of them, in 100
+// appends that each wake it: each op is the time from the append of the
+// event it waits for to its delivery, which must not grow with what was
+// appended while it waited.
+func BenchmarkFollowWaitingBesideABusyLog(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := ledger.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), ledger.Options{Synchronous: "NORMAL"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Follow(ctx, 0, ledger.Filter{Stream: "wanted"}, func(ledger.Event) error {
+			got <- struct{}{}
+			return nil
+		})
+		done <- err
+	}()
+	var noise int64
+	for i := range b.N {
+		b.StopTimer()
+		for range 100 {
+			batch := make([]ledger.NewEvent, 50)
+			for j := range batch {
+				batch[j] = ledger.NewEvent{Stream: "noise", ExpectedVersion: noise, Type: "test.noise"}
+				noise++
+			}
+			if _, err := l.Append(ctx, batch...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		if _, err := l.Append(ctx, ledger.NewEvent{Stream: "wanted", ExpectedVersion: int64(i), Type: "test.wanted"}); err != nil {
+			b.Fatal(err)
+		}
+		<-got
+	}
+	b.StopTimer()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		b.Fatal(err)
+	}
 }

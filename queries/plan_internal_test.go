@@ -34,7 +34,7 @@ func TestDispatchQueriesUseTheActiveIndex(t *testing.T) {
 }
 
 // TestJobViewsReadWhatTheyShow checks the plans of what ductile queue and
-// job list read (projections.ReadQueue, projections.ListJobs): each status
+// job list read (views.ReadQueue, views.ListJobs): each status
 // is read through its own index (00007, 00008, 00010), the queue through
 // the indexes of active jobs only, and nothing is sorted apart, so a
 // listing stops at its limit. A listing of any status, and one of

@@ -11,15 +11,12 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
-	"github.com/ductile/ductile/pluginhost"
-	"github.com/ductile/ductile/projections"
-	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/views"
 )
 
 func jobCommand() *cli.Command {
@@ -91,45 +88,8 @@ func jobCommand() *cli.Command {
 	}
 }
 
-// jobRow is a job_queue row as the CLI prints it.
-type jobRow struct {
-	ID            string          `json:"job_id"`
-	Seq           int64           `json:"seq"`
-	Plugin        string          `json:"plugin"`
-	Command       string          `json:"command"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
-	Status        string          `json:"status"`
-	Attempt       int64           `json:"attempt"`
-	MaxAttempts   int64           `json:"max_attempts"`
-	SubmittedBy   string          `json:"submitted_by"`
-	DedupeKey     *string         `json:"dedupe_key,omitempty"`
-	CreatedAt     string          `json:"created_at"`
-	StartedAt     *string         `json:"started_at,omitempty"`
-	CompletedAt   *string         `json:"completed_at,omitempty"`
-	NextRetryAt   *string         `json:"next_retry_at,omitempty"`
-	LastError     *string         `json:"last_error,omitempty"`
-	ParentJobID   *string         `json:"parent_job_id,omitempty"`
-	SourceEventID *string         `json:"source_event_id,omitempty"`
-	CorrelationID string          `json:"correlation_id"`
-	UpdatedSeq    int64           `json:"updated_seq"`
-}
-
-func toJobRow(r queries.GetJobRow) jobRow {
-	var payload json.RawMessage
-	if r.Payload != nil {
-		payload = json.RawMessage(*r.Payload)
-	}
-	return jobRow{r.ID, r.Seq, r.Plugin, r.Command, payload, r.Status, r.Attempt, r.MaxAttempts, r.SubmittedBy,
-		r.DedupeKey, r.CreatedAt, r.StartedAt, r.CompletedAt, r.NextRetryAt, r.LastError, r.ParentJobID,
-		r.SourceEventID, r.CorrelationID, r.UpdatedSeq}
-}
-
 func jobList(c *cli.Context, e *env, l *ledger.Ledger) error {
-	rows := []jobRow{}
-	err := l.Read(c.Context, func(conn *sqlite.Conn) error {
-		return projections.ListJobs(conn, projections.JobFilter{Status: c.String("status"), Plugin: c.String("plugin"), Limit: c.Int("limit")},
-			func(r queries.GetJobRow) error { rows = append(rows, toJobRow(r)); return nil })
-	})
+	rows, err := views.ListJobs(c.Context, l, views.JobFilter{Status: events.Status(c.String("status")), Plugin: c.String("plugin"), Limit: c.Int("limit")})
 	if err != nil {
 		return err
 	}
@@ -140,7 +100,7 @@ func jobList(c *cli.Context, e *env, l *ledger.Ledger) error {
 	return nil
 }
 
-func printJobTable(e *env, rows []jobRow) {
+func printJobTable(e *env, rows []views.Job) {
 	if len(rows) == 0 {
 		fmt.Fprintln(e.stdout, "no jobs")
 		return
@@ -154,187 +114,26 @@ func printJobTable(e *env, rows []jobRow) {
 	tw.Flush()
 }
 
-// attemptRow is a job_log row as the CLI prints it.
-type attemptRow struct {
-	Attempt         int64           `json:"attempt"`
-	Status          string          `json:"status"`
-	Kind            *string         `json:"kind,omitempty"`
-	Response        json.RawMessage `json:"response,omitempty"`
-	Stdout          *string         `json:"stdout,omitempty"`
-	Stderr          *string         `json:"stderr,omitempty"`
-	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
-	Error           *string         `json:"error,omitempty"`
-	ExitCode        *int64          `json:"exit_code,omitempty"`
-	StartedAt       string          `json:"started_at"`
-	CompletedAt     *string         `json:"completed_at,omitempty"`
-	DurationMS      *int64          `json:"duration_ms,omitempty"`
-}
-
-type inspection struct {
-	Job       jobRow       `json:"job"`
-	Cancel    *cancelView  `json:"cancel,omitempty"`
-	RetryOf   string       `json:"retry_of,omitempty"`   // the job this one retries
-	RetriedAs string       `json:"retried_as,omitempty"` // the job that retries this one
-	Attempts  []attemptRow `json:"attempts"`
-	Events    []eventLine  `json:"events"`
-	Children  []jobRow     `json:"children"`
-}
-
-// cancelView is a job's cancel, from its stream: who asked, when and why,
-// and how the job ended if that says more.
-type cancelView struct {
-	Reason      string `json:"reason"`
-	By          string `json:"by,omitempty"`
-	RequestedAt string `json:"requested_at"`
-	Pending     bool   `json:"pending"`         // requested, the plugin not stopped yet
-	Ended       string `json:"ended,omitempty"` // job.canceled's reason, when the request's differs
-}
-
-// linksFromEvents fills in what only the job's stream holds: its cancel and
-// its retry links.
-func (in *inspection) linksFromEvents(evs []ledger.Event) {
-	for _, ev := range evs {
-		switch ev.Type {
-		case events.JobEnqueued:
-			var d events.Enqueued
-			if json.Unmarshal(ev.Data, &d) == nil {
-				in.RetryOf = d.RetryOf
-			}
-		case events.JobRetried:
-			var d events.Retried
-			if json.Unmarshal(ev.Data, &d) == nil {
-				in.RetriedAs = d.RetryJobID
-			}
-		case events.JobCancelRequested, events.JobCanceled:
-			var d events.Canceled
-			_ = json.Unmarshal(ev.Data, &d)
-			if in.Cancel != nil { // the end of a requested cancel
-				in.Cancel.Pending = false
-				if d.Reason != in.Cancel.Reason {
-					in.Cancel.Ended = d.Reason
-				}
-				continue
-			}
-			m, _ := ev.Metadata()
-			in.Cancel = &cancelView{Reason: d.Reason, By: m.Actor, RequestedAt: ev.RecordedAtText(), Pending: ev.Type == events.JobCancelRequested}
-		}
+// jobError turns the errors views returns for a job argument into the
+// CLI's: what is wrong, with what to do next.
+func jobError(err error) error {
+	var ambiguous *views.AmbiguousIDError
+	var notFound *views.JobNotFoundError
+	switch {
+	case errors.As(err, &ambiguous):
+		return withHint(codeUsage, ambiguous, "give more characters")
+	case errors.As(err, &notFound) && notFound.TooShort:
+		return withHint(codeNotFound, notFound, fmt.Sprintf("a job id prefix needs at least %d characters; see: ductile job list", views.MinPrefix))
+	case errors.As(err, &notFound):
+		return withHint(codeNotFound, notFound, "see: ductile job list")
 	}
-}
-
-// resolveJobID turns a JOB_ID argument into a job's id: the id itself, or
-// the one id it is a prefix of (at least minPrefix characters), searched on
-// the job streams of the ledger (not a projection, so a job just enqueued
-// by another process is found).
-func resolveJobID(ctx context.Context, l *ledger.Ledger, arg string) (string, error) {
-	const minPrefix, shown = 4, 5
-	find := func(from, until string) (ids []string, err error) {
-		err = l.Read(ctx, func(conn *sqlite.Conn) error {
-			return queries.FindStreamsByPrefix(conn, queries.FindStreamsByPrefixParams{From: from, Until: until, MaxStreams: shown + 1},
-				func(stream string) error { ids = append(ids, events.JobIDFromStream(stream)); return nil })
-		})
-		return ids, err
-	}
-	candidates := []string{arg}
-	if lower := strings.ToLower(arg); lower != arg {
-		candidates = append(candidates, lower) // ids are lower case
-	}
-	for _, id := range candidates {
-		stream := events.JobStream(id)
-		exact, err := find(stream, stream+"\x00")
-		if err != nil {
-			return "", err
-		}
-		if len(exact) > 0 {
-			return id, nil
-		}
-		if len(id) < minPrefix {
-			continue
-		}
-		ids, err := find(stream, prefixEnd(stream))
-		if err != nil {
-			return "", err
-		}
-		switch {
-		case len(ids) == 1:
-			return ids[0], nil
-		case len(ids) > shown:
-			return "", hintf(codeUsage, "give more characters", "job id prefix %q is ambiguous: it matches %s and more", arg, strings.Join(ids[:shown], ", "))
-		case len(ids) > 1:
-			return "", hintf(codeUsage, "give more characters", "job id prefix %q is ambiguous: it matches %s", arg, strings.Join(ids, ", "))
-		}
-	}
-	if len(arg) < minPrefix {
-		return "", hintf(codeNotFound, fmt.Sprintf("a job id prefix needs at least %d characters; see: ductile job list", minPrefix), "no job %s", arg)
-	}
-	return "", hintf(codeNotFound, "see: ductile job list", "no job %s", arg)
-}
-
-// prefixEnd is the least string greater than every string that starts with
-// prefix (byte order, as SQLite compares text).
-func prefixEnd(prefix string) string {
-	b := []byte(prefix)
-	for len(b) > 0 && b[len(b)-1] == 0xff {
-		b = b[:len(b)-1]
-	}
-	if len(b) == 0 {
-		return "\xff\xff\xff\xff" // nothing above: every stream name is valid UTF-8
-	}
-	b[len(b)-1]++
-	return string(b)
-}
-
-func inspectJob(ctx context.Context, l *ledger.Ledger, arg string) (*inspection, error) {
-	id, err := resolveJobID(ctx, l, arg)
-	if err != nil {
-		return nil, err
-	}
-	in := &inspection{Attempts: []attemptRow{}, Events: []eventLine{}, Children: []jobRow{}}
-	found := false
-	err = l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
-		if err := queries.GetJob(conn, id, func(r queries.GetJobRow) error { in.Job, found = toJobRow(r), true; return nil }); err != nil {
-			return err
-		}
-		if err := queries.ListJobAttempts(conn, id, func(r queries.ListJobAttemptsRow) error {
-			a := attemptRow{Attempt: r.Attempt, Status: r.Status, Kind: r.Kind, Stdout: r.Stdout, Stderr: r.Stderr,
-				StderrTruncated: r.StderrTruncated != 0, Error: r.LastError, ExitCode: r.ExitCode, StartedAt: r.StartedAt,
-				CompletedAt: r.CompletedAt, DurationMS: r.DurationMs}
-			if r.Result != nil {
-				a.Response = json.RawMessage(*r.Result)
-			}
-			in.Attempts = append(in.Attempts, a)
-			return nil
-		}); err != nil {
-			return err
-		}
-		return queries.ListChildJobs(conn, id, func(r queries.ListChildJobsRow) error {
-			in.Children = append(in.Children, toJobRow(queries.GetJobRow(r)))
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	evs, err := l.ReadStream(ctx, events.JobStream(id))
-	if err != nil {
-		return nil, err
-	}
-	if !found && len(evs) == 0 {
-		return nil, hintf(codeNotFound, "see: ductile job list", "no job %s", id)
-	}
-	if !found { // enqueued by another process, not projected yet
-		in.Job.ID = id
-	}
-	for _, ev := range evs {
-		in.Events = append(in.Events, toEventLine(ev))
-	}
-	in.linksFromEvents(evs)
-	return in, nil
+	return err
 }
 
 func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
-	in, err := inspectJob(c.Context, l, c.Args().First())
+	in, err := views.Inspect(c.Context, l, c.Args().First())
 	if err != nil {
-		return err
+		return jobError(err)
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, in)
@@ -407,165 +206,48 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	return nil
 }
 
-// logLine is one line job logs prints: a line the plugin wrote to stderr,
-// or an entry of its response's logs.
-type logLine struct {
-	Attempt int    `json:"attempt"`
-	At      string `json:"at"`     // when the core read it (RFC 3339, UTC)
-	Stream  string `json:"stream"` // stderr | plugin
-	Level   string `json:"level,omitempty"`
-	Message string `json:"message"`
-}
-
-// jobLogs prints a job's logs from its stream, the source of truth: the
-// stderr lines streamed while an attempt ran (job.stderr_written, each with
-// the time it was read), then at the attempt's end the stderr lines that
-// were not streamed (over the bound, or recorded before streaming existed)
-// and the response's logs, both at the time the attempt ended. --follow
-// prints lines as their events are appended, woken by the ledger's
-// Changed(), until the job is finished.
+// jobLogs prints a job's logs (views.JobLogs). --follow prints lines as
+// their events are appended, until the job is finished; an interrupt ends
+// it quietly.
 func jobLogs(c *cli.Context, e *env, l *ledger.Ledger) error {
-	ctx, follow := c.Context, c.Bool("follow")
-	asJSON := c.Bool("json")
-	id, err := resolveJobID(ctx, l, c.Args().First())
+	ctx, asJSON := c.Context, c.Bool("json")
+	id, err := views.ResolveJobID(ctx, l, c.Args().First())
 	if err != nil {
-		return err
+		return jobError(err)
 	}
-	stream := events.JobStream(id)
-	changed := l.Changed()
-	head, err := l.LastSeq(ctx)
-	if err != nil {
-		return err
-	}
-	evs, err := l.ReadStream(ctx, stream)
-	if err != nil {
-		return err
-	}
-	if len(evs) == 0 {
-		return hintf(codeNotFound, "see: ductile job list", "no job %s", id)
-	}
-	lg := jobLog{streamed: map[int]map[int]bool{}}
-	var lines []logLine
-	for _, ev := range evs {
-		if lines, err = lg.add(lines, ev); err != nil {
-			return err
+	noLogs := func() { fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", id) }
+	if !c.Bool("follow") {
+		lines, err := views.JobLogs(ctx, l, id)
+		if err != nil {
+			return jobError(err)
 		}
-	}
-	if !follow {
 		if asJSON {
-			return printJSON(e.stdout, append([]logLine{}, lines...))
+			return printJSON(e.stdout, lines)
 		}
 		if len(lines) == 0 {
-			fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", id)
+			noLogs()
 		}
 		return printLogLines(e, lines, false)
 	}
-	after := max(head, lg.lastSeq)
 	printed := false
-	for {
-		if err := printLogLines(e, lines, asJSON); err != nil {
-			return err
-		}
-		printed = printed || len(lines) > 0
-		if lg.finished {
-			if !printed && !asJSON {
-				fmt.Fprintf(e.stdout, "job %s has no plugin logs or stderr\n", id)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil // interrupted: that is how --follow ends early
-		case <-changed:
-		}
-		// Take the next wake-up first, then read: no append is missed.
-		changed = l.Changed()
-		if head, err = l.LastSeq(ctx); err != nil {
-			return followErr(ctx, err)
-		}
-		lines = lines[:0]
-		for {
-			last, err := l.ReadFrom(ctx, after, 1000, ledger.Filter{Stream: stream}, func(ev ledger.Event) error {
-				var err error
-				lines, err = lg.add(lines, ev)
-				return err
-			})
-			if err != nil {
-				return followErr(ctx, err)
-			}
-			if last == after {
-				break
-			}
-			after = last
-		}
-		// Every event up to head was visible to the reads: the next look
-		// starts after it, not after this job's last event.
-		after = max(after, head)
-	}
-}
-
-// followErr is what an error while following means: none if it came from
-// an interrupt.
-func followErr(ctx context.Context, err error) error {
+	err = views.FollowJobLogs(ctx, l, id, func(line views.LogLine) error {
+		printed = true
+		return printLogLines(e, []views.LogLine{line}, asJSON)
+	})
 	if ctx.Err() != nil {
-		return nil
+		return nil // interrupted: that is how --follow ends early
 	}
-	return err
-}
-
-// jobLog turns a job's events into log lines.
-type jobLog struct {
-	lastSeq  int64
-	finished bool                 // the job succeeded, is dead or canceled
-	streamed map[int]map[int]bool // attempt → numbers of its stderr lines streamed
-}
-
-func (lg *jobLog) add(lines []logLine, ev ledger.Event) ([]logLine, error) {
-	lg.lastSeq = max(lg.lastSeq, ev.Seq)
-	at := ev.RecordedAt.UTC().Format(time.RFC3339Nano)
-	switch ev.Type {
-	case events.JobStderrWritten:
-		var d events.StderrWritten
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
-		}
-		if lg.streamed[d.Attempt] == nil {
-			lg.streamed[d.Attempt] = map[int]bool{}
-		}
-		for i, l := range d.Lines {
-			lg.streamed[d.Attempt][d.Line+i] = true
-			lines = append(lines, logLine{Attempt: d.Attempt, At: l.At, Stream: "stderr", Message: l.Text})
-		}
-	case events.JobSucceeded, events.JobFailed, events.JobTimedOut:
-		var d events.AttemptEnded
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
-		}
-		for i, text := range pluginhost.SplitStderr([]byte(d.Stderr)) {
-			if !lg.streamed[d.Attempt][i+1] {
-				lines = append(lines, logLine{Attempt: d.Attempt, At: at, Stream: "stderr", Message: text})
-			}
-		}
-		var resp struct {
-			Logs []struct {
-				Level   string `json:"level"`
-				Message string `json:"message"`
-			} `json:"logs"`
-		}
-		_ = json.Unmarshal(d.Response, &resp) // no response, or one without logs
-		for _, entry := range resp.Logs {
-			lines = append(lines, logLine{Attempt: d.Attempt, At: at, Stream: "plugin", Level: entry.Level, Message: entry.Message})
-		}
+	if err != nil {
+		return jobError(err)
 	}
-	switch ev.Type {
-	case events.JobSucceeded, events.JobDead, events.JobCanceled:
-		lg.finished = true
+	if !printed && !asJSON {
+		noLogs()
 	}
-	return lines, nil
+	return nil
 }
 
 // printLogLines prints lines as text, or as one JSON object per line.
-func printLogLines(e *env, lines []logLine, asJSON bool) error {
+func printLogLines(e *env, lines []views.LogLine, asJSON bool) error {
 	for _, l := range lines {
 		if asJSON {
 			b, err := json.Marshal(l)
@@ -609,41 +291,25 @@ func queueShow(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if limit < 0 {
 		return usagef("--limit must be 0 (all) or more, not %d", limit)
 	}
-	var q projections.Queue
-	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) (err error) {
-		q, err = projections.ReadQueue(conn, limit)
-		return err
-	})
+	q, err := views.ReadQueue(c.Context, l, limit)
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Counts projections.QueueCounts `json:"counts"`
-		Jobs   []jobRow                `json:"active"`
-		More   int64                   `json:"more"`
-	}{Counts: q.Counts, Jobs: make([]jobRow, 0, len(q.Jobs)), More: q.More}
-	for _, r := range q.Jobs {
-		out.Jobs = append(out.Jobs, toJobRow(r))
-	}
 	if c.Bool("json") {
-		return printJSON(e.stdout, out)
+		return printJSON(e.stdout, q)
 	}
 	running := fmt.Sprintf("running %d", q.Counts.Running+q.Counts.CancelRequested)
 	if q.Counts.CancelRequested > 0 {
 		running += fmt.Sprintf(" (%d cancel requested)", q.Counts.CancelRequested)
 	}
 	fmt.Fprintf(e.stdout, "queued %d, %s\n", q.Counts.Queued, running)
-	if len(out.Jobs) > 0 {
-		printJobTable(e, out.Jobs)
+	if len(q.Jobs) > 0 {
+		printJobTable(e, q.Jobs)
 	}
 	if q.More > 0 {
 		fmt.Fprintf(e.stdout, "… and %d more (see: ductile queue --limit 0)\n", q.More)
 	}
 	return nil
-}
-
-func toEventLine(ev ledger.Event) eventLine {
-	return eventLine{ev.Seq, ev.Stream, ev.Version, ev.Type, ev.Data, ev.Meta, ev.RecordedAt.UTC().Format(ledger.TimeFormat), fmt.Sprintf("%x", ev.Hash)}
 }
 
 // statusNames lists the job statuses, comma-separated, for help and errors.
@@ -678,20 +344,13 @@ func oneLine(s string, n int) string {
 }
 
 func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
-	id, err := resolveJobID(c.Context, l, c.Args().First())
+	id, err := views.ResolveJobID(c.Context, l, c.Args().First())
 	if err != nil {
-		return err
+		return jobError(err)
 	}
-	evs, err := l.ReadStream(c.Context, events.JobStream(id))
+	j, err := views.JobState(c.Context, l, id)
 	if err != nil {
-		return err
-	}
-	j, err := commands.FoldJob(evs)
-	if errors.Is(err, commands.ErrJobNotFound) {
-		return hintf(codeNotFound, "see: ductile job list", "no job %s", id)
-	}
-	if err != nil {
-		return err
+		return jobError(err)
 	}
 	out := map[string]any{"job_id": id, "status_before": j.Status, "dry_run": c.Bool("dry-run")}
 	status := j.Status
@@ -705,10 +364,9 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 		}
 	}
 	out["status"] = status
-	if h, err := daemon.Holder(e.stateDir); err == nil && !h.Held && !c.Bool("dry-run") {
-		// Nobody else will bring the projections up to date: do it, so job
-		// list and queue show the cancel at once.
-		if _, err := projections.New(l, projections.Options{Logger: e.quietLogger()}).CatchUp(c.Context); err != nil {
+	if !c.Bool("dry-run") {
+		// So that job list and queue show the cancel at once.
+		if err := daemon.CatchUpUnlessHeld(c.Context, e.stateDir, l, e.quietLogger()); err != nil {
 			return err
 		}
 	}
@@ -740,17 +398,13 @@ type retryOutput struct {
 
 func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 	ctx := c.Context
-	id, err := resolveJobID(ctx, l, c.Args().First())
+	id, err := views.ResolveJobID(ctx, l, c.Args().First())
 	if err != nil {
-		return err
+		return jobError(err)
 	}
-	evs, err := l.ReadStream(ctx, events.JobStream(id))
+	j, err := views.JobState(ctx, l, id)
 	if err != nil {
-		return err
-	}
-	j, err := commands.FoldJob(evs)
-	if err != nil {
-		return err
+		return jobError(err)
 	}
 	if err := commands.CanRetry(j); err != nil {
 		return retryRefused(ctx, l, j, err)
@@ -785,10 +439,8 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 		BackoffBase: defaults.BackoffBase, DefaultDedupeTTL: defaults.DefaultDedupeTTL, Now: time.Now()})
 	if errors.Is(err, commands.ErrInvalidTransition) || errors.Is(err, commands.ErrAlreadyRetried) {
 		// Changed since it was read: say what it is now.
-		if evs, rerr := l.ReadStream(ctx, events.JobStream(id)); rerr == nil {
-			if now, ferr := commands.FoldJob(evs); ferr == nil {
-				return retryRefused(ctx, l, now, err)
-			}
+		if now, rerr := views.JobState(ctx, l, id); rerr == nil {
+			return retryRefused(ctx, l, now, err)
 		}
 	}
 	if err != nil {
@@ -798,12 +450,9 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if res.Deduped {
 		out.Status = "deduped"
 	}
-	if h, err := daemon.Holder(e.stateDir); err == nil && !h.Held {
-		// Nobody else will bring the projections up to date: do it, so job
-		// list and queue show the new job at once.
-		if _, err := projections.New(l, projections.Options{Logger: e.quietLogger()}).CatchUp(ctx); err != nil {
-			return err
-		}
+	// So that job list and queue show the new job at once.
+	if err := daemon.CatchUpUnlessHeld(ctx, e.stateDir, l, e.quietLogger()); err != nil {
+		return err
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
@@ -830,10 +479,8 @@ func retryRefused(ctx context.Context, l *ledger.Ledger, j *commands.Job, err er
 	var retried *commands.RetriedError
 	if errors.As(err, &retried) {
 		status := events.Status("unknown")
-		if evs, err := l.ReadStream(ctx, events.JobStream(retried.RetryJobID)); err == nil {
-			if r, err := commands.FoldJob(evs); err == nil {
-				status = r.Status
-			}
+		if r, err := views.JobState(ctx, l, retried.RetryJobID); err == nil {
+			status = r.Status
 		}
 		return hintf(codeConflict, "retry that one if need be: ductile job retry "+retried.RetryJobID,
 			"job %s was retried already, as job %s (now %s)", j.JobID, retried.RetryJobID, status)

@@ -11,12 +11,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
-	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
-	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/views"
 )
 
 func ledgerCommand() *cli.Command {
@@ -64,32 +63,22 @@ func ledgerCommand() *cli.Command {
 	}
 }
 
-// eventLine is an event as tail prints it in --json mode.
-type eventLine struct {
-	Seq        int64           `json:"seq"`
-	Stream     string          `json:"stream"`
-	Version    int64           `json:"version"`
-	Type       string          `json:"type"`
-	Data       json.RawMessage `json:"data"`
-	Meta       json.RawMessage `json:"meta"`
-	RecordedAt string          `json:"recorded_at"`
-	Hash       string          `json:"hash"`
-}
-
-func printEvent(w io.Writer, ev ledger.Event, asJSON bool) error {
-	at := ev.RecordedAt.UTC().Format(ledger.TimeFormat)
+// printEvent prints an event as one line of text, or of JSON.
+func printEvent(w io.Writer, ev views.Event, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(toEventLine(ev))
+		b, err := json.Marshal(ev)
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%8d  %s  %-28s v%-4d %-22s %s\n", ev.Seq, at, ev.Stream, ev.Version, ev.Type, ev.Data)
+	_, err := fmt.Fprintf(w, "%8d  %s  %-28s v%-4d %-22s %s\n", ev.Seq, ev.RecordedAt, ev.Stream, ev.Version, ev.Type, ev.Data)
 	return err
 }
 
+// ledgerTail prints events from --from, or the last --lines; --follow goes
+// on with new ones until interrupted, which ends it quietly.
 func ledgerTail(c *cli.Context, e *env, l *ledger.Ledger) error {
 	var err error
 	ctx := c.Context
@@ -98,71 +87,19 @@ func ledgerTail(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if c.IsSet("from") {
 		after = max(c.Int64("from")-1, 0)
 	} else {
-		after, err = recentStart(ctx, l, filter, c.Int("lines"))
+		after, err = views.TailStart(ctx, l, filter, c.Int("lines"))
 		if err != nil {
 			return err
 		}
 	}
-	for {
-		changed := l.Changed()
-		for {
-			last, err := l.ReadFrom(ctx, after, 1000, filter, func(ev ledger.Event) error {
-				return printEvent(e.stdout, ev, c.Bool("json"))
-			})
-			if err != nil {
-				if c.Bool("follow") && ctx.Err() != nil {
-					return nil // interrupted: that is how --follow ends
-				}
-				return err
-			}
-			if last == after {
-				break
-			}
-			after = last
-		}
-		if !c.Bool("follow") {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-changed:
-		}
+	show := func(ev views.Event) error { return printEvent(e.stdout, ev, c.Bool("json")) }
+	if !c.Bool("follow") {
+		return views.ReadEvents(ctx, l, after, filter, show)
 	}
-}
-
-// recentStart finds the seq after which the last n matching events begin.
-func recentStart(ctx context.Context, l *ledger.Ledger, f ledger.Filter, n int) (int64, error) {
-	head, err := l.LastSeq(ctx)
-	if err != nil || n <= 0 {
-		return head, err
+	if err := views.FollowEvents(ctx, l, after, filter, show); err != nil && ctx.Err() == nil {
+		return err
 	}
-	if f == (ledger.Filter{}) {
-		return max(head-int64(n), 0), nil
-	}
-	// Filtered: keep a ring of the last n matching seqs.
-	ring := make([]int64, 0, n)
-	_, err = scanAll(ctx, l, f, func(ev ledger.Event) {
-		if len(ring) == n {
-			ring = ring[1:]
-		}
-		ring = append(ring, ev.Seq)
-	})
-	if err != nil || len(ring) == 0 {
-		return head, err
-	}
-	return ring[0] - 1, nil
-}
-
-func scanAll(ctx context.Context, l *ledger.Ledger, f ledger.Filter, fn func(ledger.Event)) (int64, error) {
-	var after int64
-	for {
-		last, err := l.ReadFrom(ctx, after, 4096, f, func(ev ledger.Event) error { fn(ev); return nil })
-		if err != nil || last == after {
-			return last, err
-		}
-		after = last
-	}
+	return nil // interrupted: that is how --follow ends
 }
 
 // progress returns a callback for a long walk over the log that prints
@@ -305,39 +242,27 @@ func ledgerReplay(c *cli.Context) error {
 		return err
 	}
 	defer l.Close()
-	// In place, the rebuild must not race a daemon's or a plugin run's own
-	// projections: it holds the state directory's lock from before it reads
-	// the head until it is done (and a dry run says whether it could take it).
+	// In place, daemon.ReplayInPlace holds the state directory's lock while
+	// it reads the head and rebuilds (a dry run checks it is free).
+	var replay daemon.Replay
 	if out == "" {
-		refused := func(pid int, role string) error {
-			return conflictf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", pid, role, e.stateDir)
+		replay, err = daemon.ReplayInPlace(c.Context, e.stateDir, l, dry)
+		var held *daemon.LockError
+		if errors.As(err, &held) {
+			return conflictf("process %d (ductile %s) is running on %s: stop it before replaying in place, or replay into a new file with --out", held.PID, held.Role, e.stateDir)
 		}
-		if dry {
-			h, err := daemon.Holder(e.stateDir)
-			if err != nil {
-				return err
-			}
-			if h.Held {
-				return refused(h.PID, h.Role)
-			}
-		} else {
-			lock, err := daemon.AcquireLock(e.stateDir, daemon.RoleReplay)
-			var held *daemon.LockError
-			if errors.As(err, &held) {
-				return refused(held.PID, held.Role)
-			}
-			if err != nil {
-				return err
-			}
-			defer lock.Release()
+		if err != nil {
+			return err
 		}
-	}
-	head, err := l.LastSeq(c.Context)
-	if err != nil {
-		return err
-	}
-	if until == 0 || until > head {
-		until = head
+		until = replay.Until
+	} else {
+		head, err := l.LastSeq(c.Context)
+		if err != nil {
+			return err
+		}
+		if until == 0 || until > head {
+			until = head
+		}
 	}
 	result := map[string]any{"source": l.Path(), "until": until, "dry_run": dry}
 	if out != "" {
@@ -354,17 +279,14 @@ func ledgerReplay(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "would replay %d events %s (run without --dry-run to do it)\n", until, where)
 		return nil
 	}
-	copied := progress(e.stderr, c.Bool("json"), until, func(seq int64) string {
-		return fmt.Sprintf("replayed %d/%d events…", seq, until)
-	})
-	var cp int64
+	cp := replay.Checkpoint
 	if out != "" {
-		cp, err = replayInto(c.Context, e, l, out, until, copied)
-	} else {
-		cp, err = projections.Rebuild(c.Context, l, until)
-	}
-	if err != nil {
-		return err
+		copied := progress(e.stderr, c.Bool("json"), until, func(seq int64) string {
+			return fmt.Sprintf("replayed %d/%d events…", seq, until)
+		})
+		if cp, err = replayInto(c.Context, e, l, out, until, copied); err != nil {
+			return err
+		}
 	}
 	result["checkpoint"] = cp
 	if c.Bool("json") {
@@ -465,62 +387,9 @@ func syncPath(path string) error {
 }
 
 func ledgerStats(c *cli.Context, e *env, l *ledger.Ledger) error {
-	type typeCount struct {
-		Type  string `json:"type"`
-		Count int64  `json:"count"`
-	}
-	out := struct {
-		ledger.Stats
-		Database   string      `json:"database"`
-		FileBytes  int64       `json:"file_bytes"`
-		WALBytes   int64       `json:"wal_bytes"`
-		Streams    int64       `json:"streams"`
-		Checkpoint int64       `json:"projector_checkpoint"`
-		Lag        int64       `json:"projector_lag"`
-		Types      []typeCount `json:"types"`
-		Daemon     bool        `json:"daemon_running"`
-		DaemonPID  int         `json:"daemon_pid,omitempty"`
-		Warnings   []string    `json:"warnings"`
-	}{Database: l.Path(), Types: []typeCount{}, Warnings: []string{}}
-	if fi, err := os.Stat(l.Path()); err == nil {
-		out.FileBytes = fi.Size()
-	}
-	if fi, err := os.Stat(l.Path() + "-wal"); err == nil {
-		out.WALBytes = fi.Size()
-	}
-	// One read transaction: the counts and the checkpoint are of the same
-	// moment, so the lag is what it was then (negative only if events the
-	// projections applied were removed from the log).
-	err := l.ReadSnapshot(c.Context, func(conn *sqlite.Conn) error {
-		var err error
-		if out.Stats, err = ledger.StatsConn(conn); err != nil {
-			return err
-		}
-		if out.Streams, err = queries.CountStreams(conn); err != nil {
-			return err
-		}
-		err = queries.CountEventTypes(conn, func(r queries.CountEventTypesRow) error {
-			out.Types = append(out.Types, typeCount{r.Type, r.Count})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		out.Checkpoint, err = projections.CheckpointConn(conn)
-		return err
-	})
+	out, err := views.ReadLedgerStats(c.Context, l)
 	if err != nil {
 		return err
-	}
-	out.Lag = out.LastSeq - out.Checkpoint
-	if out.Lag < 0 {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the projector's checkpoint (seq %d) is past the log's head (seq %d): "+
-			"events were removed from the ledger (see: ductile ledger verify)", out.Checkpoint, out.LastSeq))
-	}
-	if head, err := l.CheckHead(c.Context); err != nil {
-		return err
-	} else if !head.OK() && out.Lag >= 0 {
-		out.Warnings = append(out.Warnings, head.Problem+" (see: ductile ledger verify)")
 	}
 	if h, err := daemon.Holder(e.stateDir); err == nil && h.Daemon() {
 		out.Daemon, out.DaemonPID = true, h.PID

@@ -21,6 +21,7 @@ import (
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
+	"github.com/ductile/ductile/views"
 )
 
 func pluginCommand() *cli.Command {
@@ -278,7 +279,7 @@ func pluginRun(c *cli.Context) error {
 		runCause = context.Cause(waitCtx)
 		waitCtx = context.WithoutCancel(waitCtx) // the job is finished (or canceled)
 	}
-	j, last, err := waitJob(waitCtx, l, res.JobID)
+	j, last, err := views.WaitJob(waitCtx, l, res.JobID)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return errorf(classify(err), "stopped waiting for job %s; it goes on (see: ductile job inspect %s)", res.JobID, res.JobID)
@@ -380,41 +381,6 @@ func openRunner(ctx context.Context, e *env) (*daemon.Daemon, daemon.LockHolder,
 		case <-t.C:
 		}
 	}
-}
-
-// waitJob waits until the job is terminal, reading its stream (the source
-// of truth) each time the ledger changes, in this or another process.
-func waitJob(ctx context.Context, l *ledger.Ledger, id string) (*commands.Job, events.AttemptEnded, error) {
-	for {
-		changed := l.Changed()
-		evs, err := l.ReadStream(ctx, events.JobStream(id))
-		if err != nil {
-			return nil, events.AttemptEnded{}, err
-		}
-		j, err := commands.FoldJob(evs)
-		if err != nil {
-			return nil, events.AttemptEnded{}, err
-		}
-		if j.Terminal() {
-			return j, lastAttempt(evs), nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, events.AttemptEnded{}, ctx.Err()
-		case <-changed:
-		}
-	}
-}
-
-func lastAttempt(evs []ledger.Event) events.AttemptEnded {
-	var last events.AttemptEnded
-	for _, ev := range evs {
-		switch ev.Type {
-		case events.JobSucceeded, events.JobFailed, events.JobTimedOut:
-			_ = json.Unmarshal(ev.Data, &last)
-		}
-	}
-	return last
 }
 
 // maxPayloadBytes caps a payload read from a file or stdin: a job's payload

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -32,42 +33,22 @@ func discoveredPlugins(e *env, reg *pluginhost.Registry) pluginSet {
 const appliedWait = 10 * time.Second
 
 // daemonPlugins reads what the daemon holding the state directory (pid)
-// recorded it loaded. A daemon records it as it starts, just after taking
-// the lock: until its record is there, the newest one is a previous
-// daemon's, so this waits for a record with its pid.
+// recorded it loaded, waiting up to appliedWait for its record
+// (daemon.WaitApplied).
 func daemonPlugins(ctx context.Context, e *env, l *ledger.Ledger, pid int) (pluginSet, error) {
-	deadline := time.NewTimer(appliedWait)
-	defer deadline.Stop()
-	for {
-		changed := l.Changed()
-		a, ok, err := daemon.LastApplied(ctx, l)
-		if err != nil {
-			return pluginSet{}, err
-		}
-		if ok && (a.PID == pid || pid == 0) {
-			return pluginSet{applied: a, daemonPID: a.PID}, nil
-		}
-		h, err := daemon.Holder(e.stateDir)
-		if err != nil {
-			return pluginSet{}, err
-		}
-		if !h.Daemon() || h.PID != pid {
-			return pluginSet{}, failf("the daemon (pid %d) stopped while its plugins were being looked up: run the command again", pid)
-		}
-		poll := time.NewTimer(50 * time.Millisecond) // another process's append may not wake us
-		select {
-		case <-ctx.Done():
-			poll.Stop()
-			return pluginSet{}, ctx.Err()
-		case <-deadline.C:
-			poll.Stop()
-			return pluginSet{}, failf("the daemon (pid %d) has not recorded which plugins it loaded (no config.applied in the ledger after %v): restart it with this version of ductile",
-				pid, appliedWait)
-		case <-changed:
-		case <-poll.C:
-		}
-		poll.Stop()
+	waitCtx, cancel := context.WithTimeout(ctx, appliedWait)
+	defer cancel()
+	a, err := daemon.WaitApplied(waitCtx, e.stateDir, l, pid)
+	switch {
+	case errors.Is(err, daemon.ErrDaemonStopped):
+		return pluginSet{}, failf("the daemon (pid %d) stopped while its plugins were being looked up: run the command again", pid)
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return pluginSet{}, failf("the daemon (pid %d) has not recorded which plugins it loaded (no config.applied in the ledger after %v): restart it with this version of ductile",
+			pid, appliedWait)
+	case err != nil:
+		return pluginSet{}, err
 	}
+	return pluginSet{applied: a, daemonPID: a.PID}, nil
 }
 
 // which says whose plugins these are, for messages.

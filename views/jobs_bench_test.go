@@ -1,4 +1,4 @@
-package projections_test
+package views
 
 import (
 	"bytes"
@@ -32,22 +32,21 @@ func BenchmarkJobViews(b *testing.B) {
 		read func(conn *sqlite.Conn) (int, error)
 	}{
 		{"queue", func(conn *sqlite.Conn) (int, error) {
-			q, err := projections.ReadQueue(conn, 50)
+			q, err := readQueue(conn, 50)
 			return len(q.Jobs), err
 		}},
 	}
-	for _, status := range []string{"", string(events.StatusQueued), string(events.StatusRunning), string(events.StatusCancelRequested),
-		string(events.StatusSucceeded), string(events.StatusDead), string(events.StatusCanceled)} {
+	for _, status := range append([]events.Status{""}, events.JobStatuses()...) {
 		name := "list"
 		if status != "" {
-			name += "-" + status
+			name += "-" + string(status)
 		}
 		views = append(views, struct {
 			name string
 			read func(conn *sqlite.Conn) (int, error)
 		}{name, func(conn *sqlite.Conn) (int, error) {
 			n := 0
-			err := projections.ListJobs(conn, projections.JobFilter{Status: status, Limit: 50},
+			err := listJobs(conn, JobFilter{Status: status, Limit: 50},
 				func(queries.GetJobRow) error { n++; return nil })
 			return n, err
 		}})
