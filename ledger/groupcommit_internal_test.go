@@ -59,7 +59,9 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 		func() ([]int64, error) {
 			return l.Append(ctx, NewEvent{Stream: "bad/json", Type: "x.y", Data: json.RawMessage("{")})
 		},
-		func() ([]int64, error) { return l.Decide(ctx, Durable, func(*Tx) ([]NewEvent, error) { return nil, boom }) },
+		func() ([]int64, error) {
+			return l.Decide(ctx, Durable, func(*Tx) ([]NewEvent, error) { return nil, boom })
+		},
 		func() ([]int64, error) {
 			return l.Append(ctx,
 				NewEvent{Stream: "half/1", Type: "half.first"},
