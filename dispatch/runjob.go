@@ -30,8 +30,7 @@ func RunJob(ctx context.Context, opts Options, id string) error {
 		return "interrupted"
 	}
 	for {
-		changed := l.Changed()
-		j, err := loadJob(read, l, id)
+		j, at, err := loadJob(read, l, id)
 		if err != nil {
 			return err
 		}
@@ -46,16 +45,15 @@ func RunJob(ctx context.Context, opts Options, id string) error {
 		}
 		if wait := j.NextRetryAt.Sub(opts.Now()); wait > 0 {
 			r.log.Info("waiting for the retry", "job_id", id, "attempt", j.Attempt, "next_retry_at", commands.Time(j.NextRetryAt))
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			// Until the retry is due, or the job's stream moves (a cancel
+			// from elsewhere): then look again.
+			due, stop := context.WithTimeout(ctx, wait)
+			_, _ = l.Follow(due, at, ledger.Filter{Stream: events.JobStream(id)}, func(ledger.Event) error { return ledger.ErrStopFollowing })
+			stop()
+			if ctx.Err() != nil {
 				return errors.Join(ctx.Err(), cancelQueued(read, opts, id, why()+" while waiting for a retry"))
-			case <-changed:
-				t.Stop()
-				continue // look again: canceled from elsewhere?
-			case <-t.C:
 			}
+			continue
 		}
 		c := candidate{id: id, plugin: j.Plugin, command: j.Command, dedupeKey: j.DedupeKey}
 		runCtx, cancel := context.WithCancelCause(context.Background())
@@ -80,17 +78,17 @@ func RunJob(ctx context.Context, opts Options, id string) error {
 	}
 }
 
-// loadJob folds the job's stream.
-func loadJob(ctx context.Context, l *ledger.Ledger, id string) (*commands.Job, error) {
+// loadJob folds the job's stream, and says the seq of its last event.
+func loadJob(ctx context.Context, l *ledger.Ledger, id string) (*commands.Job, int64, error) {
 	evs, err := l.ReadStream(ctx, events.JobStream(id))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	j, err := commands.FoldJob(evs)
 	if err != nil {
-		return nil, fmt.Errorf("run job %s: %w", id, err)
+		return nil, 0, fmt.Errorf("run job %s: %w", id, err)
 	}
-	return j, nil
+	return j, evs[len(evs)-1].Seq, nil
 }
 
 // watchCancel cancels the job RunJob runs when a cancel request for it is
