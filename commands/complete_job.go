@@ -109,12 +109,21 @@ func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteR
 		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
 	}
 	var res CompleteResult
-	seqs, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		var evs []ledger.NewEvent
-		var err error
-		evs, res, err = cmd.decide(tx)
+	seqs, err := l.Decide(ctx, ledger.Relaxed, cmd.decision(&res))
+	return cmd.answer(res, seqs, unrouted, err)
+}
+
+// decision is the completion as the ledger runs it; it fills in res.
+func (cmd Complete) decision(res *CompleteResult) func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	return func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		evs, r, err := cmd.decide(tx)
+		*res = r
 		return evs, err
-	})
+	}
+}
+
+// answer is what CompleteJob returns once the ledger has answered.
+func (cmd Complete) answer(res CompleteResult, seqs []int64, unrouted []string, err error) (CompleteResult, error) {
 	if err != nil {
 		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
 	}

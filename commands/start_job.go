@@ -34,7 +34,16 @@ type Started struct {
 // spawn would idle the worker.
 func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error) {
 	var st Started
-	_, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	_, err := l.Decide(ctx, ledger.Relaxed, cmd.decision(&st))
+	if err != nil {
+		return Started{}, fmt.Errorf("start job: %w", err)
+	}
+	return st, nil
+}
+
+// decision is the start as the ledger runs it; it fills in st.
+func (cmd Start) decision(st *Started) func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+	return func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err
@@ -49,11 +58,7 @@ func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error)
 		st.Job = j
 		j.memoize(tx)
 		return evs, nil
-	})
-	if err != nil {
-		return Started{}, fmt.Errorf("start job: %w", err)
 	}
-	return st, nil
 }
 
 func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {

@@ -224,29 +224,31 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, start *startClaim) {
 		}
 		d.finish(c, a)
 	}()
-	a = d.runner.run(ctx, c, start, func() { d.handoff(c) })
+	a = d.runner.run(ctx, c, start, func() *startClaim { return d.handoff(c) })
 }
 
 // handoff frees the slot of a job whose process has exited and, while the
 // dispatch loop runs, gives it straight to the next eligible job in the
-// queue's cache: its start is queued now, so it usually shares a commit
-// with the outcome of the job that made room. Whatever the cache cannot
-// settle, the loop does at its next wake-up, as after any exit.
-func (d *Dispatcher) handoff(c candidate) {
+// queue's cache: it launches that job's worker, which spawns its plugin at
+// once, and returns its start for the exited job's worker to record with
+// its outcome, in one commit. Whatever the cache cannot settle, the loop
+// does at its next wake-up, as after any exit.
+func (d *Dispatcher) handoff(c candidate) *startClaim {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.slots.release(c)
 	if d.loopCtx == nil || d.loopCtx.Err() != nil {
-		d.mu.Unlock()
-		return
+		return nil
 	}
 	next, ok := d.pickLocked(d.opts.Now())
 	if !ok {
-		d.mu.Unlock()
 		d.wake() // the loop fills the slot, or finds nothing to do
-		return
+		return nil
 	}
-	d.launch(next)
-	d.mu.Unlock()
+	ctx := d.claimLocked(next)
+	start := d.runner.newClaim(next)
+	go d.work(ctx, next, start)
+	return start
 }
 
 // finish forgets a job once its outcome is recorded (or its start was

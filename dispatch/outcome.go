@@ -77,6 +77,23 @@ func (r *runner) addFactsAndRouting(complete *commands.Complete, job *commands.J
 	complete.Routing = &commands.Routing{Config: r.config, Plugin: job.Plugin, DedupeKey: job.DedupeKey, Events: evs}
 }
 
+// recordOutcome records an attempt's outcome (complete) and, if next is
+// set, the start of the job its slot went to, together (commands.HandOff):
+// they share a commit. The start's answer goes to next's worker; an outcome
+// that did not land is recorded on its own (complete).
+func (r *runner) recordOutcome(cmd commands.Complete, next *startClaim, log *slog.Logger) (commands.CompleteResult, bool) {
+	if next == nil {
+		return r.complete(cmd, log)
+	}
+	defer next.record(r.ledger) // should anything below panic, the next job still gets its start
+	res := commands.HandOff(context.Background(), r.ledger, commands.Handoff{Complete: cmd, Next: next.cmd})
+	next.answer(res.Started, res.StartErr)
+	if res.CompleteErr == nil {
+		return res.Completed, true
+	}
+	return r.complete(cmd, log)
+}
+
 // complete records an attempt's outcome, again with backoff if the ledger
 // could not take it for now (busy, full…): the outcome must not be lost. An
 // outcome the ledger refuses for what it holds, or a completion that cannot

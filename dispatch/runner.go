@@ -44,28 +44,49 @@ func newRunner(opts Options, stopped context.Context) *runner {
 	}
 }
 
-// startClaim is a job's start, queued for the ledger, its answer to come.
+// startClaim is a job's start, to be recorded or being recorded, its answer
+// to come. The worker that runs the job waits for it while its plugin's
+// process spawns.
 type startClaim struct {
+	cmd     commands.Start
+	once    sync.Once
 	done    chan struct{}
 	started commands.Started
 	err     error
 }
 
-// claim queues c's start (a relaxed, versioned append) and returns at once:
-// the start is recorded while the plugin's process spawns, and queued
-// beside whatever else is being appended at that moment (the outcome of the
-// job that made room), so both usually share a commit. Like every append of
-// a run, it is not tied to the job's context: it must land even if the job
-// is canceled.
+// newClaim is c's start, not queued yet: the worker whose exit made room
+// records it together with its own outcome (commands.HandOff).
+func (r *runner) newClaim(c candidate) *startClaim {
+	return &startClaim{done: make(chan struct{}), cmd: commands.Start{
+		JobID: c.id, Timeout: r.config.Timeout(c.plugin, c.command), PID: os.Getpid(), Now: r.now(),
+	}}
+}
+
+// claim queues c's start (a relaxed, versioned append) and returns at once,
+// so that the start is recorded while the plugin's process spawns. Like
+// every append of a run, it is not tied to the job's context: it must land
+// even if the job is canceled.
 func (r *runner) claim(c candidate) *startClaim {
-	s := &startClaim{done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		s.started, s.err = commands.StartJob(context.Background(), r.ledger, commands.Start{
-			JobID: c.id, Timeout: r.config.Timeout(c.plugin, c.command), PID: os.Getpid(), Now: r.now(),
-		})
-	}()
+	s := r.newClaim(c)
+	go s.record(r.ledger)
 	return s
+}
+
+// record records the start on its own, unless it has been answered.
+func (s *startClaim) record(l *ledger.Ledger) {
+	s.once.Do(func() {
+		s.started, s.err = commands.StartJob(context.Background(), l, s.cmd)
+		close(s.done)
+	})
+}
+
+// answer gives the start's answer, recorded by someone else.
+func (s *startClaim) answer(st commands.Started, err error) {
+	s.once.Do(func() {
+		s.started, s.err = st, err
+		close(s.done)
+	})
 }
 
 // wait is the start's answer; it may be waited for more than once.
@@ -83,9 +104,10 @@ type attempt struct {
 
 // run runs c's attempt, whose start is queued as start. exited, if not nil,
 // is called once the plugin's process is gone and before the outcome is
-// recorded: the dispatcher hands the slot on there. A start the ledger
-// refused for now pauses every start (startPause).
-func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited func()) attempt {
+// recorded: the dispatcher hands the slot on there, and returns the start
+// of the job it handed it to, if any, for run to record with its outcome.
+// A start the ledger refused for now pauses every start (startPause).
+func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited func() *startClaim) attempt {
 	log := r.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
 	timeout := r.config.Timeout(c.plugin, c.command)
 	var st commands.Started
@@ -142,10 +164,11 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 	if outcome.Kind == events.OutcomeOK {
 		r.addFactsAndRouting(&complete, job, res)
 	}
+	var next *startClaim
 	if exited != nil {
-		exited()
+		next = exited()
 	}
-	recorded, ok := r.complete(complete, log)
+	recorded, ok := r.recordOutcome(complete, next, log)
 	if !ok {
 		return attempt{}
 	}

@@ -114,6 +114,23 @@ func (l *Ledger) Decide(ctx context.Context, d Durability, decide func(tx *Tx) (
 	return l.queueDecision(ctx, d, decide).wait()
 }
 
+// DecideEach is Decide for several independent decisions made at the same
+// moment: it queues them back to back, in order, so that they share one
+// transaction, and answers each as Decide would — a decision that fails
+// appends nothing and leaves the others be. It returns when every one is
+// answered.
+func (l *Ledger) DecideEach(ctx context.Context, d Durability, decisions ...func(tx *Tx) ([]NewEvent, error)) ([][]int64, []error) {
+	queued := make([]*pending, len(decisions))
+	for i, decide := range decisions {
+		queued[i] = l.queueDecision(ctx, d, decide)
+	}
+	seqs, errs := make([][]int64, len(decisions)), make([]error, len(decisions))
+	for i, p := range queued {
+		seqs[i], errs[i] = p.wait()
+	}
+	return seqs, errs
+}
+
 // pending is a decision queued for the writer, its answer still to come.
 type pending struct {
 	r   *request

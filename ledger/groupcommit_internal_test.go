@@ -148,3 +148,54 @@ func TestRelaxedAppendAfterAProjectionWriteIsFlushed(t *testing.T) {
 	require.NoError(t, err)
 	waitUntil("the relaxed append was never flushed", func() bool { return l.WriteStats().Syncs > before })
 }
+
+// DecideEach queues its decisions back to back: behind a busy writer they
+// share one transaction, land in order, and a failing one fails alone.
+func TestDecideEachSharesOneCommit(t *testing.T) {
+	l, err := Open(context.Background(), filepath.Join(t.TempDir(), "ductile.db"), Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	defer l.Close()
+	ctx := context.Background()
+
+	// Given a writer busy with a slow decision,
+	entered, release := make(chan struct{}), make(chan struct{})
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := l.Decide(ctx, Durable, func(*Tx) ([]NewEvent, error) {
+			close(entered)
+			<-release
+			return []NewEvent{{Stream: "blocker", Type: "blocker.done"}}, nil
+		})
+		blocked <- err
+	}()
+	<-entered
+	before := l.WriteStats().Commits
+
+	// when three decisions are queued together, the second failing,
+	boom := errors.New("no")
+	type answer struct {
+		seqs [][]int64
+		errs []error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		seqs, errs := l.DecideEach(ctx, Relaxed,
+			func(*Tx) ([]NewEvent, error) { return []NewEvent{{Stream: "a", Type: "a.done"}}, nil },
+			func(*Tx) ([]NewEvent, error) { return nil, boom },
+			func(*Tx) ([]NewEvent, error) { return []NewEvent{{Stream: "c", Type: "c.done"}}, nil },
+		)
+		answered <- answer{seqs, errs}
+	}()
+	require.Eventually(t, func() bool { return len(l.reqs) == 3 }, 10*time.Second, time.Millisecond, "the three decisions are queued")
+	close(release)
+	require.NoError(t, <-blocked)
+	a := <-answered
+
+	// then the blocker's commit and theirs are the only two,
+	require.Equal(t, before+2, l.WriteStats().Commits, "the three decisions shared one commit")
+	// and each is answered alone, in the order given.
+	require.NoError(t, a.errs[0])
+	require.ErrorIs(t, a.errs[1], boom)
+	require.NoError(t, a.errs[2])
+	require.Equal(t, [][]int64{{2}, nil, {3}}, a.seqs)
+}
