@@ -72,6 +72,7 @@ func TestMain(m *testing.M) {
 		{"broken", true, "#!/nonexistent/interpreter\n"},
 		{"failing", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"error\",\"error\":\"nope\"}'\n"},
 		{"quick", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"ok\",\"result\":\"quick\"}'\n"},
+		{"counter", false, counterScript},
 	} {
 		d := filepath.Join(dir, p.name)
 		must(os.MkdirAll(d, 0o755))
@@ -83,6 +84,14 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}))
 }
+
+// counterScript counts its runs in its state: it answers state_updates
+// {"n": n+1}, n being what its request's state holds (0 at first).
+const counterScript = `#!/bin/sh
+req=$(cat)
+n=$(printf '%s' "$req" | sed -n 's/.*"state":{"n":\([0-9]*\)}.*/\1/p')
+printf '{"status":"ok","state_updates":{"n":%d}}\n' $(( ${n:-0} + 1 ))
+`
 
 func must(err error) {
 	if err != nil {

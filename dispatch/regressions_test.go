@@ -2,6 +2,8 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -282,5 +284,29 @@ func (c *collector) waitFor(t *testing.T, ctx context.Context, msg string) {
 		case <-ctx.Done():
 			t.Fatalf("no log line %q in %q", msg, lines)
 		}
+	}
+}
+
+// A plugin that is not concurrency-safe keeps a counter in its state: each
+// job must see the state the one before it left. A worker hands its slot to
+// the next job (here often of the same plugin) as its process exits, and
+// records that start with its own outcome: the outcome must come first in
+// that transaction, or the next job reads the state from before it and two
+// jobs count the same n.
+func TestEachJobOfASerialPluginSeesTheStateTheLastOneLeft(t *testing.T) {
+	b := setup(t, 1, nil) // one worker: its queue cache holds the plugin's next jobs to hand the slot to
+	const n = 30
+	want := map[string]string{}
+	for range n {
+		want[b.enqueue("counter")] = "succeeded"
+	}
+	b.waitFor(want)
+	evs, err := b.d.Ledger.ReadStream(b.ctx, events.PluginStream("counter"))
+	require.NoError(t, err)
+	require.Len(t, evs, n, "one state merge per job")
+	for i, ev := range evs {
+		var d events.StateMerged
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		require.JSONEq(t, fmt.Sprintf(`{"n":%d}`, i+1), string(d.State), "merge %d", i+1)
 	}
 }
