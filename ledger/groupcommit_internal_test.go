@@ -31,17 +31,7 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 	require.NoError(t, err)
 
 	// Given a writer busy with a slow decision,
-	entered, release := make(chan struct{}), make(chan struct{})
-	blocked := make(chan error, 1)
-	go func() {
-		_, err := l.Decide(ctx, Durable, func(*Tx) ([]NewEvent, error) {
-			close(entered)
-			<-release
-			return []NewEvent{{Stream: "blocker", Type: "blocker.done"}}, nil
-		})
-		blocked <- err
-	}()
-	<-entered
+	release, blocked := busyWriter(t, l)
 
 	// when eleven callers queue up behind it, four of them bad (one of those
 	// with a good event before its bad one),
@@ -87,7 +77,7 @@ func TestGroupCommitIsolatesCallers(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "callers never queued")
 		time.Sleep(time.Millisecond)
 	}
-	close(release)
+	release()
 	wg.Wait()
 	require.NoError(t, <-blocked)
 
@@ -158,17 +148,7 @@ func TestDecideEachSharesOneCommit(t *testing.T) {
 	ctx := context.Background()
 
 	// Given a writer busy with a slow decision,
-	entered, release := make(chan struct{}), make(chan struct{})
-	blocked := make(chan error, 1)
-	go func() {
-		_, err := l.Decide(ctx, Durable, func(*Tx) ([]NewEvent, error) {
-			close(entered)
-			<-release
-			return []NewEvent{{Stream: "blocker", Type: "blocker.done"}}, nil
-		})
-		blocked <- err
-	}()
-	<-entered
+	release, blocked := busyWriter(t, l)
 	before := l.WriteStats().Commits
 
 	// when three decisions are queued together, the second failing,
@@ -187,7 +167,7 @@ func TestDecideEachSharesOneCommit(t *testing.T) {
 		answered <- answer{seqs, errs}
 	}()
 	require.Eventually(t, func() bool { return len(l.reqs) == 3 }, 10*time.Second, time.Millisecond, "the three decisions are queued")
-	close(release)
+	release()
 	require.NoError(t, <-blocked)
 	a := <-answered
 
@@ -198,4 +178,23 @@ func TestDecideEachSharesOneCommit(t *testing.T) {
 	require.ErrorIs(t, a.errs[1], boom)
 	require.NoError(t, a.errs[2])
 	require.Equal(t, [][]int64{{2}, nil, {3}}, a.seqs)
+}
+
+// busyWriter keeps l's writer in a slow decision until release is called:
+// decisions queued meanwhile land in one batch after it. blocked answers the
+// slow decision.
+func busyWriter(t *testing.T, l *Ledger) (release func(), blocked <-chan error) {
+	t.Helper()
+	entered, released := make(chan struct{}), make(chan struct{})
+	answer := make(chan error, 1)
+	go func() {
+		_, err := l.Decide(context.Background(), Durable, func(*Tx) ([]NewEvent, error) {
+			close(entered)
+			<-released
+			return []NewEvent{{Stream: "blocker", Type: "blocker.done"}}, nil
+		})
+		answer <- err
+	}()
+	<-entered
+	return func() { close(released) }, answer
 }
