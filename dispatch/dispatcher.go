@@ -232,7 +232,9 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, start *startClaim) {
 // queue's cache: it launches that job's worker, which spawns its plugin at
 // once, and returns its start for the exited job's worker to record with
 // its outcome, in one commit. Whatever the cache cannot settle, the loop
-// does at its next wake-up, as after any exit.
+// does at its next wake-up, as after any exit. The exited job keeps its
+// place in its plugin's cap until its outcome is recorded (finish), unless
+// the next job is of the same plugin and takes it.
 func (d *Dispatcher) handoff(c candidate) *startClaim {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -240,7 +242,9 @@ func (d *Dispatcher) handoff(c candidate) *startClaim {
 	if d.loopCtx == nil || d.loopCtx.Err() != nil {
 		return nil
 	}
+	d.slots.handOver(c, false)
 	next, ok := d.pickLocked(d.opts.Now())
+	d.slots.handOver(c, !ok || next.plugin != c.plugin) // kept unless a job of its plugin takes it
 	if !ok {
 		d.wake() // the loop fills the slot, or finds nothing to do
 		return nil
@@ -256,19 +260,15 @@ func (d *Dispatcher) handoff(c candidate) *startClaim {
 // record.
 func (d *Dispatcher) finish(c candidate, a attempt) {
 	d.mu.Lock()
-	freed := d.slots.finish(c, a.settle) // still held if it never got a process
+	d.slots.finish(c, a.settle)
 	if refusedForNow(a.startErr) {
 		d.queue.forceRead() // the job is still queued: read the queue again after the pause
 	}
 	d.mu.Unlock()
-	// A slot freed here, or a job that may now be a candidate again (a
-	// retry: the loop looks, and arms its timer for the retry time), wakes
-	// the loop. An ended job whose process exited changes nothing the loop
-	// would act on: its slot, its plugin's cap and its dedupe key were
-	// released then (handed over, or the loop woken).
-	if freed || !a.ended {
-		d.wake()
-	}
+	// A slot freed here, a place in a plugin's cap given back, or a job
+	// that may now be a candidate again (a retry: the loop looks, and arms
+	// its timer for the retry time) wakes the loop.
+	d.wake()
 	d.workers.Done()
 }
 

@@ -72,7 +72,7 @@ func TestMain(m *testing.M) {
 		{"broken", true, "#!/nonexistent/interpreter\n"},
 		{"failing", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"error\",\"error\":\"nope\"}'\n"},
 		{"quick", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"ok\",\"result\":\"quick\"}'\n"},
-		{"counter", false, counterScript},
+		{"counter", false, counterScript}, {"slowcounter", false, slowCounterScript},
 	} {
 		d := filepath.Join(dir, p.name)
 		must(os.MkdirAll(d, 0o755))
@@ -91,6 +91,24 @@ const counterScript = `#!/bin/sh
 req=$(cat)
 n=$(printf '%s' "$req" | sed -n 's/.*"state":{"n":\([0-9]*\)}.*/\1/p')
 printf '{"status":"ok","state_updates":{"n":%d}}\n' $(( ${n:-0} + 1 ))
+`
+
+// slowCounterScript counts like counterScript, after waiting on the FIFO its
+// payload names, if any; it emits 200 events, so that routing them makes
+// its completion take a while.
+const slowCounterScript = `#!/bin/sh
+req=$(cat)
+fifo=$(printf '%s' "$req" | sed -n 's/.*"fifo":"\([^"]*\)".*/\1/p')
+[ -n "$fifo" ] && read line < "$fifo"
+n=$(printf '%s' "$req" | sed -n 's/.*"state":{"n":\([0-9]*\)}.*/\1/p')
+printf '{"status":"ok","state_updates":{"n":%d},"events":[' $(( ${n:-0} + 1 ))
+i=0
+while [ $i -lt 200 ]; do
+  [ $i -gt 0 ] && printf ','
+  printf '{"type":"tick","payload":{"i":%d}}' $i
+  i=$((i+1))
+done
+printf ']}\n'
 `
 
 func must(err error) {

@@ -310,3 +310,31 @@ func TestEachJobOfASerialPluginSeesTheStateTheLastOneLeft(t *testing.T) {
 		require.JSONEq(t, fmt.Sprintf(`{"n":%d}`, i+1), string(d.State), "merge %d", i+1)
 	}
 }
+
+// The same guarantee when the next job of the serial plugin is not in the
+// queue's cache when the job before it exits (enqueued while the only slot
+// was taken): the dispatch loop, woken at the exit, must not start it until
+// the exited job's outcome is recorded. A review found it starting it
+// while that outcome's routed children were still being prepared.
+func TestASerialPluginsNextJobWaitsForTheOutcomeBeforeIt(t *testing.T) {
+	b := setup(t, 1, func(cfg *config.Config) {
+		cfg.Routes = append(cfg.Routes, config.Route{From: "slowcounter", EventType: "tick", To: "quick", Command: "poll"})
+	})
+	const rounds = 5
+	for range rounds {
+		first, release := b.gated("slowcounter", "")
+		b.waitFor(map[string]string{first: "running"})
+		second := b.enqueue("slowcounter")
+		b.waitFor(map[string]string{first: "running", second: "queued"}) // projected while the only slot is taken
+		release()
+		b.waitFor(map[string]string{first: "succeeded", second: "succeeded"})
+	}
+	evs, err := b.d.Ledger.ReadStream(b.ctx, events.PluginStream("slowcounter"))
+	require.NoError(t, err)
+	require.Len(t, evs, 2*rounds, "one state merge per job")
+	for i, ev := range evs {
+		var d events.StateMerged
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		require.JSONEq(t, fmt.Sprintf(`{"n":%d}`, i+1), string(d.State), "merge %d", i+1)
+	}
+}

@@ -99,7 +99,6 @@ func (s *startClaim) wait() (commands.Started, error) {
 type attempt struct {
 	startErr error // the job was not started (refused for now, or it moved on)
 	settle   int64 // the seq of its recorded outcome (0: none was)
-	ended    bool  // the job is terminal: succeeded, dead or canceled
 }
 
 // run runs c's attempt, whose start is queued as start. exited, if not nil,
@@ -173,7 +172,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 		return attempt{}
 	}
 	logOutcome(log, job, outcome, recorded)
-	return attempt{settle: recorded.Seqs[len(recorded.Seqs)-1], ended: recorded.Status.Terminal()}
+	return attempt{settle: recorded.Seqs[len(recorded.Seqs)-1]}
 }
 
 // recordStderr records lines the plugin of a running job wrote to stderr

@@ -11,11 +11,13 @@ import (
 // it owns. A job holds a slot while its plugin's process runs; it stays
 // owned until its outcome is recorded, and then settling until the
 // projector has applied that record, so that a lagging projection never
-// offers it again. The Dispatcher's mu guards them.
+// offers it again. It counts toward its plugin's parallelism cap until its
+// outcome is recorded: a next job of a serial plugin must start with the
+// state that outcome leaves. The Dispatcher's mu guards them.
 type slots struct {
 	max       int
 	inUse     int                     // slots held: plugin processes running or starting
-	perPlugin map[string]int          // slots held per plugin, for parallelism caps
+	perPlugin map[string]int          // jobs per plugin counted toward its cap
 	running   map[string]*ownedJob    // jobs owned: starting, running, or recording their outcome
 	settling  map[string]int64        // finished jobs → the seq the projector must pass
 	capacity  func(plugin string) int // a plugin's parallelism cap
@@ -25,6 +27,7 @@ type slots struct {
 type ownedJob struct {
 	candidate
 	holdsSlot bool // its plugin process is running (or starting)
+	counted   bool // it counts toward its plugin's cap (until its outcome is recorded)
 	cancel    context.CancelCauseFunc
 }
 
@@ -46,12 +49,14 @@ func (s *slots) free() int { return s.max - s.inUse }
 
 // claim takes a slot for c, whose worker cancel stops.
 func (s *slots) claim(c candidate, cancel context.CancelCauseFunc) {
-	s.running[c.id] = &ownedJob{candidate: c, holdsSlot: true, cancel: cancel}
+	s.running[c.id] = &ownedJob{candidate: c, holdsSlot: true, counted: true, cancel: cancel}
 	s.inUse++
 	s.perPlugin[c.plugin]++
 }
 
-// release frees c's slot if it still holds one, and reports whether it did.
+// release frees c's slot, its plugin's process having exited, if it still
+// holds one, and reports whether it did. c still counts toward its plugin's
+// cap until finish.
 func (s *slots) release(c candidate) bool {
 	j, ok := s.running[c.id]
 	if !ok || !j.holdsSlot {
@@ -59,20 +64,39 @@ func (s *slots) release(c candidate) bool {
 	}
 	j.holdsSlot = false
 	s.inUse--
-	s.perPlugin[c.plugin]--
 	return true
 }
 
-// finish forgets c, releasing its slot if it still holds one (it never got
-// a process); a settle seq above 0 keeps it settling until the projector
-// passes that seq. It reports whether a slot was freed.
-func (s *slots) finish(c candidate, settle int64) bool {
-	freed := s.release(c)
+// finish forgets c, its outcome recorded (or its start refused), releasing
+// its slot if it still holds one (it never got a process) and its place in
+// its plugin's cap; a settle seq above 0 keeps it settling until the
+// projector passes that seq.
+func (s *slots) finish(c candidate, settle int64) {
+	s.release(c)
+	if j, ok := s.running[c.id]; ok && j.counted {
+		s.perPlugin[c.plugin]--
+	}
 	delete(s.running, c.id)
 	if settle > 0 {
 		s.settling[c.id] = settle
 	}
-	return freed
+}
+
+// handOver gives exited's place in its plugin's cap away (to a job of the
+// same plugin that takes its slot: that job's start is recorded after
+// exited's outcome, in the same transaction, commands.HandOff), or takes it
+// back (keep).
+func (s *slots) handOver(exited candidate, keep bool) {
+	j, ok := s.running[exited.id]
+	if !ok || j.counted == keep {
+		return
+	}
+	j.counted = keep
+	if keep {
+		s.perPlugin[exited.plugin]++
+	} else {
+		s.perPlugin[exited.plugin]--
+	}
 }
 
 // settled forgets the settling jobs the projector has passed.
