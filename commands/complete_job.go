@@ -89,6 +89,8 @@ type CompleteResult struct {
 	Enqueued []Enqueue
 	// Unrouted are the types of emitted events no route matched.
 	Unrouted []string
+	// RoutingError says why a success's events were not routed at all.
+	RoutingError error
 	Seqs     []int64
 }
 
@@ -101,16 +103,14 @@ type CompleteResult struct {
 //
 // A success's children are routed and prepared (ids, envelopes, encoding)
 // on the caller's goroutine before the decision, so the single writer pays
-// for none of that JSON work. A route that cannot be prepared fails the
-// completion with ErrInvalidCommand.
+// for none of that JSON work. Events that cannot be routed (the core could
+// not make their ids or envelopes) route nothing; the success is recorded
+// all the same and RoutingError says why.
 func CompleteJob(ctx context.Context, l *ledger.Ledger, cmd Complete) (CompleteResult, error) {
-	unrouted, err := cmd.prepare()
-	if err != nil {
-		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
-	}
+	routing := cmd.prepare()
 	var res CompleteResult
 	seqs, err := l.Decide(ctx, ledger.Relaxed, cmd.decision(&res))
-	return cmd.answer(res, seqs, unrouted, err)
+	return cmd.answer(res, seqs, routing, err)
 }
 
 // decision is the completion as the ledger runs it; it fills in res.
@@ -123,15 +123,21 @@ func (cmd Complete) decision(res *CompleteResult) func(tx *ledger.Tx) ([]ledger.
 }
 
 // answer is what CompleteJob returns once the ledger has answered.
-func (cmd Complete) answer(res CompleteResult, seqs []int64, unrouted []string, err error) (CompleteResult, error) {
+func (cmd Complete) answer(res CompleteResult, seqs []int64, routing routed, err error) (CompleteResult, error) {
 	if err != nil {
 		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
 	}
-	res.Seqs, res.Unrouted = seqs, unrouted
+	res.Seqs = seqs
 	if res.Status == events.StatusSucceeded {
-		res.Enqueued = cmd.Children
+		res.Enqueued, res.Unrouted, res.RoutingError = cmd.Children, routing.unrouted, routing.err
 	}
 	return res, nil
+}
+
+// routed is what routing a success's events came to, besides its children.
+type routed struct {
+	unrouted []string // event types no route matched
+	err      error    // the events could not be routed
 }
 
 // prepare routes a success's emitted events into children and fills in
@@ -140,18 +146,18 @@ func (cmd Complete) answer(res CompleteResult, seqs []int64, unrouted []string, 
 // replaces Children with prepared copies (the slice given is left alone).
 // A child that cannot be prepared is left to the decision, which fails the
 // completion and says why.
-func (cmd *Complete) prepare() (unrouted []string, err error) {
+func (cmd *Complete) prepare() (res routed) {
 	if cmd.Outcome.Kind != events.OutcomeOK {
-		return nil, nil // only a success routes its children
+		return res // only a success routes its children
 	}
 	cmd.Children = slices.Clone(cmd.Children)
 	if r := cmd.Routing; r != nil && len(r.Events) > 0 {
-		var routed []router.Child
-		routed, unrouted, err = router.Route(r.Config.Routes, r.Plugin, r.DedupeKey, r.Events, cmd.Now)
+		children, unrouted, err := router.Route(r.Config.Routes, r.Plugin, r.DedupeKey, r.Events, cmd.Now)
+		res = routed{unrouted: unrouted, err: err}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+			children = nil
 		}
-		for _, ch := range routed {
+		for _, ch := range children {
 			enq := JobFor(r.Config, ch.Plugin, ch.Command, ByRoute)
 			enq.Payload, enq.Event, enq.DedupeKey, enq.SourceEventID, enq.Causation = ch.Payload, ch.Envelope, ch.DedupeKey, ch.EventID, ch.EventID
 			cmd.Children = append(cmd.Children, enq)
@@ -165,7 +171,7 @@ func (cmd *Complete) prepare() (unrouted []string, err error) {
 		}
 		child.prepare()
 	}
-	return unrouted, nil
+	return res
 }
 
 func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, error) {

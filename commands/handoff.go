@@ -29,15 +29,10 @@ type HandoffResult struct {
 // job of the same plugin starts with the state the outcome left.
 func HandOff(ctx context.Context, l *ledger.Ledger, h Handoff) HandoffResult {
 	var res HandoffResult
-	unrouted, err := h.Complete.prepare()
-	if err != nil {
-		res.CompleteErr = fmt.Errorf("complete job: %w", err)
-		res.Started, res.StartErr = StartJob(ctx, l, h.Next)
-		return res
-	}
+	routing := h.Complete.prepare()
 	var completed CompleteResult
 	seqs, errs := l.DecideEach(ctx, ledger.Relaxed, h.Complete.decision(&completed), h.Next.decision(&res.Started))
-	res.Completed, res.CompleteErr = h.Complete.answer(completed, seqs[0], unrouted, errs[0])
+	res.Completed, res.CompleteErr = h.Complete.answer(completed, seqs[0], routing, errs[0])
 	if res.StartErr = errs[1]; res.StartErr != nil {
 		res.Started, res.StartErr = Started{}, fmt.Errorf("start job: %w", res.StartErr)
 	}

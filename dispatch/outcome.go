@@ -88,10 +88,7 @@ func (r *runner) recordOutcome(cmd commands.Complete, next *startClaim, log *slo
 	defer next.record(r.ledger) // should anything below panic, the next job still gets its start
 	res := commands.HandOff(context.Background(), r.ledger, commands.Handoff{Complete: cmd, Next: next.cmd})
 	next.answer(res.Started, res.StartErr)
-	if res.CompleteErr == nil {
-		return res.Completed, true
-	}
-	return r.complete(cmd, log)
+	return r.settle(cmd, res.Completed, res.CompleteErr, log)
 }
 
 // complete records an attempt's outcome, again with backoff if the ledger
@@ -101,9 +98,17 @@ func (r *runner) recordOutcome(cmd commands.Complete, next *startClaim, log *slo
 // plugin's output (Complete.Refused), which ends the job. A transition
 // error means an earlier try did land (or the job moved on).
 func (r *runner) complete(cmd commands.Complete, log *slog.Logger) (commands.CompleteResult, bool) {
+	res, err := commands.CompleteJob(context.Background(), r.ledger, cmd)
+	return r.settle(cmd, res, err, log)
+}
+
+// settle is complete from a first try's answer (res, err) on.
+func (r *runner) settle(cmd commands.Complete, res commands.CompleteResult, err error, log *slog.Logger) (commands.CompleteResult, bool) {
 	backoff := 100 * time.Millisecond
-	for {
-		res, err := commands.CompleteJob(context.Background(), r.ledger, cmd)
+	for tried := false; ; tried = true {
+		if tried {
+			res, err = commands.CompleteJob(context.Background(), r.ledger, cmd)
+		}
 		switch {
 		case err == nil:
 			return res, true
@@ -114,6 +119,9 @@ func (r *runner) complete(cmd commands.Complete, log *slog.Logger) (commands.Com
 			log.Error("the job's outcome was not recorded: the ledger is closed; recovery will run it again", "err", err)
 			return res, false
 		case (commands.ContentRefused(err) || errors.Is(err, commands.ErrInvalidCommand)) && cmd.Outcome.Kind != events.OutcomeRefused:
+			// A child the completion cannot enqueue (a route to a plugin with
+			// bad retry settings) is ErrInvalidCommand: refused for good, as
+			// content the ledger cannot hold is.
 			log.Error("the ledger refused the job's outcome; recording the attempt as failed without the plugin's output", "err", err)
 			cmd = cmd.Refused(err)
 			continue
@@ -136,6 +144,9 @@ func logOutcome(log *slog.Logger, job *commands.Job, out commands.Outcome, res c
 	attrs := []any{"attempt", job.Attempt, "duration_ms", out.Duration.Milliseconds(), "status", res.Status}
 	switch res.Status {
 	case events.StatusSucceeded:
+		if res.RoutingError != nil {
+			log.Error("routing failed: the job's events made no jobs", "err", res.RoutingError)
+		}
 		if len(res.Unrouted) > 0 {
 			log.Debug("events without a route", "event_types", res.Unrouted)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/ductile/ductile/commands"
@@ -48,7 +49,17 @@ func RunJob(ctx context.Context, opts Options, id string) error {
 			// Until the retry is due, or the job's stream moves (a cancel
 			// from elsewhere): then look again.
 			due, stop := context.WithTimeout(ctx, wait)
-			_, _ = l.Follow(due, at, ledger.Filter{Stream: events.JobStream(id)}, func(ledger.Event) error { return ledger.ErrStopFollowing })
+			_, err := l.Follow(due, at, ledger.Filter{Stream: events.JobStream(id)}, func(ledger.Event) error { return ledger.ErrStopFollowing })
+			if err != nil && due.Err() == nil {
+				// A read failed: look again after a pause, not at once.
+				r.log.Warn("reading the job while waiting for its retry failed; looking again in 1s", "job_id", id, "err", err)
+				t := time.NewTimer(time.Second)
+				select {
+				case <-due.Done():
+				case <-t.C:
+				}
+				t.Stop()
+			}
 			stop()
 			if ctx.Err() != nil {
 				return errors.Join(ctx.Err(), cancelQueued(read, opts, id, why()+" while waiting for a retry"))
@@ -59,7 +70,7 @@ func RunJob(ctx context.Context, opts Options, id string) error {
 		runCtx, cancel := context.WithCancelCause(context.Background())
 		stop := context.AfterFunc(ctx, func() { cancel(cancelCause(ctx)) })
 		watched := make(chan struct{})
-		go watchCancel(runCtx, l, id, j.Version, cancel, watched)
+		go watchCancel(runCtx, l, r.log, id, j.Version, cancel, watched)
 		a := r.run(runCtx, c, r.claim(c), nil)
 		stop()
 		cancel(nil)
@@ -93,16 +104,31 @@ func loadJob(ctx context.Context, l *ledger.Ledger, id string) (*commands.Job, i
 
 // watchCancel cancels the job RunJob runs when a cancel request for it is
 // appended after its stream's version at, by job cancel in another process,
-// until ctx ends.
-func watchCancel(ctx context.Context, l *ledger.Ledger, id string, at int64, cancel context.CancelCauseFunc, done chan<- struct{}) {
+// until ctx ends. A failed read is tried again, from where it stopped, after
+// a pause.
+func watchCancel(ctx context.Context, l *ledger.Ledger, log *slog.Logger, id string, at int64, cancel context.CancelCauseFunc, done chan<- struct{}) {
 	defer close(done)
-	_, _ = l.Follow(ctx, 0, ledger.Filter{Stream: events.JobStream(id)}, func(ev ledger.Event) error {
-		if ev.Version > at && ev.Type == events.JobCancelRequested {
-			cancel(errCanceledByUser)
-			return ledger.ErrStopFollowing
+	var after int64
+	for {
+		last, err := l.Follow(ctx, after, ledger.Filter{Stream: events.JobStream(id)}, func(ev ledger.Event) error {
+			if ev.Version > at && ev.Type == events.JobCancelRequested {
+				cancel(errCanceledByUser)
+				return ledger.ErrStopFollowing
+			}
+			return nil
+		})
+		if err == nil || ctx.Err() != nil {
+			return
 		}
-		return nil
-	})
+		after = last
+		log.Warn("watching the job for a cancel request failed; looking again in 1s", "job_id", id, "err", err)
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }
 
 // cancelQueued cancels a queued job RunJob will not start, for reason; one

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ErrStopFollowing, returned by a Follow callback, ends the follow without an
@@ -12,6 +13,11 @@ var ErrStopFollowing = errors.New("stop following")
 // followPage is how many events Follow reads in one read transaction.
 const followPage = 1000
 
+// followPoll is how often Follow looks again when this ledger has no watch
+// on its file (Watching is false): other processes' appends then wake
+// nothing, so it reads on a timer instead.
+const followPoll = 200 * time.Millisecond
+
 // Follow calls fn for every event after seq after that matches f, oldest
 // first, including events appended later by this process or another, until
 // fn returns an error or ctx ends. It returns the seq of the last event fn
@@ -20,7 +26,8 @@ const followPage = 1000
 // error otherwise.
 //
 // It reads in pages and, once it has caught up, sleeps until Changed fires:
-// it never polls, and a follower that has seen everything costs nothing. fn
+// it never polls (unless the ledger could not watch its file: then it looks
+// every followPoll), and a follower that has seen everything costs nothing. fn
 // runs on the caller's goroutine between reads, so a slow fn only slows its
 // own follow (back-pressure), never the writer or other readers. A filtered
 // follow looks at each event of the log once, matching or not: its next read
@@ -70,10 +77,22 @@ func (l *Ledger) Follow(ctx context.Context, after int64, f Filter, fn func(Even
 				break
 			}
 		}
+		var poll *time.Timer
+		var polled <-chan time.Time
+		if !l.Watching() {
+			poll = time.NewTimer(followPoll)
+			polled = poll.C
+		}
 		select {
 		case <-ctx.Done():
-			return last, ctx.Err()
 		case <-changed:
+		case <-polled:
+		}
+		if poll != nil {
+			poll.Stop()
+		}
+		if ctx.Err() != nil {
+			return last, ctx.Err()
 		}
 	}
 }

@@ -96,7 +96,8 @@ func Recall[T any](tx *Tx, stream string) (value T, ok bool, err error) {
 // bytes, for the table's bound.
 //
 // value must be exactly what folding the stream's events would give: the
-// next decision takes it instead.
+// next decision takes it instead. It must not be a nil pointer or
+// interface: Recall would return it as found.
 func Remember[T any](tx *Tx, stream string, version int64, value T, size int) {
 	tx.staged = append(tx.staged, stagedMemo{stream: stream, memo: memo{version: version, value: value, size: size}})
 }
