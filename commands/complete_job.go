@@ -91,7 +91,7 @@ type CompleteResult struct {
 	Unrouted []string
 	// RoutingError says why a success's events were not routed at all.
 	RoutingError error
-	Seqs     []int64
+	Seqs         []int64
 }
 
 // CompleteJob appends the end of an attempt. Like the start, it is a
