@@ -151,12 +151,12 @@ func (cmd *Enqueue) prepare() error {
 	// already (encoding/json's output); only one given is encoded again.
 	// Depth first: encoding/json refuses JSON nested over 10,000 levels as
 	// invalid, and the ledger refuses it over 1,000.
-	if d := JSONDepth(cmd.Payload); d > MaxPayloadDepth {
+	if d := events.JSONDepth(cmd.Payload); d > MaxPayloadDepth {
 		return fmt.Errorf("%w: payload nests %d levels deep; a payload may nest at most %d (so that a plugin can hand it back within its response's own limit)",
 			ErrInvalidCommand, d, MaxPayloadDepth)
 	}
-	if d := JSONDepth(cmd.Event); d > MaxJSONDepth-1 {
-		return fmt.Errorf("%w: event nests %d levels deep; an event may nest at most %d", ErrInvalidCommand, d, MaxJSONDepth-1)
+	if d := events.JSONDepth(cmd.Event); d > events.MaxJSONDepth-1 {
+		return fmt.Errorf("%w: event nests %d levels deep; an event may nest at most %d", ErrInvalidCommand, d, events.MaxJSONDepth-1)
 	}
 	var err error
 	if cmd.Payload, err = asStored(cmd.Payload); err != nil {
@@ -238,44 +238,11 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 	return evs, EnqueueResult{JobID: id}, nil
 }
 
-// MaxJSONDepth is how deeply the ledger lets JSON nest: its CHECK
-// (json_valid) refuses text nested deeper (SQLite's JSON_MAX_DEPTH).
-const MaxJSONDepth = 1000
-
 // MaxPayloadDepth is how deeply a job's payload may nest. job.enqueued holds
-// it two levels down, well within MaxJSONDepth; the tighter bound leaves a
+// it two levels down, well within events.MaxJSONDepth; the tighter bound leaves a
 // plugin room to hand the payload back inside its response, which may nest
 // 512 levels (pluginhost.MaxResponseDepth) with the payload three down.
 const MaxPayloadDepth = 500
-
-// JSONDepth returns how deeply text nests arrays and objects, counting
-// brackets outside strings; it needs no valid JSON, so a decoder's own
-// depth limit cannot hide the real depth.
-func JSONDepth(text []byte) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range text {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			depth++
-			deepest = max(deepest, depth)
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
-	return deepest
-}
 
 // asStored is JSON text as encoding/json embeds a json.RawMessage in the
 // event it marshals (compact, HTML characters escaped), which is what

@@ -150,8 +150,4 @@ func TestEnqueuePayloadDepth(t *testing.T) {
 		require.ErrorContains(t, err, "payload nests "+strconv.Itoa(depth)+" levels deep; a payload may nest at most 500")
 	}
 	require.Empty(t, b.since(t, mark), "nothing appended")
-
-	require.Equal(t, 0, commands.JSONDepth([]byte(`"[{[{"`)), "brackets in strings do not count")
-	require.Equal(t, 2, commands.JSONDepth([]byte(`[{"a\"[[":1}]`)), "nor after an escaped quote")
-	require.Equal(t, 3, commands.JSONDepth([]byte(`[[[`)), "unclosed counts")
 }

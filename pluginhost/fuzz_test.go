@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pluginhost"
 )
 
@@ -100,7 +100,7 @@ func FuzzParseResponse(f *testing.F) {
 		}
 		// What the parser accepts, the ledger can store exactly.
 		require.True(t, utf8.Valid(data), "accepted a response that is not valid UTF-8")
-		require.LessOrEqual(t, commands.JSONDepth(data), pluginhost.MaxResponseDepth, "accepted a response nested past the limit")
+		require.LessOrEqual(t, events.JSONDepth(data), pluginhost.MaxResponseDepth, "accepted a response nested past the limit")
 
 		encoded, err := json.Marshal(r)
 		require.NoError(t, err)

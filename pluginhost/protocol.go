@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ductile/ductile/events"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -155,7 +156,7 @@ func ParseResponse(stdout []byte) (*Response, error) {
 	if at := invalidUTF8(data); at >= 0 {
 		return nil, fmt.Errorf("stdout is not valid UTF-8 (byte %d of the response is 0x%02x): JSON text must be UTF-8; encode binary data, e.g. as base64", at, data[at])
 	}
-	if depth := nesting(data, MaxResponseDepth); depth > MaxResponseDepth {
+	if events.JSONDepth(data) > MaxResponseDepth {
 		return nil, fmt.Errorf("the response nests objects and arrays more than %d levels deep: flatten it", MaxResponseDepth)
 	}
 	var r Response
@@ -203,37 +204,4 @@ func invalidUTF8(b []byte) int {
 		i += size
 	}
 	return -1
-}
-
-// nesting is how deeply the JSON text b nests objects and arrays, counted
-// up to limit+1 (the scan stops there). Brackets inside strings do not
-// count; b need not be valid JSON (the decoder judges that).
-func nesting(b []byte, limit int) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			if depth > deepest {
-				if deepest = depth; deepest > limit {
-					return deepest
-				}
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return deepest
 }

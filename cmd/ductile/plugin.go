@@ -429,7 +429,7 @@ func readPayload(c *cli.Context) (json.RawMessage, error) {
 	if len(text) > maxPayloadBytes {
 		return nil, usagef("%s is larger than %d MiB: pass the plugin a path or a URL to the data instead", from, maxPayloadBytes>>20)
 	}
-	if d := commands.JSONDepth(text); d > commands.MaxPayloadDepth {
+	if d := events.JSONDepth(text); d > commands.MaxPayloadDepth {
 		return nil, usagef("%s is too deep: it nests %d levels, and a payload may nest at most %d (flatten it, or pass the plugin a file)",
 			from, d, commands.MaxPayloadDepth)
 	}
