@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ductile/ductile/schedule"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -322,7 +323,7 @@ func (l *loader) duration(n *yaml.Node, path string, dst *time.Duration) {
 		l.fail(n, path, "must be a duration with a unit, like %ss, got %s", n.Value, n.Value)
 		return
 	}
-	d, err := parseDuration(n.Value)
+	d, err := schedule.ParseDuration(n.Value)
 	if err != nil {
 		l.fail(n, path, "invalid duration %q: use a Go duration like 90s, 15m or 2h30m, or days like 7d", n.Value)
 		return

@@ -331,7 +331,7 @@ func (l *loader) nonNegativeDuration(v *yaml.Node, path string) (time.Duration, 
 	if !ok {
 		return 0, false
 	}
-	d, err := parseDuration(s)
+	d, err := schedule.ParseDuration(s)
 	if err != nil {
 		l.fail(v, path, "invalid duration %q: use a Go duration like 90s, 15m or 2h30m, or days like 7d", s)
 		return 0, false

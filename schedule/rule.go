@@ -75,7 +75,7 @@ func ParseEvery(s string) (Rule, error) {
 		r.text = s
 		return r, nil
 	}
-	d, err := parseDuration(s)
+	d, err := ParseDuration(s)
 	if err != nil {
 		return Rule{}, fmt.Errorf("invalid interval %q: use a duration like 90s, 15m or 2h (at least 1s), whole days like 2d, or one of %s", s, strings.Join(EveryNames, ", "))
 	}
@@ -97,8 +97,10 @@ func ParseEvery(s string) (Rule, error) {
 	return r, nil
 }
 
-// parseDuration reads a Go duration, or whole days first ("2d", "1d12h").
-func parseDuration(s string) (time.Duration, error) {
+// ParseDuration reads a duration as the config writes one: a Go duration
+// ("90s", "2h30m") or a leading whole number of days ("30d", "1d12h"). Go
+// durations have no "d" unit, so a "d" always means days.
+func ParseDuration(s string) (time.Duration, error) {
 	i := strings.IndexByte(s, 'd')
 	if i <= 0 || strings.TrimLeft(s[:i], "0123456789") != "" {
 		return time.ParseDuration(s)
