@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ductile/ductile/schedule"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ductile/ductile/schedule"
 )
 
 // decode walks the merged tree into cfg, which holds the defaults, and
