@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ductile/ductile/events"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ductile/ductile/events"
 )
 
 // Request is the protocol v2 request envelope written to the plugin's stdin.
