@@ -133,13 +133,7 @@ func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
-		status := events.AttemptFailed
-		switch ev.Type {
-		case events.JobSucceeded:
-			status = events.AttemptSucceeded
-		case events.JobTimedOut:
-			status = events.AttemptTimedOut
-		}
+		status := attemptStatus(ev.Type)
 		exit, dur, seq := int64(d.ExitCode), d.DurationMS, ev.Seq
 		truncated := int64(0)
 		if d.StderrTruncated {
@@ -188,4 +182,16 @@ func rawPtr(b json.RawMessage) *string {
 	}
 	s := string(b)
 	return &s
+}
+
+// attemptStatus is how job_log shows an attempt that ended with an event of
+// type typ (job.succeeded, job.failed or job.timed_out).
+func attemptStatus(typ string) events.AttemptStatus {
+	switch typ {
+	case events.JobSucceeded:
+		return events.AttemptSucceeded
+	case events.JobTimedOut:
+		return events.AttemptTimedOut
+	}
+	return events.AttemptFailed
 }

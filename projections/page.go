@@ -326,13 +326,7 @@ func foldAttempt(row *queries.InsertJobLogRowParams, ev ledger.Event, d any) boo
 	switch ev.Type {
 	case events.JobSucceeded, events.JobFailed, events.JobTimedOut: // EndJobLog
 		e := d.(*events.AttemptEnded)
-		status := events.AttemptFailed
-		switch ev.Type {
-		case events.JobSucceeded:
-			status = events.AttemptSucceeded
-		case events.JobTimedOut:
-			status = events.AttemptTimedOut
-		}
+		status := attemptStatus(ev.Type)
 		exit, dur := int64(e.ExitCode), e.DurationMS
 		truncated := int64(0)
 		if e.StderrTruncated {
