@@ -118,21 +118,6 @@ func (r *Registry) Skipped() []*PluginError {
 	return slices.Clone(r.skipped)
 }
 
-// SkippedPlugin returns why the plugin named name was not loaded, if a
-// directory of that name (or whose manifest names it) was skipped and no
-// plugin of that name loaded from another one.
-func (r *Registry) SkippedPlugin(name string) (*PluginError, bool) {
-	if _, loaded := r.byName[name]; loaded {
-		return nil, false
-	}
-	for _, p := range r.skipped {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return nil, false
-}
-
 // Discover scans each root's immediate subdirectories that contain a
 // manifest.yaml, in root order (directories within a root by name), and loads
 // every plugin that passes validation. It returns the registry (never nil) and

@@ -27,20 +27,19 @@ func TestRegistryKeepsSkippedPlugins(t *testing.T) {
 	require.Len(t, errs, 3)
 	require.Equal(t, []string{"good"}, names(reg))
 
-	p, ok := reg.SkippedPlugin("noexec")
-	require.True(t, ok)
+	byName := map[string]*pluginhost.PluginError{}
+	for _, p := range reg.Skipped() {
+		byName[p.Name] = p
+	}
+	p := byName["noexec"]
+	require.NotNil(t, p)
 	require.Equal(t, noexec, p.Dir)
 	require.ErrorIs(t, p, pluginhost.ErrUntrusted)
 	require.Contains(t, p.Err.Error(), "entrypoint run.sh is not executable")
-
-	p, ok = reg.SkippedPlugin("broken")
-	require.True(t, ok, "a manifest that does not parse is known by its directory's name")
-	require.ErrorIs(t, p, pluginhost.ErrInvalidManifest)
-
-	_, ok = reg.SkippedPlugin("good")
-	require.False(t, ok, "a name that loaded is not skipped, though a shadowed copy was")
-	_, ok = reg.SkippedPlugin("missing")
-	require.False(t, ok)
+	require.NotNil(t, byName["broken"], "a manifest that does not parse is known by its directory's name")
+	require.ErrorIs(t, byName["broken"], pluginhost.ErrInvalidManifest)
+	require.ErrorIs(t, byName["good"], pluginhost.ErrShadowed, "a shadowed copy of a loaded name is skipped as shadowed")
+	require.NotContains(t, byName, "missing")
 
 	var skipped []string
 	for _, p := range reg.Skipped() {
