@@ -145,7 +145,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	defer d.Close()
 	// The raw spawn rounds run the very plugin the daemon loaded.
-	plugin, ok := d.Plugins.Get("bench")
+	plugin, ok := d.Plugins().Get("bench")
 	if !ok {
 		return res, errors.New("the bench plugin did not load")
 	}

@@ -34,6 +34,9 @@ type Config struct {
 	// Files lists every file loaded, absolute, in load order: the config
 	// file first, then each include (and its includes) in turn.
 	Files []string
+	// FileHashes holds the BLAKE3 hash of each of Files as read, in the
+	// same order (config.applied records them).
+	FileHashes []FileHash
 
 	// StateDir is where the ledger and lock file live; "" when the config
 	// does not say, and the caller picks.

@@ -132,6 +132,7 @@ func loadData(abs string, data []byte, lookupEnv func(string) (string, bool)) (*
 	cfg.Source = abs
 	cfg.Dir = l.dir
 	cfg.Files = l.files
+	cfg.FileHashes = l.hashes
 	cfg.origin = l.origin
 	cfg.interpolated = l.interpolated
 	cfg.pluginConfig = map[string]*yaml.Node{}
@@ -158,6 +159,7 @@ type loader struct {
 	lookupEnv func(string) (string, bool)
 
 	files        []string          // absolute paths in load order
+	hashes       []FileHash        // of files, as read
 	bytesRead    int               // of all files so far, against MaxTotalSize
 	sizeOverflow bool              // MaxTotalSize was passed (and reported)
 	loaded       map[string]string // absolute path → "file:line" of the include that loaded it
@@ -198,6 +200,7 @@ func displayPath(dir, path string) string {
 func (l *loader) loadFile(path string, data []byte, chain []string) {
 	file := l.display(path)
 	l.files = append(l.files, path)
+	l.hashes = append(l.hashes, hashFile(path, data))
 	l.fileOrder[file] = len(l.files)
 
 	root := l.parse(file, data)

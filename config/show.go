@@ -32,6 +32,7 @@ var secretKey = regexp.MustCompile(`(?i)token|secret|password|passwd|key|credent
 func (c *Config) Redacted() *Config {
 	r := *c
 	r.Files = slices.Clone(c.Files)
+	r.FileHashes = slices.Clone(c.FileHashes)
 	r.PluginRoots = slices.Clone(c.PluginRoots)
 	r.Routes = slices.Clone(c.Routes)
 	r.Plugins = make(map[string]PluginConfig, len(c.Plugins))

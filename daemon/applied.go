@@ -22,7 +22,8 @@ import (
 // not by cfg, and those it skipped with the reason, as config.applied
 // records it. Plugin config values are left out: they may be secrets.
 func Applied(reg *pluginhost.Registry, cfg *config.Config, reason string) events.ConfigAppliedData {
-	a := events.ConfigAppliedData{Reason: reason, PID: os.Getpid(), Plugins: []events.AppliedPlugin{}, Skipped: []events.SkippedPlugin{}}
+	a := events.ConfigAppliedData{Reason: reason, PID: os.Getpid(), Plugins: []events.AppliedPlugin{}, Skipped: []events.SkippedPlugin{},
+		Settings: cfg.Settings()}
 	for _, p := range reg.List() {
 		ap := events.AppliedPlugin{Name: p.Name, Version: p.Manifest.Version, Dir: p.Dir, Enabled: cfg.Plugin(p.Name).Enabled,
 			Commands: []events.AppliedCommand{}}
@@ -37,28 +38,40 @@ func Applied(reg *pluginhost.Registry, cfg *config.Config, reason string) events
 	return a
 }
 
-// recordApplied appends config.applied to the system stream.
-func recordApplied(ctx context.Context, l *ledger.Ledger, a events.ConfigAppliedData) error {
-	_, err := l.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
+// recordApplied appends config.applied to the system stream and returns
+// its seq.
+func recordApplied(ctx context.Context, l *ledger.Ledger, a events.ConfigAppliedData) (int64, error) {
+	seqs, err := l.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
 		Type: events.ConfigApplied, Data: a, Meta: ledger.Meta{Actor: "daemon"}})
 	if err != nil {
-		return fmt.Errorf("record applied config: %w", err)
+		return 0, fmt.Errorf("record applied config: %w", err)
 	}
-	return nil
+	return seqs[0], nil
+}
+
+// AppliedRecord is a config.applied event: what a daemon ran with from Seq
+// on, recorded at At.
+type AppliedRecord struct {
+	events.ConfigAppliedData
+	Seq int64
+	At  time.Time
 }
 
 // LastApplied reads the newest config.applied: what the daemon that started
-// last runs with. ok is false if no daemon ever started on this ledger.
-func LastApplied(ctx context.Context, l *ledger.Ledger) (a events.ConfigAppliedData, ok bool, err error) {
+// (or reloaded) last runs with. ok is false if no daemon ever started on
+// this ledger.
+func LastApplied(ctx context.Context, l *ledger.Ledger) (a AppliedRecord, ok bool, err error) {
 	err = l.Read(ctx, func(conn *sqlite.Conn) error {
 		return queries.ReadStreamLastOfType(conn, queries.ReadStreamLastOfTypeParams{Stream: events.SystemStream, Type: events.ConfigApplied},
 			func(r queries.ReadStreamLastOfTypeRow) error {
 				ok = true
-				return json.Unmarshal([]byte(r.Data), &a)
+				a.Seq = r.Seq
+				a.At, _ = time.Parse(ledger.TimeFormat, r.RecordedAt)
+				return json.Unmarshal([]byte(r.Data), &a.ConfigAppliedData)
 			})
 	})
 	if err != nil {
-		return events.ConfigAppliedData{}, false, fmt.Errorf("read applied config: %w", err)
+		return AppliedRecord{}, false, fmt.Errorf("read applied config: %w", err)
 	}
 	return a, ok, nil
 }
@@ -84,17 +97,15 @@ func WaitApplied(ctx context.Context, stateDir string, l *ledger.Ledger, pid int
 	if err != nil {
 		return events.ConfigAppliedData{}, contextError(ctx, err)
 	}
-	a, ok, err := LastApplied(ctx, l)
+	last, ok, err := LastApplied(ctx, l)
 	if err != nil {
 		return events.ConfigAppliedData{}, contextError(ctx, err)
 	}
-	if ok && (a.PID == pid || pid == 0) {
-		return a, nil
+	if ok && (last.PID == pid || pid == 0) {
+		return last.ConfigAppliedData, nil
 	}
-	following, stop := context.WithCancelCause(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { watchHolder(following, stateDir, pid, stop) })
-	_, err = l.Follow(following, head, ledger.Filter{Stream: events.SystemStream, Type: events.ConfigApplied}, func(ev ledger.Event) error {
+	var a events.ConfigAppliedData
+	err = followWhileHeld(ctx, stateDir, pid, l, head, ledger.Filter{Stream: events.SystemStream, Type: events.ConfigApplied}, func(ev ledger.Event) error {
 		if err := json.Unmarshal(ev.Data, &a); err != nil {
 			return fmt.Errorf("read applied config: %w", err)
 		}
@@ -103,16 +114,72 @@ func WaitApplied(ctx context.Context, stateDir string, l *ledger.Ledger, pid int
 		}
 		return nil
 	})
-	stopped := context.Cause(following) // the watcher's reason, if it ended the follow
-	stop(nil)
-	wg.Wait()
-	switch {
-	case err != nil && stopped != nil && ctx.Err() == nil:
-		return events.ConfigAppliedData{}, stopped
-	case err != nil:
+	if err != nil {
 		return events.ConfigAppliedData{}, err
 	}
 	return a, nil
+}
+
+// ReloadFailedError is a reload the daemon refused (config.reload_failed).
+type ReloadFailedError struct{ events.ReloadFailedData }
+
+func (e *ReloadFailedError) Error() string { return e.ReloadFailedData.Error }
+
+// WaitReload waits for the answer of the daemon pid to a reload asked for
+// once the ledger's last seq was after: its config.applied (reason reload)
+// or its config.reload_failed (a *ReloadFailedError), whichever comes first
+// with a Through of at least after. It ends with ErrDaemonStopped if the
+// daemon lets go of the lock first.
+func WaitReload(ctx context.Context, stateDir string, l *ledger.Ledger, pid int, after int64) (events.ConfigAppliedData, error) {
+	var a events.ConfigAppliedData
+	var failed *ReloadFailedError
+	err := followWhileHeld(ctx, stateDir, pid, l, after, ledger.Filter{Stream: events.SystemStream}, func(ev ledger.Event) error {
+		switch ev.Type {
+		case events.ConfigApplied:
+			var got events.ConfigAppliedData
+			if err := json.Unmarshal(ev.Data, &got); err != nil {
+				return fmt.Errorf("read applied config: %w", err)
+			}
+			if got.PID == pid && got.Reason == "reload" && got.Through >= after {
+				a = got
+				return ledger.ErrStopFollowing
+			}
+		case events.ConfigReloadFailed:
+			var f events.ReloadFailedData
+			if err := json.Unmarshal(ev.Data, &f); err != nil {
+				return fmt.Errorf("read failed reload: %w", err)
+			}
+			if f.PID == pid && f.Through >= after {
+				failed = &ReloadFailedError{f}
+				return ledger.ErrStopFollowing
+			}
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return events.ConfigAppliedData{}, err
+	case failed != nil:
+		return events.ConfigAppliedData{}, failed
+	}
+	return a, nil
+}
+
+// followWhileHeld follows l from after with filter (ledger.Follow) for as
+// long as the daemon pid holds stateDir's lock (any daemon's, for pid 0):
+// once it does not, it ends with ErrDaemonStopped.
+func followWhileHeld(ctx context.Context, stateDir string, pid int, l *ledger.Ledger, after int64, filter ledger.Filter, fn func(ledger.Event) error) error {
+	following, stop := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { watchHolder(following, stateDir, pid, stop) })
+	_, err := l.Follow(following, after, filter, fn)
+	stopped := context.Cause(following) // the watcher's reason, if it ended the follow
+	stop(nil)
+	wg.Wait()
+	if err != nil && stopped != nil && ctx.Err() == nil {
+		return stopped
+	}
+	return err
 }
 
 // watchHolder checks now and every holderPoll until ctx ends that a daemon

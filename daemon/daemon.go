@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/dispatch"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/plugins"
@@ -58,17 +60,31 @@ type Daemon struct {
 	Ledger     *ledger.Ledger
 	Projector  *projections.Projector
 	Dispatcher *dispatch.Dispatcher // nil with NoDispatch
-	Plugins    *pluginhost.Registry
-	Config     *config.Config
 	StateDir   string
 
-	log      *slog.Logger
-	lock     *Lock
-	dispatch dispatch.Options // what RunJob runs jobs with
+	log       *slog.Logger
+	lock      *Lock
+	dispatch  dispatch.Options // what RunJob runs jobs with
+	steps     map[string]pluginhost.Step
+	current   atomic.Pointer[current]
+	reloading sync.Mutex // one Reload at a time
 
 	closeOnce sync.Once
 	closeErr  error
 }
+
+// current is what the daemon runs with: a reload replaces it whole.
+type current struct {
+	config  *config.Config
+	plugins *pluginhost.Registry
+	applied events.ConfigAppliedData
+}
+
+// Config is the config the daemon runs with now (read-only).
+func (d *Daemon) Config() *config.Config { return d.current.Load().config }
+
+// Plugins are the plugins the daemon runs now.
+func (d *Daemon) Plugins() *pluginhost.Registry { return d.current.Load().plugins }
 
 // Open takes the lock, opens and migrates the ledger, loads plugins (a
 // daemon records what it loaded: config.applied), brings
@@ -94,7 +110,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{Config: cfg, StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock}
+	d := &Daemon{StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock, steps: opts.Steps}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -113,19 +129,21 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if opts.NoDispatch {
 		pluginLog = slog.New(demoted{log.Handler()})
 	}
-	if d.Plugins, err = LoadPlugins(opts.StateDir, cfg, pluginLog); err != nil {
+	reg, err := LoadPlugins(opts.StateDir, cfg, pluginLog)
+	if err != nil {
 		return nil, err
 	}
 	for name, step := range opts.Steps {
-		p, ok := d.Plugins.Get(name)
+		p, ok := reg.Get(name)
 		if !ok {
 			return nil, fmt.Errorf("run plugin %q in process: it did not load", name)
 		}
 		p.Step = step
 	}
+	d.current.Store(&current{config: cfg, plugins: reg, applied: Applied(reg, cfg, "start")})
 	if !opts.NoDispatch {
 		// What it runs with, for the CLI to check enqueues against.
-		if err := recordApplied(ctx, d.Ledger, Applied(d.Plugins, cfg, "start")); err != nil {
+		if _, err := recordApplied(ctx, d.Ledger, d.current.Load().applied); err != nil {
 			return nil, err
 		}
 	}
@@ -150,7 +168,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	}
 	d.Projector.Start(ctx)
 	d.dispatch = dispatch.Options{
-		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: d.Plugins, Logger: log,
+		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: reg, Logger: log,
 		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout,
 	}
 	if !opts.NoDispatch {
@@ -199,16 +217,16 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	d.log.Info("ductile started", "state_dir", opts.StateDir, "pid", os.Getpid(),
-		"head", d.Ledger.Head(), "plugins", len(d.Plugins.List()), "max_workers", d.Config.Service.MaxWorkers)
-	// SIGHUP means "reload the config" (spec §11.3). Until reload exists, it
-	// must at least not kill the daemon, which is Go's default for SIGHUP.
+		"head", d.Ledger.Head(), "plugins", len(d.Plugins().List()), "max_workers", d.Config().Service.MaxWorkers)
+	// SIGHUP reloads the config (spec §11.3); ductile system reload sends it.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	for waiting := true; waiting; {
 		select {
 		case <-hup:
-			d.log.Warn("SIGHUP received, but config reload is not implemented yet: restart ductile to apply config changes")
+			d.log.Info("SIGHUP received: reloading the config", "config", d.Config().Source)
+			d.Reload(ctx) // it logs and records what happened
 		case <-ctx.Done():
 			waiting = false
 		}

@@ -47,6 +47,29 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// workers is the size of the worker pool with cfg: MaxWorkers if set,
+// else cfg's service.max_workers, at least 1.
+func (o Options) workers(cfg *config.Config) int {
+	if o.MaxWorkers > 0 {
+		return o.MaxWorkers
+	}
+	return max(cfg.Service.MaxWorkers, 1)
+}
+
+// Apply makes cfg and reg what jobs started from now on run with (a config
+// reload): plugin settings, parallelism caps and the worker pool's size
+// change at once, routes too; a job already claimed runs to its outcome
+// with what it started with. Shrinking the pool stops no running job: the
+// slots free as they finish.
+func (d *Dispatcher) Apply(cfg *config.Config, reg *pluginhost.Registry) {
+	d.runner.current.Store(newSettings(cfg, reg))
+	d.mu.Lock()
+	d.slots.max = d.opts.workers(cfg)
+	d.queue.forceRead()
+	d.mu.Unlock()
+	d.wake()
+}
+
 // Dispatcher runs queued jobs: one loop reads the queue (queue.go) and
 // hands each eligible job to a worker slot (slots.go), and each worker runs
 // its job (runner.go). Start runs it; Stop drains it.
@@ -78,10 +101,7 @@ var (
 // New returns a dispatcher.
 func New(opts Options) *Dispatcher {
 	opts = opts.withDefaults()
-	workers := opts.MaxWorkers
-	if workers <= 0 {
-		workers = opts.Config.Service.MaxWorkers
-	}
+	workers := opts.workers(opts.Config)
 	runCtx, stopRun := context.WithCancel(context.Background())
 	d := &Dispatcher{
 		opts:    opts,
@@ -91,7 +111,7 @@ func New(opts Options) *Dispatcher {
 		runCtx:  runCtx,
 		stopRun: stopRun,
 	}
-	d.slots = newSlots(max(workers, 1), d.capacity)
+	d.slots = newSlots(workers, d.capacity)
 	d.queue.forceRead()
 	return d
 }
@@ -276,8 +296,9 @@ func (d *Dispatcher) finish(c candidate, a attempt) {
 // worker pool limits it), and 1 when its manifest says it is not
 // concurrency-safe.
 func (d *Dispatcher) capacity(plugin string) int {
-	capacity := d.opts.Config.Plugin(plugin).Parallelism
-	if p, ok := d.opts.Plugins.Get(plugin); ok && !p.Manifest.ConcurrencySafe {
+	s := d.runner.current.Load()
+	capacity := s.config.Plugin(plugin).Parallelism
+	if p, ok := s.plugins.Get(plugin); ok && !p.Manifest.ConcurrencySafe {
 		capacity = 1
 	}
 	if capacity <= 0 {

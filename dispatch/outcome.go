@@ -60,9 +60,10 @@ func cancelCause(ctx context.Context) error {
 // addFactsAndRouting gives a success's completion what the completion
 // command decides facts and routed jobs from: the manifest's fact_outputs
 // for the command, and the events the plugin emitted with the config's
-// routes.
-func (r *runner) addFactsAndRouting(complete *commands.Complete, job *commands.Job, res pluginhost.Result) {
-	if p, ok := r.plugins.Get(job.Plugin); ok {
+// routes. The facts follow the manifest the job ran with (s); routes are
+// the current config's: a reload changes them at once.
+func (r *runner) addFactsAndRouting(complete *commands.Complete, s *settings, job *commands.Job, res pluginhost.Result) {
+	if p, ok := s.plugins.Get(job.Plugin); ok {
 		for _, fo := range p.Manifest.FactOutputsFor(job.Command) {
 			complete.Facts = append(complete.Facts, commands.FactRule{FactType: fo.FactType, View: string(fo.CompatibilityView), From: fo.From})
 		}
@@ -74,7 +75,7 @@ func (r *runner) addFactsAndRouting(complete *commands.Complete, job *commands.J
 	for i, e := range res.Response.Events {
 		evs[i] = router.Event{Type: e.Type, Payload: e.Payload, DedupeKey: e.DedupeKey}
 	}
-	complete.Routing = &commands.Routing{Config: r.config, Plugin: job.Plugin, DedupeKey: job.DedupeKey, Events: evs}
+	complete.Routing = &commands.Routing{Config: r.current.Load().config, Plugin: job.Plugin, DedupeKey: job.DedupeKey, Events: evs}
 }
 
 // recordOutcome records an attempt's outcome (complete) and, if next is

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ductile/ductile/commands"
-	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -21,8 +21,7 @@ import (
 // jobs through it.
 type runner struct {
 	ledger  *ledger.Ledger
-	plugins *pluginhost.Registry
-	config  *config.Config
+	current atomic.Pointer[settings] // what a start claimed now runs with
 	log     *slog.Logger
 	grace   time.Duration
 	now     func() time.Time
@@ -30,36 +29,36 @@ type runner struct {
 	// stopped ends the retries of an outcome the ledger keeps refusing
 	// (the dispatcher gives up on them at shutdown).
 	stopped context.Context
-
-	mu      sync.Mutex
-	configs map[string]json.RawMessage // plugin configs as JSON, encoded once
 }
 
 func newRunner(opts Options, stopped context.Context) *runner {
 	log := opts.Logger.With("component", "dispatcher")
-	return &runner{
-		ledger: opts.Ledger, plugins: opts.Plugins, config: opts.Config, log: log,
+	r := &runner{
+		ledger: opts.Ledger, log: log,
 		grace: opts.Grace, now: opts.Now, pause: newStartPause(log, opts.Now), stopped: stopped,
-		configs: map[string]json.RawMessage{},
 	}
+	r.current.Store(newSettings(opts.Config, opts.Plugins))
+	return r
 }
 
 // startClaim is a job's start, to be recorded or being recorded, its answer
 // to come. The worker that runs the job waits for it while its plugin's
 // process spawns.
 type startClaim struct {
-	cmd     commands.Start
-	once    sync.Once
-	done    chan struct{}
-	started commands.Started
-	err     error
+	cmd      commands.Start
+	settings *settings // the job runs with these, whatever a reload brings
+	once     sync.Once
+	done     chan struct{}
+	started  commands.Started
+	err      error
 }
 
 // newClaim is c's start, not queued yet: the worker whose exit made room
 // records it together with its own outcome (commands.HandOff).
 func (r *runner) newClaim(c candidate) *startClaim {
-	return &startClaim{done: make(chan struct{}), cmd: commands.Start{
-		JobID: c.id, Timeout: r.config.Timeout(c.plugin, c.command), PID: os.Getpid(), Now: r.now(),
+	s := r.current.Load()
+	return &startClaim{done: make(chan struct{}), settings: s, cmd: commands.Start{
+		JobID: c.id, Timeout: s.config.Timeout(c.plugin, c.command), PID: os.Getpid(), Now: r.now(),
 	}}
 }
 
@@ -108,7 +107,8 @@ type attempt struct {
 // A start the ledger refused for now pauses every start (startPause).
 func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited func() *startClaim) attempt {
 	log := r.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
-	timeout := r.config.Timeout(c.plugin, c.command)
+	set := start.settings
+	timeout := start.cmd.Timeout
 	var st commands.Started
 	var startErr error
 	started := false
@@ -118,7 +118,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 		return startErr
 	}
 	var res pluginhost.Result
-	p, cfgJSON, problem := r.runnable(c)
+	p, cfgJSON, problem := runnable(set, c)
 	if problem == "" {
 		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
 			if err := waitStart(); err != nil {
@@ -161,7 +161,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 	job := st.Job
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: r.now()}
 	if outcome.Kind == events.OutcomeOK {
-		r.addFactsAndRouting(&complete, job, res)
+		r.addFactsAndRouting(&complete, set, job, res)
 	}
 	var next *startClaim
 	if exited != nil {
@@ -193,36 +193,22 @@ func (r *runner) recordStderr(job *commands.Job, sl pluginhost.StderrLines) {
 	}
 }
 
-// runnable finds the job's plugin and its config, or says why it cannot run.
-func (r *runner) runnable(c candidate) (*pluginhost.Plugin, json.RawMessage, string) {
-	p, ok := r.plugins.Get(c.plugin)
+// runnable finds the job's plugin and its config in s, or says why it
+// cannot run.
+func runnable(s *settings, c candidate) (*pluginhost.Plugin, json.RawMessage, string) {
+	p, ok := s.plugins.Get(c.plugin)
 	if !ok {
 		return nil, nil, fmt.Sprintf("plugin %q is not installed or failed to load (see: ductile plugin list)", c.plugin)
 	}
-	if !r.config.Plugin(c.plugin).Enabled {
+	if !s.config.Plugin(c.plugin).Enabled {
 		return nil, nil, fmt.Sprintf("plugin %q is disabled in the config (plugins.%s.enabled: false)", c.plugin, c.plugin)
 	}
 	if _, ok := p.Command(c.command); !ok {
 		return nil, nil, fmt.Sprintf("plugin %q has no command %q", c.plugin, c.command)
 	}
-	cfgJSON, err := r.pluginConfig(c.plugin)
+	cfgJSON, err := s.pluginConfig(c.plugin)
 	if err != nil {
 		return nil, nil, "encode plugin config: " + err.Error()
 	}
 	return p, cfgJSON, ""
-}
-
-// pluginConfig is a plugin's config as JSON, encoded once: the config does
-// not change while the runner runs.
-func (r *runner) pluginConfig(plugin string) (json.RawMessage, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if b, ok := r.configs[plugin]; ok {
-		return b, nil
-	}
-	b, err := json.Marshal(r.config.Plugin(plugin).Config)
-	if err == nil {
-		r.configs[plugin] = b
-	}
-	return b, err
 }

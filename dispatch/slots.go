@@ -45,7 +45,7 @@ func newSlots(max int, capacity func(plugin string) int) slots {
 	}
 }
 
-func (s *slots) free() int { return s.max - s.inUse }
+func (s *slots) free() int { return max(0, s.max-s.inUse) } // a reload may shrink max below inUse
 
 // claim takes a slot for c, whose worker cancel stops.
 func (s *slots) claim(c candidate, cancel context.CancelCauseFunc) {

@@ -3,6 +3,8 @@ package events
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/ductile/ductile/config"
 )
 
 // Stream names.
@@ -60,6 +62,10 @@ const (
 const (
 	// ConfigApplied records what a daemon runs with, on start.
 	ConfigApplied = "config.applied"
+	// ConfigReloadRequested asks the daemon to reload its config.
+	ConfigReloadRequested = "config.reload_requested"
+	// ConfigReloadFailed records a reload refused: the old config stays.
+	ConfigReloadFailed = "config.reload_failed"
 )
 
 // Dedupe event types.
@@ -289,10 +295,34 @@ type DedupeReleasedData struct {
 // runs. It holds no plugin config values (they may be secrets). New facts
 // about the applied config are new fields, never a new event type.
 type ConfigAppliedData struct {
-	Reason  string          `json:"reason"` // start
+	Reason  string          `json:"reason"` // start | reload
 	PID     int             `json:"pid"`    // of the daemon
 	Plugins []AppliedPlugin `json:"plugins"`
 	Skipped []SkippedPlugin `json:"skipped"`
+	// Settings are the effective settings the daemon decides with, secrets
+	// by hash only; zero in records of daemons older than them.
+	Settings config.Settings `json:"settings"`
+	// Through is the ledger's last seq when a reload began: every reload
+	// request up to it is answered by this record (or config.reload_failed).
+	Through int64 `json:"through,omitempty"`
+	// Changes are the settings that differ from the previous record's, for
+	// a reload.
+	Changes []config.Difference `json:"changes,omitempty"`
+}
+
+// ReloadFailedData is the data of config.reload_failed: a reload the daemon
+// refused, keeping the config it had.
+type ReloadFailedData struct {
+	PID     int    `json:"pid"`
+	Through int64  `json:"through"`
+	Error   string `json:"error"`
+}
+
+// ReloadRequestedData is the data of config.reload_requested: a person or
+// program asked the daemon to reload (ductile system reload); the daemon
+// answers with config.applied or config.reload_failed.
+type ReloadRequestedData struct {
+	PID int `json:"pid"` // the daemon asked
 }
 
 // AppliedPlugin is a plugin a daemon loaded.

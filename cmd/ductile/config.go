@@ -25,9 +25,15 @@ func configCommand() *cli.Command {
 				Action: configCheck,
 			},
 			{
-				Name:   "show",
-				Usage:  "print the merged configuration with secrets redacted",
-				Flags:  []cli.Flag{jsonFlag()},
+				Name:  "show",
+				Usage: "print the merged configuration with secrets redacted",
+				Description: "Prints the config file as loaded, every default filled in. While a daemon runs,\n" +
+					"a setting whose value differs from what the daemon applied is marked with a\n" +
+					"comment (# applied: …); apply the file with: ductile system reload.\n" +
+					"--applied prints what the running daemon decides with instead, and when it applied\n" +
+					"it (plugin config values and the pipelines, api and webhooks sections by hash only).",
+				Flags: []cli.Flag{jsonFlag(),
+					&cli.BoolFlag{Name: "applied", Usage: "print the settings the daemon applied (its last config.applied record)"}},
 				Action: configShow,
 			},
 		},
@@ -174,11 +180,21 @@ func configShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Bool("applied") {
+		return configShowApplied(c, e)
+	}
 	shown := e.cfg.Redacted()
 	if c.Bool("json") {
 		return printJSON(e.stdout, shown)
 	}
-	b, err := yaml.Marshal(shown)
+	var n yaml.Node
+	if err := n.Encode(shown); err != nil {
+		return err
+	}
+	if a, ok := runningApplied(c, e); ok {
+		markDifferences(&n, e.cfg.Settings().Diff(a.Settings), a)
+	}
+	b, err := yaml.Marshal(&n)
 	if err != nil {
 		return err
 	}

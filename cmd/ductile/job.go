@@ -434,7 +434,7 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 			id, j.Status, j.Plugin, j.Command, whoRuns(set))
 		return nil
 	}
-	defaults := commands.JobFor(e.cfg, j.Plugin, j.Command, commands.ByCLI)
+	defaults := commands.JobFor(set.config, j.Plugin, j.Command, commands.ByCLI)
 	res, err := commands.RetryJob(ctx, l, commands.Retry{JobID: id, Actor: commands.ByCLI, MaxAttempts: defaults.MaxAttempts,
 		BackoffBase: defaults.BackoffBase, DefaultDedupeTTL: defaults.DefaultDedupeTTL, Now: time.Now()})
 	if errors.Is(err, commands.ErrInvalidTransition) || errors.Is(err, commands.ErrAlreadyRetried) {

@@ -179,7 +179,7 @@ func pluginRun(c *cli.Context) error {
 		if err != nil {
 			return commands.Enqueue{}, err
 		}
-		enq := commands.JobFor(e.cfg, name, command, commands.ByCLI)
+		enq := commands.JobFor(set.config, name, command, commands.ByCLI)
 		enq.Payload, enq.DedupeKey, enq.DedupeTTL = payload, dedupeKey, dedupeTTL
 		return enq, nil
 	}
@@ -228,7 +228,7 @@ func pluginRun(c *cli.Context) error {
 	} else {
 		defer d.Close()
 		l, out.RanBy = d.Ledger, "cli"
-		set = discoveredPlugins(e, d.Plugins)
+		set = discoveredPlugins(e, d.Plugins())
 	}
 	enq, err := target(set)
 	if err != nil {

@@ -21,11 +21,14 @@ import (
 type pluginSet struct {
 	applied   events.ConfigAppliedData
 	daemonPID int // 0: discovered by this process
+	// config is what jobs are built with: the daemon's applied settings,
+	// or this process's config.
+	config *config.Config
 }
 
 // discoveredPlugins is the set of a registry this process loaded.
 func discoveredPlugins(e *env, reg *pluginhost.Registry) pluginSet {
-	return pluginSet{applied: daemon.Applied(reg, e.cfg, "")}
+	return pluginSet{applied: daemon.Applied(reg, e.cfg, ""), config: e.cfg}
 }
 
 // appliedWait bounds how long the CLI waits for a daemon that holds the lock
@@ -48,7 +51,24 @@ func daemonPlugins(ctx context.Context, e *env, l *ledger.Ledger, pid int) (plug
 	case err != nil:
 		return pluginSet{}, err
 	}
-	return pluginSet{applied: a, daemonPID: a.PID}, nil
+	cfg, err := appliedConfig(a)
+	if err != nil {
+		return pluginSet{}, err
+	}
+	return pluginSet{applied: a, daemonPID: a.PID, config: cfg}, nil
+}
+
+// appliedConfig is the config a daemon's config.applied record says it
+// decides with (config.Settings.Config).
+func appliedConfig(a events.ConfigAppliedData) (*config.Config, error) {
+	if a.Settings.Hash == "" {
+		return nil, failf("the daemon (pid %d) did not record its settings: restart it with this version of ductile", a.PID)
+	}
+	cfg, err := a.Settings.Config()
+	if err != nil {
+		return nil, failf("the daemon's (pid %d) recorded settings cannot be read: %v", a.PID, err)
+	}
+	return cfg, nil
 }
 
 // which says whose plugins these are, for messages.

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/events"
+)
+
+// appliedOutput is what config show --applied prints with --json.
+type appliedOutput struct {
+	PID       int                    `json:"pid"`
+	Running   bool                   `json:"running"` // the daemon that recorded it holds the lock now
+	Reason    string                 `json:"reason"`
+	AppliedAt string                 `json:"applied_at"`
+	Seq       int64                  `json:"seq"`
+	Settings  config.Settings        `json:"settings"`
+	Plugins   []events.AppliedPlugin `json:"plugins"`
+	Skipped   []events.SkippedPlugin `json:"skipped"`
+}
+
+// configShowApplied prints the newest config.applied: what the running
+// daemon decides with, or, with none running, what the last one did.
+func configShowApplied(c *cli.Context, e *env) error {
+	l, err := e.readLedger(c.Context)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	a, ok, err := daemon.LastApplied(c.Context, l)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return hintf(codeNotFound, "start one with: ductile system start", "no daemon has run on %s yet: nothing was applied", e.stateDir)
+	}
+	h, err := daemon.Holder(e.stateDir)
+	if err != nil {
+		return err
+	}
+	out := appliedOutput{PID: a.PID, Running: h.Daemon() && h.PID == a.PID, Reason: a.Reason,
+		AppliedAt: a.At.UTC().Format(time.RFC3339Nano), Seq: a.Seq, Settings: a.Settings, Plugins: a.Plugins, Skipped: a.Skipped}
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	if a.Settings.Hash == "" {
+		return failf("the daemon (pid %d) that applied the last config did not record its settings: restart it with this version of ductile", a.PID)
+	}
+	state := "running"
+	if !out.Running {
+		state = "not running now"
+	}
+	fmt.Fprintf(e.stdout, "# applied by the daemon (pid %d, %s) at %s (%s, seq %d)\n# config %s\n# hash %s\n",
+		a.PID, state, out.AppliedAt, a.Reason, a.Seq, orDefaults(a.Settings.Source), a.Settings.Hash)
+	b, err := yaml.Marshal(a.Settings)
+	if err != nil {
+		return err
+	}
+	_, err = e.stdout.Write(b)
+	return err
+}
+
+// runningApplied is the config.applied of the daemon running on the state
+// directory, if one runs and recorded its settings.
+func runningApplied(c *cli.Context, e *env) (daemon.AppliedRecord, bool) {
+	h, err := daemon.Holder(e.stateDir)
+	if err != nil || !h.Daemon() {
+		return daemon.AppliedRecord{}, false
+	}
+	l, err := e.readLedger(c.Context)
+	if err != nil {
+		return daemon.AppliedRecord{}, false
+	}
+	defer l.Close()
+	a, ok, err := daemon.LastApplied(c.Context, l)
+	if err != nil || !ok || a.PID != h.PID || a.Settings.Hash == "" {
+		return daemon.AppliedRecord{}, false
+	}
+	return a, true
+}
+
+// markDifferences comments the config document n where it differs from
+// the daemon's applied settings: "# applied: <value>" beside each key
+// whose value differs, and a head comment that says so (or that it does
+// not).
+func markDifferences(n *yaml.Node, diffs []config.Difference, a daemon.AppliedRecord) {
+	root := n
+	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
+		root = root.Content[0]
+	}
+	if len(diffs) == 0 {
+		root.HeadComment = fmt.Sprintf("the running daemon (pid %d) applies this config (since %s)", a.PID, a.At.UTC().Format(time.RFC3339))
+		return
+	}
+	var unplaced []string
+	for _, d := range diffs {
+		path := strings.TrimSuffix(d.Path, "_hash")
+		path = strings.TrimPrefix(path, "sections.")
+		key := findKey(root, strings.Split(path, "."))
+		note := "applied: " + showValue(d.Applied)
+		if strings.HasSuffix(d.Path, "_hash") {
+			note = "differs from the applied value (compared by hash)"
+		}
+		if key == nil {
+			unplaced = append(unplaced, fmt.Sprintf("%s: not in this file, applied: %s", d.Path, showValue(d.Applied)))
+			continue
+		}
+		key.LineComment = note
+	}
+	head := fmt.Sprintf("%d setting(s) differ from what the running daemon (pid %d) applied at %s (marked \"applied:\");\n"+
+		"apply this file with: ductile system reload", len(diffs), a.PID, a.At.UTC().Format(time.RFC3339))
+	for _, u := range unplaced {
+		head += "\n" + u
+	}
+	root.HeadComment = head
+}
+
+// findKey is the key node at path in a mapping tree, or, if the path goes
+// deeper than the tree, the deepest key on it; nil if the first key is
+// missing.
+func findKey(n *yaml.Node, path []string) *yaml.Node {
+	var found *yaml.Node
+	for _, k := range path {
+		if n.Kind != yaml.MappingNode {
+			return found
+		}
+		next := -1
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = i
+				break
+			}
+		}
+		if next < 0 {
+			return found
+		}
+		found, n = n.Content[next], n.Content[next+1]
+	}
+	return found
+}

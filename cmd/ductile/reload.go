@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/views"
+)
+
+func systemReloadCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "reload",
+		Usage: "make the running daemon read its config file again (as SIGHUP does)",
+		Description: "The daemon reloads the file it was started with (not --config), discovers plugins\n" +
+			"again and, if the config is valid, runs with it at once: routes, schedules, plugin\n" +
+			"settings and discovery change; running jobs finish with the settings they started\n" +
+			"with; queued jobs of a plugin the new config removes or disables are canceled with\n" +
+			"the reason. An invalid config changes nothing: the daemon keeps the old one, and this\n" +
+			"command says why and exits 1. --dry-run checks the file and shows what would change.",
+		Flags: []cli.Flag{jsonFlag(), dryRunFlag(),
+			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the daemon's answer"}},
+		Action: systemReload,
+	}
+}
+
+// reloadOutput is what system reload prints with --json.
+type reloadOutput struct {
+	DryRun  bool                `json:"dry_run,omitempty"`
+	OK      bool                `json:"ok"`
+	PID     int                 `json:"pid"`
+	Config  string              `json:"config"`
+	Hash    string              `json:"hash,omitempty"`
+	Error   string              `json:"error,omitempty"`
+	Changes []config.Difference `json:"changes"`
+	// Added, Removed name the plugins the reload starts and stops running.
+	Added   []string `json:"plugins_added"`
+	Removed []string `json:"plugins_removed"`
+	// Ends counts the queued jobs the reload cancels, by plugin (dry run).
+	Ends map[string]int `json:"queued_jobs_to_cancel,omitempty"`
+}
+
+func systemReload(c *cli.Context) error {
+	e, err := loadEnv(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context
+	h, err := daemon.Holder(e.stateDir)
+	if err != nil {
+		return err
+	}
+	if !h.Daemon() {
+		return hintf(codeConflict, "start it with: ductile system start (a start reads the config)",
+			"no daemon is running on %s: there is nothing to reload", e.stateDir)
+	}
+	l, err := e.readLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	waitCtx, cancel := context.WithTimeout(ctx, c.Duration("timeout"))
+	defer cancel()
+	applied, err := daemon.WaitApplied(waitCtx, e.stateDir, l, h.PID)
+	if err != nil {
+		return waitError(err, h.PID, c.Duration("timeout"))
+	}
+	out := reloadOutput{PID: h.PID, Config: orDefaults(applied.Settings.Source), Changes: []config.Difference{}, Added: []string{}, Removed: []string{}}
+	if c.IsSet("config") && e.cfg.Source != applied.Settings.Source {
+		fmt.Fprintf(e.stderr, "note: the daemon reloads %s, not --config %s\n", out.Config, c.String("config"))
+	}
+	if c.Bool("dry-run") {
+		return reloadDryRun(c, e, l, applied, out)
+	}
+
+	head, err := l.LastSeq(ctx)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Kill(h.PID, syscall.SIGHUP); err != nil {
+		return failf("signal the daemon (pid %d): %v", h.PID, err)
+	}
+	a, err := daemon.WaitReload(waitCtx, e.stateDir, l, h.PID, head)
+	var failed *daemon.ReloadFailedError
+	switch {
+	case errors.As(err, &failed):
+		out.Error = failed.Error()
+		if c.Bool("json") {
+			if err := printJSON(e.stdout, out); err != nil {
+				return err
+			}
+			return silent(exitFailure)
+		}
+		return hintf(codeInvalidConfig, "fix the file and reload again; check it with: ductile config check --config "+out.Config,
+			"the daemon (pid %d) kept its config: the new one is invalid: %s", h.PID, failed.Error())
+	case err != nil:
+		return waitError(err, h.PID, c.Duration("timeout"))
+	}
+	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, nonNil(a.Changes)
+	out.Added, out.Removed = pluginChanges(applied, a)
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	fmt.Fprintf(e.stdout, "reloaded %s (daemon pid %d): %s\n", out.Config, h.PID, describeChanges(out))
+	printChanges(e.stdout, out.Changes)
+	return nil
+}
+
+// reloadDryRun loads the daemon's config file and discovers its plugins
+// as a reload would, and prints what would change; exit 1 if the config is
+// invalid.
+func reloadDryRun(c *cli.Context, e *env, l *ledger.Ledger, applied events.ConfigAppliedData, out reloadOutput) error {
+	out.DryRun = true
+	cfg, err := daemon.LoadConfig(applied.Settings.Source)
+	if err != nil {
+		out.Error = err.Error()
+		if c.Bool("json") {
+			if err := printJSON(e.stdout, out); err != nil {
+				return err
+			}
+			return silent(exitFailure)
+		}
+		return hintf(codeInvalidConfig, "fix it before reloading; the daemon would keep its config", "%s is invalid: %v", out.Config, err)
+	}
+	reg, _, err := daemon.DiscoverPlugins(e.stateDir, cfg, e.quietLogger())
+	if err != nil {
+		return err
+	}
+	a := daemon.Applied(reg, cfg, "reload")
+	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, nonNil(a.Settings.Diff(applied.Settings))
+	out.Added, out.Removed = pluginChanges(applied, a)
+	out.Ends = map[string]int{}
+	for _, name := range out.Removed {
+		queued, err := views.ListJobs(c.Context, l, views.JobFilter{Status: events.StatusQueued, Plugin: name, Limit: 100000})
+		if err != nil {
+			return err
+		}
+		if len(queued) > 0 {
+			out.Ends[name] = len(queued)
+		}
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	fmt.Fprintf(e.stdout, "a reload of %s would apply: %s\n", out.Config, describeChanges(out))
+	printChanges(e.stdout, out.Changes)
+	for name, n := range out.Ends {
+		fmt.Fprintf(e.stdout, "  %d queued job(s) of %s would be canceled\n", n, name)
+	}
+	fmt.Fprintln(e.stdout, "(run without --dry-run to reload)")
+	return nil
+}
+
+// pluginChanges names the plugins b runs (loaded and enabled) that a did
+// not, and those a ran that b does not.
+func pluginChanges(a, b events.ConfigAppliedData) (added, removed []string) {
+	runs := func(d events.ConfigAppliedData) map[string]bool {
+		m := map[string]bool{}
+		for _, p := range d.Plugins {
+			if p.Enabled {
+				m[p.Name] = true
+			}
+		}
+		return m
+	}
+	before, after := runs(a), runs(b)
+	added, removed = []string{}, []string{}
+	for _, p := range b.Plugins {
+		if after[p.Name] && !before[p.Name] {
+			added = append(added, p.Name)
+		}
+	}
+	for _, p := range a.Plugins {
+		if before[p.Name] && !after[p.Name] {
+			removed = append(removed, p.Name)
+		}
+	}
+	return added, removed
+}
+
+func describeChanges(out reloadOutput) string {
+	parts := []string{fmt.Sprintf("%d setting(s) changed", len(out.Changes))}
+	if len(out.Added) > 0 {
+		parts = append(parts, "plugins added: "+strings.Join(out.Added, ", "))
+	}
+	if len(out.Removed) > 0 {
+		parts = append(parts, "plugins removed or disabled: "+strings.Join(out.Removed, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func printChanges(w io.Writer, changes []config.Difference) {
+	for _, d := range changes {
+		fmt.Fprintf(w, "  %s: %s -> %s\n", d.Path, showValue(d.Applied), showValue(d.File))
+	}
+}
+
+// showValue writes a setting's value for people; nil is "(unset)".
+func showValue(v any) string {
+	if v == nil {
+		return "(unset)"
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func nonNil(ds []config.Difference) []config.Difference {
+	if ds == nil {
+		return []config.Difference{}
+	}
+	return ds
+}
+
+func orDefaults(source string) string {
+	if source == "" {
+		return "(no config file: built-in defaults)"
+	}
+	return source
+}
+
+// waitError says why waiting on the daemon gave up.
+func waitError(err error, pid int, timeout time.Duration) error {
+	switch {
+	case errors.Is(err, daemon.ErrDaemonStopped):
+		return failf("the daemon (pid %d) stopped before it answered", pid)
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorf(codeTimeout, "the daemon (pid %d) did not answer within %v: see its log", pid, timeout)
+	}
+	return err
+}

@@ -1,0 +1,226 @@
+package config
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/zeebo/blake3"
+	"go.yaml.in/yaml/v3"
+)
+
+// Settings is the effective configuration the core decides with, as a daemon
+// records it in config.applied: every key with its default filled in, in the
+// config file's own schema, and the content hash of every file read. Values
+// that may be secret never enter it: a plugin's config: map and the
+// pipelines, api and webhooks sections are recorded by hash only, and
+// schedule payloads are redacted as config show redacts them.
+type Settings struct {
+	// Hash identifies the settings: the BLAKE3 hash of everything else but
+	// Source and Files, so that the same settings loaded from a moved or
+	// reformatted file keep their hash.
+	Hash string `json:"hash" yaml:"hash"`
+	// Source is the config file the daemon loaded; "" for the built-in
+	// defaults.
+	Source string     `json:"source" yaml:"source"`
+	Files  []FileHash `json:"files" yaml:"files"`
+
+	StateDir    string                    `json:"state_dir,omitempty" yaml:"state_dir,omitempty"`
+	PluginRoots []string                  `json:"plugin_roots" yaml:"plugin_roots"`
+	Service     serviceView               `json:"service" yaml:"service"`
+	Plugins     map[string]PluginSettings `json:"plugins" yaml:"plugins"`
+	Routes      []routeView               `json:"routes" yaml:"routes"`
+	// Sections holds the hash of each of pipelines, api and webhooks that
+	// the config sets.
+	Sections map[string]string `json:"sections,omitempty" yaml:"sections,omitempty"`
+}
+
+// PluginSettings is one plugin's settings in Settings: its config: map by
+// hash only.
+type PluginSettings struct {
+	Enabled             bool         `json:"enabled" yaml:"enabled"`
+	Parallelism         int          `json:"parallelism" yaml:"parallelism"`
+	MaxOutstandingPolls int          `json:"max_outstanding_polls" yaml:"max_outstanding_polls"`
+	Retry               retryView    `json:"retry" yaml:"retry"`
+	Timeouts            timeoutsView `json:"timeouts" yaml:"timeouts"`
+	// ConfigHash is the hash of the plugin's config: map (HashValue).
+	ConfigHash string         `json:"config_hash" yaml:"config_hash"`
+	Schedules  []scheduleView `json:"schedules,omitempty" yaml:"schedules,omitempty"`
+}
+
+// FileHash is a config file and the BLAKE3 hash of the bytes read from it.
+type FileHash struct {
+	Path   string `json:"path" yaml:"path"`
+	BLAKE3 string `json:"blake3" yaml:"blake3"`
+}
+
+// Settings returns c's effective settings (see Settings).
+func (c *Config) Settings() Settings {
+	v := c.Redacted().view()
+	s := Settings{
+		Source: c.Source, Files: slices.Clone(c.FileHashes),
+		StateDir: v.StateDir, PluginRoots: v.PluginRoots, Service: v.Service, Routes: v.Routes,
+		Plugins: make(map[string]PluginSettings, len(v.Plugins)),
+	}
+	if s.Files == nil {
+		s.Files = []FileHash{}
+	}
+	for name, pv := range v.Plugins {
+		s.Plugins[name] = PluginSettings{
+			Enabled: pv.Enabled, Parallelism: pv.Parallelism, MaxOutstandingPolls: pv.MaxOutstandingPolls,
+			Retry: pv.Retry, Timeouts: pv.Timeouts, ConfigHash: HashValue(c.Plugins[name].Config), Schedules: pv.Schedules,
+		}
+	}
+	for name, n := range map[string]*yaml.Node{"pipelines": c.Pipelines, "api": c.API, "webhooks": c.Webhooks} {
+		if n != nil {
+			if s.Sections == nil {
+				s.Sections = map[string]string{}
+			}
+			s.Sections[name] = HashValue(rawData(n))
+		}
+	}
+	s.Hash = s.hash()
+	return s
+}
+
+// hash is the BLAKE3 hash of s without Hash, Source and Files.
+func (s Settings) hash() string {
+	s.Hash, s.Source, s.Files = "", "", nil
+	return HashValue(s)
+}
+
+// HashValue is "blake3:<hex>" of v's JSON encoding (object keys sorted, so
+// equal values hash alike): how the ledger records a value it must not hold.
+func HashValue(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only values that cannot be config (channels, functions) fail.
+		panic(fmt.Sprintf("config: hash a value: %v", err))
+	}
+	return HashBytes(b)
+}
+
+// HashBytes is "blake3:<hex>" of b.
+func HashBytes(b []byte) string {
+	sum := blake3.Sum256(b)
+	return "blake3:" + hex.EncodeToString(sum[:])
+}
+
+// Config rebuilds the Config s was made from, as far as s holds it: every
+// typed setting, plugin config: maps empty (only their hashes were
+// recorded) and no pipelines, api or webhooks sections. The CLI decides
+// with it what a running daemon decides with (enqueue defaults).
+func (s Settings) Config() (*Config, error) {
+	v := configView{
+		StateDir: s.StateDir, PluginRoots: s.PluginRoots, Service: s.Service, Routes: s.Routes,
+		Plugins: make(map[string]pluginView, len(s.Plugins)),
+	}
+	for name, p := range s.Plugins {
+		v.Plugins[name] = pluginView{
+			Enabled: p.Enabled, Parallelism: p.Parallelism, MaxOutstandingPolls: p.MaxOutstandingPolls,
+			Retry: p.Retry, Timeouts: p.Timeouts, Config: map[string]any{}, Schedules: p.Schedules,
+		}
+	}
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, fmt.Errorf("rebuild applied config: %w", err)
+	}
+	escapeValues(&n)
+	data, err := yaml.Marshal(&n)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild applied config: %w", err)
+	}
+	source := s.Source
+	if source == "" {
+		source = "applied-config.yaml"
+	}
+	cfg, err := loadData(source, data, func(string) (string, bool) { return "", false })
+	if err != nil {
+		return nil, fmt.Errorf("rebuild applied config: %w", err)
+	}
+	cfg.Source, cfg.Files, cfg.FileHashes = s.Source, nil, slices.Clone(s.Files)
+	for _, f := range s.Files {
+		cfg.Files = append(cfg.Files, f.Path)
+	}
+	if s.Source == "" {
+		cfg.Dir = ""
+	}
+	return cfg, nil
+}
+
+// Difference is one setting whose value in a config differs from the
+// applied one.
+type Difference struct {
+	Path    string `json:"path"`
+	File    any    `json:"file"`    // nil: not set in the file
+	Applied any    `json:"applied"` // nil: not in the applied settings
+}
+
+// Diff lists the settings whose values differ between applied and s, by
+// dotted path (plugins.echo.retry.max_attempts), in path order. Plugin
+// config: maps compare by hash; Files and Source are not compared.
+func (s Settings) Diff(applied Settings) []Difference {
+	a, b := flatten(applied), flatten(s)
+	var out []Difference
+	for _, k := range slices.Sorted(maps.Keys(union(a, b))) {
+		av, aok := a[k]
+		bv, bok := b[k]
+		if aok && bok && jsonEqual(av, bv) {
+			continue
+		}
+		d := Difference{Path: k}
+		if aok {
+			d.Applied = av
+		}
+		if bok {
+			d.File = bv
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// flatten maps each leaf of s (lists count as leaves) to its value, by
+// dotted path.
+func flatten(s Settings) map[string]any {
+	s.Hash, s.Source, s.Files = "", "", nil
+	b, _ := json.Marshal(s)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	out := map[string]any{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for k, c := range m {
+				p := k
+				if prefix != "" {
+					p = prefix + "." + k
+				}
+				walk(p, c)
+			}
+			return
+		}
+		out[prefix] = v
+	}
+	walk("", m)
+	return out
+}
+
+func union(a, b map[string]any) map[string]any {
+	u := maps.Clone(a)
+	maps.Copy(u, b)
+	return u
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// hashFile is the FileHash of path's content as read.
+func hashFile(path string, data []byte) FileHash {
+	return FileHash{Path: path, BLAKE3: HashBytes(data)}
+}
