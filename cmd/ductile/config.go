@@ -176,12 +176,16 @@ func installedPlugin(m *pluginhost.Manifest) config.InstalledPlugin {
 }
 
 func configShow(c *cli.Context) error {
+	if c.Bool("applied") {
+		e, err := daemonEnv(c)
+		if err != nil {
+			return err
+		}
+		return configShowApplied(c, e)
+	}
 	e, err := loadEnv(c)
 	if err != nil {
 		return err
-	}
-	if c.Bool("applied") {
-		return configShowApplied(c, e)
 	}
 	shown := e.cfg.Redacted()
 	if c.Bool("json") {

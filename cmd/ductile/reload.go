@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -52,7 +53,7 @@ type reloadOutput struct {
 }
 
 func systemReload(c *cli.Context) error {
-	e, err := loadEnv(c)
+	e, err := daemonEnv(c)
 	if err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func systemReload(c *cli.Context) error {
 		return waitError(err, h.PID, c.Duration("timeout"))
 	}
 	out := reloadOutput{PID: h.PID, Config: orDefaults(applied.Settings.Source), Changes: []config.Difference{}, Added: []string{}, Removed: []string{}}
-	if c.IsSet("config") && e.cfg.Source != applied.Settings.Source {
+	if c.String("config") != "" && mustAbsPath(c.String("config")) != applied.Settings.Source {
 		fmt.Fprintf(e.stderr, "note: the daemon reloads %s, not --config %s\n", out.Config, c.String("config"))
 	}
 	if c.Bool("dry-run") {
@@ -115,6 +116,18 @@ func systemReload(c *cli.Context) error {
 	fmt.Fprintf(e.stdout, "reloaded %s (daemon pid %d): %s\n", out.Config, h.PID, describeChanges(out))
 	printChanges(e.stdout, out.Changes)
 	return nil
+}
+
+// daemonEnv is loadEnv for a command about the running daemon, which
+// needs only the state directory: with --state-dir (or $DUCTILE_STATE_DIR)
+// given, a broken --config does not stop it (reloading a broken file is
+// how the daemon gets to say what is wrong with it).
+func daemonEnv(c *cli.Context) (*env, error) {
+	e, err := loadEnv(c)
+	if err != nil && c.String("state-dir") != "" {
+		return newEnv(c, config.Default())
+	}
+	return e, err
 }
 
 // reloadDryRun loads the daemon's config file and discovers its plugins
@@ -241,4 +254,12 @@ func waitError(err error, pid int, timeout time.Duration) error {
 		return errorf(codeTimeout, "the daemon (pid %d) did not answer within %v: see its log", pid, timeout)
 	}
 	return err
+}
+
+func mustAbsPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	return abs
 }
