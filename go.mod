@@ -3,6 +3,7 @@ module github.com/ductile/ductile
 go 1.26.8
 
 require (
+	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/google/uuid v1.6.0
 	github.com/pressly/goose/v3 v3.29.0

@@ -218,6 +218,11 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d.log.Info("ductile started", "state_dir", opts.StateDir, "pid", os.Getpid(),
 		"head", d.Ledger.Head(), "plugins", len(d.Plugins().List()), "max_workers", d.Config().Service.MaxWorkers)
+	sd := notifier{log: d.log}
+	sd.ready(fmt.Sprintf("running %d plugins", len(d.Plugins().List())))
+	watching, stopWatchdog := context.WithCancel(ctx)
+	var watchdog sync.WaitGroup
+	watchdog.Go(func() { sd.watchdog(watching, d.Ledger) })
 	// SIGHUP reloads the config (spec §11.3); ductile system reload sends it.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -226,12 +231,17 @@ func Run(ctx context.Context, opts Options) error {
 		select {
 		case <-hup:
 			d.log.Info("SIGHUP received: reloading the config", "config", d.Config().Source)
+			sd.reloading()
 			d.Reload(ctx) // it logs and records what happened
+			sd.ready(fmt.Sprintf("running %d plugins", len(d.Plugins().List())))
 		case <-ctx.Done():
 			waiting = false
 		}
 	}
 	d.log.Info("ductile stopping", "reason", context.Cause(ctx).Error())
+	sd.stopping()
+	stopWatchdog()
+	watchdog.Wait()
 	err = d.Close()
 	d.log.Info("ductile stopped")
 	return err
