@@ -140,7 +140,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		}
 		p.Step = step
 	}
-	d.current.Store(&current{config: cfg, plugins: reg, applied: Applied(reg, cfg, "start")})
+	started := Applied(reg, cfg, "start")
+	started.StartedAt = commands.Time(time.Now())
+	d.current.Store(&current{config: cfg, plugins: reg, applied: started})
 	if !opts.NoDispatch {
 		// What it runs with, for the CLI to check enqueues against.
 		if _, err := recordApplied(ctx, d.Ledger, d.current.Load().applied); err != nil {

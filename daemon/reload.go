@@ -49,7 +49,7 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	}
 	old := d.current.Load().applied
 	a := Applied(reg, cfg, "reload")
-	a.Through = through
+	a.Through, a.StartedAt = through, old.StartedAt
 	a.Changes = a.Settings.Diff(old.Settings)
 	if d.Dispatcher != nil {
 		d.Dispatcher.Apply(cfg, reg)

@@ -295,10 +295,12 @@ type DedupeReleasedData struct {
 // runs. It holds no plugin config values (they may be secrets). New facts
 // about the applied config are new fields, never a new event type.
 type ConfigAppliedData struct {
-	Reason  string          `json:"reason"` // start | reload
-	PID     int             `json:"pid"`    // of the daemon
-	Plugins []AppliedPlugin `json:"plugins"`
-	Skipped []SkippedPlugin `json:"skipped"`
+	Reason string `json:"reason"` // start | reload
+	PID    int    `json:"pid"`    // of the daemon
+	// StartedAt is when the daemon started (RFC 3339): a reload keeps it.
+	StartedAt string          `json:"started_at,omitempty"`
+	Plugins   []AppliedPlugin `json:"plugins"`
+	Skipped   []SkippedPlugin `json:"skipped"`
 	// Settings are the effective settings the daemon decides with, secrets
 	// by hash only; zero in records of daemons older than them.
 	Settings config.Settings `json:"settings"`
