@@ -290,9 +290,13 @@ func loadDedupe(tx *ledger.Tx, stream string) (*dedupeState, error) {
 		return nil, err
 	}
 	d := &dedupeState{succeeded: map[string]time.Time{}}
+	// Its version, not its last event's: an archive may have moved its
+	// events (ledger archive), and the stream counts on from them.
+	if d.version, err = tx.StreamVersion(stream); err != nil {
+		return nil, err
+	}
 	open := map[string]bool{}
 	for _, ev := range evs {
-		d.version = ev.Version
 		switch ev.Type {
 		case events.DedupeReserved:
 			var r events.DedupeReservedData

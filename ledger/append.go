@@ -40,6 +40,8 @@ type Tx struct {
 	versions map[string]int64
 	memos    *memoTable   // the writer's (memo.go)
 	staged   []stagedMemo // this decision's, kept if it commits
+	// oldSchema: the file may predate archives (Options.SkipMigrate).
+	oldSchema bool
 }
 
 func (tx *Tx) remember(stream string, version int64) {
@@ -54,24 +56,38 @@ func (tx *Tx) StreamVersion(stream string) (int64, error) {
 	if v, ok := tx.versions[stream]; ok {
 		return v, nil
 	}
-	var v int64
-	err := queries.StreamVersion(tx.conn, stream, func(version int64) error { v = version; return nil })
+	v, err := streamVersion(tx.conn, stream, !tx.oldSchema)
 	if err == nil {
 		tx.remember(stream, v)
 	}
 	return v, err
 }
 
+// streamVersion is the newest version of a stream: of its newest event, or
+// if none is left in the file, the newest one archived (archive.go).
+func streamVersion(conn *sqlite.Conn, stream string, archived bool) (int64, error) {
+	var v int64
+	found := false
+	err := queries.StreamVersion(conn, stream, func(version int64) error { v, found = version, true; return nil })
+	if err != nil || found || !archived {
+		return v, err
+	}
+	err = queries.ArchivedStreamVersion(conn, stream, func(version int64) error { v = version; return nil })
+	return v, err
+}
+
 // ReadStream returns the stream's events, oldest first.
 func (tx *Tx) ReadStream(stream string) ([]Event, error) {
 	evs, err := readStream(tx.conn, stream)
-	if err == nil {
-		var v int64
-		if len(evs) > 0 {
-			v = evs[len(evs)-1].Version
-		}
-		tx.remember(stream, v)
+	if err != nil {
+		return nil, err
 	}
+	if len(evs) > 0 {
+		tx.remember(stream, evs[len(evs)-1].Version)
+		return evs, nil
+	}
+	delete(tx.versions, stream)
+	_, err = tx.StreamVersion(stream) // it may have archived events
 	return evs, err
 }
 
@@ -432,7 +448,7 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 			err = fmt.Errorf("append: decision panicked: %v", p)
 		}
 	}()
-	tx := &Tx{conn: conn, memos: &l.memos}
+	tx := &Tx{conn: conn, memos: &l.memos, oldSchema: l.opts.SkipMigrate}
 	events, err := r.decide(tx)
 	if err != nil {
 		return head, nil, err

@@ -11,16 +11,20 @@ import (
 // VerifyResult is what Verify found. OK is false when BadSeq names the first
 // event whose place in the hash chain does not hold.
 type VerifyResult struct {
-	OK      bool   `json:"ok"`
-	Events  int64  `json:"events"`
-	LastSeq int64  `json:"last_seq"`
-	BadSeq  int64  `json:"bad_seq,omitempty"`
-	Problem string `json:"problem,omitempty"`
+	OK      bool  `json:"ok"`
+	Events  int64 `json:"events"`
+	LastSeq int64 `json:"last_seq"`
+	BadSeq  int64 `json:"bad_seq,omitempty"`
+	// ArchivedThrough is the last archived seq (0: none): the walk starts
+	// after it, from the hash the newest archive ends with.
+	ArchivedThrough int64  `json:"archived_through,omitempty"`
+	Problem         string `json:"problem,omitempty"`
 }
 
-// Verify walks the whole hash chain in one read snapshot: every event must
-// follow the previous seq without a gap, carry the previous event's hash, and
-// hash to what it stores. progress, if not nil, is called every 10,000 events.
+// Verify walks the main file's hash chain in one read snapshot, from the
+// newest archive's last event if a prefix was archived (VerifyArchives
+// checks the archives): every event must follow the previous seq without a
+// gap, carry the previous event's hash, and hash to what it stores. progress, if not nil, is called every 10,000 events.
 func (l *Ledger) Verify(ctx context.Context, progress func(checked int64)) (VerifyResult, error) {
 	var res VerifyResult
 	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
@@ -34,9 +38,13 @@ func (l *Ledger) Verify(ctx context.Context, progress func(checked int64)) (Veri
 // verifyConn is Verify on a given connection, inside its read transaction.
 func verifyConn(ctx context.Context, conn *sqlite.Conn, progress func(checked int64)) (VerifyResult, error) {
 	res := VerifyResult{OK: true}
-	prev := chainHead{seq: 0, hash: genesis}
+	prev, err := anchorConn(conn)
+	if err != nil {
+		return res, fmt.Errorf("verify ledger: %w", err)
+	}
+	res.ArchivedThrough = prev.seq
 	const stop = verifyStop("stop")
-	err := ReadRange(conn, 0, 1<<62, func(ev Event) error {
+	err = ReadRange(conn, prev.seq, 1<<62, func(ev Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

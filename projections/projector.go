@@ -283,7 +283,8 @@ const pageSize = 4096
 
 // apply folds events after < seq <= until into ps, a page at a time, and
 // moves the checkpoint (seq and hash of the last event applied), returning
-// the new checkpoint. The caller owns the transaction.
+// the new checkpoint. The caller owns the transaction. Events an archive
+// holds (a rebuild after ledger archive) are read from its file.
 func apply(conn *sqlite.Conn, ps []Projection, after, until int64, observe func(ledger.Event)) (int64, error) {
 	last := after
 	var lastHash []byte
@@ -296,7 +297,7 @@ func apply(conn *sqlite.Conn, ps []Projection, after, until int64, observe func(
 		buf = buf[:0]
 		return err
 	}
-	err := ledger.ReadRange(conn, after, until, func(ev ledger.Event) error {
+	err := ledger.ReadLog(conn, after, until, func(ev ledger.Event) error {
 		if observe != nil {
 			observe(ev)
 		}

@@ -27,7 +27,8 @@ func CopyLog(ctx context.Context, src, dst *ledger.Ledger, until int64, progress
 	var after int64
 	for after < until {
 		batch := make([]ledger.Event, 0, page)
-		last, err := src.ReadFrom(ctx, after, int(min(page, until-after)), ledger.Filter{}, func(ev ledger.Event) error {
+		// The archived events first, from their files (ledger/archive.go).
+		last, err := src.ReadLogFrom(ctx, after, int(min(page, until-after)), func(ev ledger.Event) error {
 			batch = append(batch, ev)
 			return nil
 		})

@@ -59,6 +59,7 @@ func ledgerCommand() *cli.Command {
 				Flags:  []cli.Flag{jsonFlag()},
 				Action: withReadLedger(ledgerStats),
 			},
+			ledgerArchiveCommand(),
 		},
 	}
 }
@@ -132,21 +133,30 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err != nil {
 		return err
 	}
+	archives, err := l.VerifyArchives(c.Context)
+	if err != nil {
+		return err
+	}
 	report := struct {
 		OK          bool                  `json:"ok"`
 		Chain       ledger.VerifyResult   `json:"chain"`
+		Archives    []ledger.ArchiveCheck `json:"archives,omitempty"`
 		Head        ledger.HeadCheck      `json:"head"`
 		Projections *projections.Mismatch `json:"projection_mismatch,omitempty"`
 		Checkpoint  int64                 `json:"checkpoint"`
-	}{Chain: chain, Head: head}
-	if chain.OK && head.OK() {
+	}{Chain: chain, Archives: archives, Head: head}
+	archivesOK := true
+	for _, a := range archives {
+		archivesOK = archivesOK && a.OK
+	}
+	if chain.OK && head.OK() && archivesOK {
 		mismatch, cp, err := compareWithReplay(c.Context, e, l, stage("replay"))
 		if err != nil {
 			return err
 		}
 		report.Projections, report.Checkpoint = mismatch, cp
 	}
-	report.OK = chain.OK && head.OK() && report.Projections == nil
+	report.OK = chain.OK && head.OK() && archivesOK && report.Projections == nil
 	if asJSON {
 		if err := printJSON(e.stdout, report); err != nil {
 			return err
@@ -167,6 +177,8 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 		case !head.OK():
 			fmt.Fprintf(w, "DAMAGED: %s\n", head.Problem)
 			fmt.Fprintf(w, "restore the ledger from a backup, or go on with it as it is with: ductile system start --%s\n", allowDamagedName)
+		case !archivesOK:
+			printArchiveProblems(w, chain, archives)
 		case report.Projections != nil:
 			m := report.Projections
 			fmt.Fprintf(w, "hash chain OK (%d events), but projection %q differs from a fresh replay to seq %d\n", chain.Events, m.Projection, m.Checkpoint)
@@ -174,6 +186,7 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 			fmt.Fprintf(w, "rebuild them with: ductile ledger replay\n")
 		default:
 			fmt.Fprintf(w, "OK: %d events, hash chain intact, projections match a fresh replay to seq %d\n", chain.Events, report.Checkpoint)
+			printArchivesOK(w, archives)
 		}
 	}
 	if !report.OK {

@@ -1,0 +1,107 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"zombiezen.com/go/sqlite"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/queries"
+)
+
+// ArchiveLedger moves the log's events recorded before a time to an archive
+// file (ledger.Archive), no further than ArchiveCut allows, and records it
+// with ledger.archived.
+type ArchiveLedger struct {
+	Before   time.Time
+	DryRun   bool
+	Actor    string
+	Progress func(copied, total int64)
+	// AfterFileWritten is ledger.ArchiveOptions' fault point, for crash tests.
+	AfterFileWritten func(path string) error
+}
+
+// Run archives (or with DryRun only plans) and returns the plan and the
+// archive made (zero if none).
+func (cmd ArchiveLedger) Run(ctx context.Context, l *ledger.Ledger) (ledger.ArchivePlan, ledger.Archive, error) {
+	actor := cmd.Actor
+	if actor == "" {
+		actor = ByCLI
+	}
+	opts := ledger.ArchiveOptions{
+		Before:           cmd.Before,
+		Cut:              ArchiveCut,
+		ForgetVersionsOf: "job/",
+		Progress:         cmd.Progress,
+		AfterFileWritten: cmd.AfterFileWritten,
+		Event: func(a ledger.Archive) ledger.NewEvent {
+			return ledger.NewEvent{
+				Stream: events.LedgerStream, ExpectedVersion: ledger.AnyVersion, Type: events.LedgerArchived,
+				Data: events.LedgerArchivedData{
+					File: a.File, FirstSeq: a.FirstSeq, LastSeq: a.LastSeq, Events: a.Events,
+					PrevHash: a.PrevHash, LastHash: a.LastHash, ContentHash: a.ContentHash,
+					Before: cmd.Before.UTC().Format(time.RFC3339Nano),
+				},
+				Meta: ledger.Meta{Actor: actor},
+			}
+		},
+	}
+	if cmd.DryRun {
+		plan, err := l.PlanArchive(ctx, opts)
+		return plan, ledger.Archive{}, err
+	}
+	plan, a, err := l.Archive(ctx, opts)
+	if err != nil {
+		return plan, a, fmt.Errorf("archive ledger: %w", err)
+	}
+	return plan, a, nil
+}
+
+// ArchiveCut lowers a proposed last archived seq so that what a decision
+// reads whole stays whole: every job stream with an event at or before the
+// cut ends there and its job is terminal (commands fold job streams); every
+// dedupe reservation there is released there too (enqueue folds dedupe
+// streams for the jobs in flight); and the newest config.applied stays (the
+// daemon and the CLI read it). Other streams keep their versions
+// (ledger.ArchiveOptions.ForgetVersionsOf) and are only ever appended to or
+// projected. It says why it lowered the cut, "" if it did not.
+func ArchiveCut(conn *sqlite.Conn, through int64) (int64, string, error) {
+	why := ""
+	err := queries.ReadStreamLastOfType(conn, queries.ReadStreamLastOfTypeParams{Stream: events.SystemStream, Type: events.ConfigApplied},
+		func(r queries.ReadStreamLastOfTypeRow) error {
+			if r.Seq <= through {
+				through = r.Seq - 1
+				why = fmt.Sprintf("the config the daemon applied (seq %d) stays: after a restart or reload records a newer one, it can be archived", r.Seq)
+			}
+			return nil
+		})
+	if err != nil {
+		return 0, "", err
+	}
+	for through > 0 {
+		lowered := false
+		err := queries.ArchiveCutJobs(conn, through, func(r queries.ArchiveCutJobsRow) error {
+			through, lowered = r.FirstSeq-1, true
+			why = fmt.Sprintf("job %s (from seq %d) is not finished before the cut", events.JobIDFromStream(r.Stream), r.FirstSeq)
+			return nil
+		})
+		if err != nil {
+			return 0, "", err
+		}
+		err = queries.ArchiveCutDedupe(conn, through, func(r queries.ArchiveCutDedupeRow) error {
+			through, lowered = r.Seq-1, true
+			why = fmt.Sprintf("dedupe key %s (reserved at seq %d) is held by a job not finished before the cut", r.Stream, r.Seq)
+			return nil
+		})
+		if err != nil {
+			return 0, "", err
+		}
+		if !lowered {
+			break
+		}
+	}
+	return max(through, 0), why, nil
+}

@@ -1,0 +1,73 @@
+-- Archives of the log's oldest events (ledger/archive.go, migration 00014).
+
+-- name: ListArchives :many
+SELECT first_seq, last_seq, file, prev_hash, last_hash, content_hash, events, archived_at
+FROM ledger_archives ORDER BY first_seq;
+
+-- name: ArchiveAnchor :many
+-- The newest archive's last event: where the main file's chain continues
+-- from (no row if nothing was archived).
+SELECT last_seq, last_hash FROM ledger_archives ORDER BY last_seq DESC LIMIT 1;
+
+-- name: InsertArchive :exec
+INSERT INTO ledger_archives (first_seq, last_seq, file, prev_hash, last_hash, content_hash, events, archived_at)
+VALUES (@first_seq, @last_seq, @file, @prev_hash, @last_hash, @content_hash, @events, @archived_at);
+
+-- name: ArchivedStreamVersion :many
+-- The newest archived version of a stream (no row if none was archived).
+SELECT version FROM archived_streams WHERE stream = CAST(@stream AS TEXT);
+
+-- name: KeepArchivedVersions :exec
+-- Records the newest version each stream reached in events after_seq <
+-- seq <= until_seq, but for streams whose names start with skip_prefix.
+INSERT INTO archived_streams (stream, version)
+SELECT stream, max(version) FROM events
+WHERE seq > CAST(@after_seq AS INTEGER) AND seq <= CAST(@until_seq AS INTEGER)
+  AND NOT (CAST(@skip_prefix AS TEXT) <> '' AND substr(stream, 1, length(CAST(@skip_prefix AS TEXT))) = CAST(@skip_prefix AS TEXT))
+GROUP BY stream
+ON CONFLICT (stream) DO UPDATE SET version = max(version, excluded.version);
+
+-- name: DeleteEventsThrough :exec
+DELETE FROM events WHERE seq <= CAST(@until_seq AS INTEGER);
+
+-- name: FirstSeqAtOrAfter :one
+-- The first event recorded at or after a time (0: none).
+SELECT CAST(coalesce(min(seq), 0) AS INTEGER) AS seq FROM events
+WHERE recorded_at >= CAST(@recorded_at AS TEXT);
+
+-- name: RangeSize :one
+-- How many events, and about how many bytes of them, after_seq < seq <= until_seq.
+SELECT CAST(count(*) AS INTEGER) AS events,
+       CAST(coalesce(sum(length(stream) + length(type) + length(data) + length(meta) + 30 + 64 + 16), 0) AS INTEGER) AS bytes,
+       CAST(count(DISTINCT CASE WHEN substr(stream, 1, 4) = 'job/' THEN stream END) AS INTEGER) AS job_streams
+FROM events
+WHERE seq > CAST(@after_seq AS INTEGER) AND seq <= CAST(@until_seq AS INTEGER);
+
+-- name: ArchiveCutJobs :many
+-- The earliest job stream that begins at or before through_seq but is not
+-- finished there: it has events after it, or its job is not terminal. An
+-- archive must stop before its first event (commands/archive_ledger.go).
+SELECT s.stream, CAST(s.first_seq AS INTEGER) AS first_seq FROM (
+    SELECT stream, min(seq) AS first_seq, max(seq) AS last_seq FROM events
+    WHERE stream >= 'job/' AND stream < 'job0'
+    GROUP BY stream
+    HAVING min(seq) <= CAST(@through_seq AS INTEGER)
+) s
+LEFT JOIN job_queue q ON q.id = substr(s.stream, 5)
+WHERE s.last_seq > CAST(@through_seq AS INTEGER)
+   OR q.status IS NULL OR q.status NOT IN ('succeeded', 'dead', 'canceled')
+ORDER BY s.first_seq
+LIMIT 1;
+
+-- name: ArchiveCutDedupe :many
+-- The earliest dedupe reservation at or before through_seq whose release
+-- is not there too: the key is held by a job still in flight.
+SELECT r.stream, r.seq FROM events r
+WHERE r.seq <= CAST(@through_seq AS INTEGER) AND r.type = 'dedupe.reserved'
+  AND NOT EXISTS (
+    SELECT 1 FROM events x
+    WHERE x.stream = r.stream AND x.seq <= CAST(@through_seq AS INTEGER) AND x.type = 'dedupe.released'
+      AND x.data ->> '$.job_id' = r.data ->> '$.job_id'
+  )
+ORDER BY r.seq
+LIMIT 1;
