@@ -43,7 +43,14 @@ func daemonLedger(b *testing.B, ctx context.Context) *ledger.Ledger {
 // inline, as in the daemon. It reports the process CPU per job
 // (cpu-µs/job), the number to compare when changing the write path; ns/op
 // is wall time per job.
-func BenchmarkJobLifecycle(b *testing.B) {
+func BenchmarkJobLifecycle(b *testing.B) { benchmarkLifecycle(b, commands.ByCLI) }
+
+// BenchmarkJobLifecycleScheduled is BenchmarkJobLifecycle with every job
+// made by the scheduler, all succeeding: what the circuit breaker costs a
+// healthy plugin's jobs (one look at its stream per completion, no event).
+func BenchmarkJobLifecycleScheduled(b *testing.B) { benchmarkLifecycle(b, commands.BySchedule) }
+
+func benchmarkLifecycle(b *testing.B, by string) {
 	ctx := context.Background()
 	l := daemonLedger(b, ctx)
 
@@ -58,7 +65,7 @@ func BenchmarkJobLifecycle(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
-				res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: 3, BackoffBase: time.Second, Now: time.Now()})
+				res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "poll", SubmittedBy: by, MaxAttempts: 3, BackoffBase: time.Second, Now: time.Now()})
 				if err != nil {
 					fail(err)
 					return
