@@ -182,3 +182,33 @@ func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 	b.ReportMetric(at(0.99), "p99-ms")
 	b.ReportMetric(float64(got)/elapsed.Seconds(), "large/s")
 }
+
+// BenchmarkLoadBreaker measures what a healthy scheduled job's completion
+// pays for its breaker: one read of the breaker stream's newest event
+// (none: the stream is empty) inside the write transaction. It reports
+// ns per read, 100 reads per decision.
+func BenchmarkLoadBreaker(b *testing.B) {
+	ctx := context.Background()
+	l := daemonLedger(b, ctx)
+	for i := range 1000 { // other streams, so the index is not empty
+		if _, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "p" + strings.Repeat("x", i%7), Command: "poll",
+			SubmittedBy: commands.BySchedule, MaxAttempts: 1, Now: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += 100 {
+		_, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+			for range min(100, b.N-done) {
+				br, err := commands.LoadBreaker(tx, "bench", "poll")
+				if err != nil || !br.Healthy() {
+					return nil, err
+				}
+			}
+			return nil, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
