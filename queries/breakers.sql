@@ -42,9 +42,9 @@ FROM circuit_breakers ORDER BY plugin, command;
 -- name: ListPluginBreakers :many
 SELECT plugin, command, state, failures, threshold, opened_at, probe_at, probe_job_id, last_job_id, last_error,
     updated_at, updated_seq
-FROM circuit_breakers WHERE plugin = @plugin ORDER BY command;
+FROM circuit_breakers WHERE plugin = CAST(@plugin AS TEXT) ORDER BY command;
 
 -- name: BreakerTransitions :many
 SELECT seq, plugin, command, from_state, to_state, failures, reason, job_id, actor, last_error, created_at
-FROM circuit_breaker_transitions WHERE plugin = @plugin AND command = @command
+FROM circuit_breaker_transitions WHERE plugin = CAST(@plugin AS TEXT) AND command = CAST(@command AS TEXT)
 ORDER BY seq DESC LIMIT @max_rows;

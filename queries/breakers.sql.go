@@ -420,7 +420,7 @@ func ListBreakers(conn *sqlite.Conn, fn func(ListBreakersRow) error) (err error)
 
 const listPluginBreakers = `SELECT plugin, command, state, failures, threshold, opened_at, probe_at, probe_job_id, last_job_id, last_error,
     updated_at, updated_seq
-FROM circuit_breakers WHERE plugin = ?1 ORDER BY command`
+FROM circuit_breakers WHERE plugin = CAST(?1 AS TEXT) ORDER BY command`
 
 type ListPluginBreakersRow struct {
 	Plugin     string
@@ -491,7 +491,7 @@ func ListPluginBreakers(conn *sqlite.Conn, plugin string, fn func(ListPluginBrea
 }
 
 const breakerTransitions = `SELECT seq, plugin, command, from_state, to_state, failures, reason, job_id, actor, last_error, created_at
-FROM circuit_breaker_transitions WHERE plugin = ?1 AND command = ?2
+FROM circuit_breaker_transitions WHERE plugin = CAST(?1 AS TEXT) AND command = CAST(?2 AS TEXT)
 ORDER BY seq DESC LIMIT ?3`
 
 type BreakerTransitionsParams struct {
