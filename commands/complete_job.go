@@ -73,6 +73,9 @@ type Complete struct {
 	Children []Enqueue
 	// MaxStateBytes caps the plugin state (default 1 MiB).
 	MaxStateBytes int
+	// Breaker is the plugin's circuit breaker setting (zero: the defaults);
+	// only scheduled jobs count (breaker.go).
+	Breaker config.CircuitBreaker
 	// Jitter returns random(0, base) for the backoff (default math/rand).
 	Jitter func(base time.Duration) time.Duration
 	Now    time.Time
@@ -270,7 +273,11 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			res.Status = events.StatusDead
 		}
 	}
-	return evs, res, nil
+	breaker, err := breakerEvents(tx, j, res.Status, out.Error, cmd.Breaker, cmd.Now)
+	if err != nil {
+		return nil, res, err
+	}
+	return append(evs, breaker...), res, nil
 }
 
 // stateFacts are the fact rules that record the plugin's state_updates.
@@ -298,7 +305,7 @@ func (cmd Complete) Refused(err error) Complete {
 		what += ": " + cutError(out.Error, 512)
 	}
 	return Complete{
-		JobID: cmd.JobID, Attempt: cmd.Attempt, MaxStateBytes: cmd.MaxStateBytes, Jitter: cmd.Jitter, Now: cmd.Now,
+		JobID: cmd.JobID, Attempt: cmd.Attempt, MaxStateBytes: cmd.MaxStateBytes, Breaker: cmd.Breaker, Jitter: cmd.Jitter, Now: cmd.Now,
 		Outcome: Outcome{
 			Kind: events.OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration,
 			Error: fmt.Sprintf("the ledger refused to record the attempt's outcome (%s): %v; it is recorded without the plugin's output", what, err),

@@ -43,7 +43,14 @@ func daemonLedger(b *testing.B, ctx context.Context) *ledger.Ledger {
 // inline, as in the daemon. It reports the process CPU per job
 // (cpu-µs/job), the number to compare when changing the write path; ns/op
 // is wall time per job.
-func BenchmarkJobLifecycle(b *testing.B) {
+func BenchmarkJobLifecycle(b *testing.B) { benchmarkLifecycle(b, commands.ByCLI) }
+
+// BenchmarkJobLifecycleScheduled is BenchmarkJobLifecycle with every job
+// made by the scheduler, all succeeding: what the circuit breaker costs a
+// healthy plugin's jobs (one look at its stream per completion, no event).
+func BenchmarkJobLifecycleScheduled(b *testing.B) { benchmarkLifecycle(b, commands.BySchedule) }
+
+func benchmarkLifecycle(b *testing.B, by string) {
 	ctx := context.Background()
 	l := daemonLedger(b, ctx)
 
@@ -58,7 +65,7 @@ func BenchmarkJobLifecycle(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(b.N) {
-				res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: 3, BackoffBase: time.Second, Now: time.Now()})
+				res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "poll", SubmittedBy: by, MaxAttempts: 3, BackoffBase: time.Second, Now: time.Now()})
 				if err != nil {
 					fail(err)
 					return
@@ -174,4 +181,34 @@ func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 	b.ReportMetric(at(0.50), "p50-ms")
 	b.ReportMetric(at(0.99), "p99-ms")
 	b.ReportMetric(float64(got)/elapsed.Seconds(), "large/s")
+}
+
+// BenchmarkLoadBreaker measures what a healthy scheduled job's completion
+// pays for its breaker: one read of the breaker stream's newest event
+// (none: the stream is empty) inside the write transaction. It reports
+// ns per read, 100 reads per decision.
+func BenchmarkLoadBreaker(b *testing.B) {
+	ctx := context.Background()
+	l := daemonLedger(b, ctx)
+	for i := range 1000 { // other streams, so the index is not empty
+		if _, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "p" + strings.Repeat("x", i%7), Command: "poll",
+			SubmittedBy: commands.BySchedule, MaxAttempts: 1, Now: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for done := 0; done < b.N; done += 100 {
+		_, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+			for range min(100, b.N-done) {
+				br, err := commands.LoadBreaker(tx, "bench", "poll")
+				if err != nil || !br.Healthy() {
+					return nil, err
+				}
+			}
+			return nil, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }

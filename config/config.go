@@ -90,6 +90,8 @@ type PluginConfig struct {
 	// MaxOutstandingPolls is the poll guard: how many poll jobs of the
 	// plugin may be queued or running before the scheduler adds none.
 	MaxOutstandingPolls int
+	// CircuitBreaker guards the plugin's scheduled jobs (spec §5.8).
+	CircuitBreaker CircuitBreaker
 	// Config is passed to the plugin as is (never nil). Values filled from
 	// ${VAR} are strings.
 	Config map[string]any
@@ -171,6 +173,7 @@ func DefaultPlugin() PluginConfig {
 		Retry:               Retry{MaxAttempts: DefaultMaxAttempts, BackoffBase: DefaultBackoffBase},
 		Timeouts:            DefaultTimeouts(),
 		MaxOutstandingPolls: DefaultMaxOutstandingPolls,
+		CircuitBreaker:      DefaultCircuitBreaker(),
 		Config:              map[string]any{},
 	}
 }

@@ -80,6 +80,7 @@ func TestDefault(t *testing.T) {
 		Retry:               config.Retry{MaxAttempts: 4, BackoffBase: 30 * time.Second},
 		Timeouts:            defaultTimeouts(),
 		MaxOutstandingPolls: 1,
+		CircuitBreaker:      config.DefaultCircuitBreaker(),
 		Config:              map[string]any{},
 	}, config.Default().Plugin("anything"))
 }
@@ -179,6 +180,7 @@ func TestLoad(t *testing.T) {
 					Enabled:             false,
 					Parallelism:         2,
 					MaxOutstandingPolls: 1,
+					CircuitBreaker:      config.DefaultCircuitBreaker(),
 					Retry:               config.Retry{MaxAttempts: 5, BackoffBase: 90 * time.Second},
 					Timeouts:            config.Timeouts{Poll: 5 * time.Minute, Handle: 2 * time.Minute, Health: 5 * time.Second, Init: time.Minute},
 					Config: map[string]any{
@@ -228,6 +230,7 @@ func TestLoad(t *testing.T) {
 					Enabled:             true,
 					Parallelism:         1,
 					MaxOutstandingPolls: 1,
+					CircuitBreaker:      config.DefaultCircuitBreaker(),
 					Retry:               config.Retry{MaxAttempts: 2, BackoffBase: time.Minute},
 					Timeouts:            defaultTimeouts(),
 					Config: map[string]any{
@@ -362,10 +365,10 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{
 				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
 				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_workers)",
-				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
-				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:9: plugins.echo.timeouts.sync: unknown key (valid keys: handle, health, init, poll); commands other than poll, health and init use handle's timeout",
-				"config.yaml:11: plugins.other.retries: unknown key: did you mean retry? (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:11: plugins.other.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:12: plugins.other.retry.backoff: unknown key: did you mean backoff_base? (valid keys: backoff_base, max_attempts)",
 				"config.yaml:12: plugins.other.retry.Max-Attempts: unknown key: did you mean max_attempts? (valid keys: backoff_base, max_attempts)",
 			},
@@ -542,7 +545,7 @@ api: {listen: ":8080"}
 	require.Equal(t, `{"plugin_roots":[`+mustJSON(t, filepath.Join(dir, "plugins"))+`],`+
 		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false},`+
 		`"plugins":{"echo":{"enabled":true,"parallelism":0,"max_outstanding_polls":1,"retry":{"max_attempts":4,"backoff_base":"1m30s"},`+
-		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"config":{"a":"x","b":1}}},`+
+		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"circuit_breaker":{"enabled":true,"threshold":3,"reset_after":"30m"},"config":{"a":"x","b":1}}},`+
 		`"routes":[{"from":"echo","event_type":"e","to":"sink","command":"handle"}],`+
 		`"api":{"listen":":8080"}}`, string(js))
 
@@ -568,6 +571,10 @@ plugins:
             handle: 2m
             health: 10s
             init: 30s
+        circuit_breaker:
+            enabled: true
+            threshold: 3
+            reset_after: 30m
         config:
             a: x
             b: 1

@@ -153,6 +153,7 @@ func (l *loader) plugins(n *yaml.Node, path string, cfg *Config) {
 				}
 			}},
 			field{"schedules", func(v *yaml.Node, path string) { l.schedules(v, path, name, &p, cfg) }},
+			field{"circuit_breaker", func(v *yaml.Node, path string) { l.circuitBreaker(v, path, &p.CircuitBreaker) }},
 		)
 		l.checkPollGuard(ppath, p, cfg.schedules[name])
 		cfg.Plugins[name] = p

@@ -40,11 +40,12 @@ type Settings struct {
 // PluginSettings is one plugin's settings in Settings: its config: map by
 // hash only.
 type PluginSettings struct {
-	Enabled             bool         `json:"enabled" yaml:"enabled"`
-	Parallelism         int          `json:"parallelism" yaml:"parallelism"`
-	MaxOutstandingPolls int          `json:"max_outstanding_polls" yaml:"max_outstanding_polls"`
-	Retry               retryView    `json:"retry" yaml:"retry"`
-	Timeouts            timeoutsView `json:"timeouts" yaml:"timeouts"`
+	Enabled             bool               `json:"enabled" yaml:"enabled"`
+	Parallelism         int                `json:"parallelism" yaml:"parallelism"`
+	MaxOutstandingPolls int                `json:"max_outstanding_polls" yaml:"max_outstanding_polls"`
+	Retry               retryView          `json:"retry" yaml:"retry"`
+	Timeouts            timeoutsView       `json:"timeouts" yaml:"timeouts"`
+	CircuitBreaker      circuitBreakerView `json:"circuit_breaker" yaml:"circuit_breaker"`
 	// ConfigHash is the hash of the plugin's config: map (HashValue).
 	ConfigHash string         `json:"config_hash" yaml:"config_hash"`
 	Schedules  []scheduleView `json:"schedules,omitempty" yaml:"schedules,omitempty"`
@@ -70,7 +71,7 @@ func (c *Config) Settings() Settings {
 	for name, pv := range v.Plugins {
 		s.Plugins[name] = PluginSettings{
 			Enabled: pv.Enabled, Parallelism: pv.Parallelism, MaxOutstandingPolls: pv.MaxOutstandingPolls,
-			Retry: pv.Retry, Timeouts: pv.Timeouts, ConfigHash: HashValue(c.Plugins[name].Config), Schedules: pv.Schedules,
+			Retry: pv.Retry, Timeouts: pv.Timeouts, CircuitBreaker: pv.CircuitBreaker, ConfigHash: HashValue(c.Plugins[name].Config), Schedules: pv.Schedules,
 		}
 	}
 	for name, n := range map[string]*yaml.Node{"pipelines": c.Pipelines, "api": c.API, "webhooks": c.Webhooks} {
@@ -120,7 +121,7 @@ func (s Settings) Config() (*Config, error) {
 	for name, p := range s.Plugins {
 		v.Plugins[name] = pluginView{
 			Enabled: p.Enabled, Parallelism: p.Parallelism, MaxOutstandingPolls: p.MaxOutstandingPolls,
-			Retry: p.Retry, Timeouts: p.Timeouts, Config: map[string]any{}, Schedules: p.Schedules,
+			Retry: p.Retry, Timeouts: p.Timeouts, CircuitBreaker: p.CircuitBreaker, Config: map[string]any{}, Schedules: p.Schedules,
 		}
 	}
 	var n yaml.Node

@@ -279,13 +279,14 @@ type serviceView struct {
 }
 
 type pluginView struct {
-	Enabled             bool           `json:"enabled" yaml:"enabled"`
-	Parallelism         int            `json:"parallelism" yaml:"parallelism"`
-	MaxOutstandingPolls int            `json:"max_outstanding_polls" yaml:"max_outstanding_polls"`
-	Retry               retryView      `json:"retry" yaml:"retry"`
-	Timeouts            timeoutsView   `json:"timeouts" yaml:"timeouts"`
-	Config              map[string]any `json:"config" yaml:"config"`
-	Schedules           []scheduleView `json:"schedules,omitempty" yaml:"schedules,omitempty"`
+	Enabled             bool               `json:"enabled" yaml:"enabled"`
+	Parallelism         int                `json:"parallelism" yaml:"parallelism"`
+	MaxOutstandingPolls int                `json:"max_outstanding_polls" yaml:"max_outstanding_polls"`
+	Retry               retryView          `json:"retry" yaml:"retry"`
+	Timeouts            timeoutsView       `json:"timeouts" yaml:"timeouts"`
+	CircuitBreaker      circuitBreakerView `json:"circuit_breaker" yaml:"circuit_breaker"`
+	Config              map[string]any     `json:"config" yaml:"config"`
+	Schedules           []scheduleView     `json:"schedules,omitempty" yaml:"schedules,omitempty"`
 }
 
 // scheduleView is one schedule entry with every default filled in; the
@@ -390,7 +391,8 @@ func (c *Config) view() configView {
 				Health: formatDuration(p.Timeouts.Health),
 				Init:   formatDuration(p.Timeouts.Init),
 			},
-			Config: conf,
+			CircuitBreaker: newCircuitBreakerView(p.CircuitBreaker),
+			Config:         conf,
 		}
 		for _, e := range p.Schedules {
 			pv.Schedules = append(pv.Schedules, newScheduleView(e))

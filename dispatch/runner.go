@@ -159,7 +159,8 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 		outcome = r.outcome(ctx, res, log)
 	}
 	job := st.Job
-	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: r.now()}
+	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: r.now(),
+		Breaker: r.current.Load().config.Plugin(job.Plugin).CircuitBreaker}
 	if outcome.Kind == events.OutcomeOK {
 		r.addFactsAndRouting(&complete, set, job, res)
 	}

@@ -16,7 +16,7 @@ func systemCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "system",
 		Usage: "run and maintain the daemon",
-		Subcommands: []*cli.Command{
+		Subcommands: append([]*cli.Command{
 			{
 				Name:  "start",
 				Usage: "run the daemon in the foreground until SIGINT or SIGTERM",
@@ -35,7 +35,7 @@ func systemCommand() *cli.Command {
 				Action: systemMigrate,
 			},
 			systemReloadCommand(),
-		},
+		}, breakerCommands()...),
 	}
 }
 
