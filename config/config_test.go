@@ -69,6 +69,7 @@ func TestDefault(t *testing.T) {
 			MaxWorkers:      max(1, runtime.NumCPU()-1),
 			DedupeTTL:       24 * time.Hour,
 			JobLogRetention: 30 * 24 * time.Hour,
+			MaxRouteDepth:   20,
 		},
 		Plugins: map[string]config.PluginConfig{},
 		Routes:  []config.Route{},
@@ -169,6 +170,7 @@ func TestLoad(t *testing.T) {
 					DedupeTTL:       12 * time.Hour,
 					JobLogRetention: 36 * time.Hour, // 1d12h
 					AllowSymlinks:   true,
+					MaxRouteDepth:   20,
 				}, c.Service)
 
 				echo := c.Plugin("echo")
@@ -361,7 +363,7 @@ func TestLoadErrors(t *testing.T) {
 			name: "typo",
 			want: []string{
 				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
-				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_workers)",
+				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_route_depth, max_workers)",
 				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:9: plugins.echo.timeouts.sync: unknown key (valid keys: handle, health, init, poll); commands other than poll, health and init use handle's timeout",
@@ -401,6 +403,10 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "negative-workers",
 			want: []string{"config.yaml:2: service.max_workers: must be ≥ 1, got -3 (1 runs one job at a time; leave it out for the default)"},
+		},
+		{
+			name: "zero-route-depth",
+			want: []string{"config.yaml:2: service.max_route_depth: must be ≥ 1, got 0 (the deepest a routed job may be; a job enqueued by a producer is depth 0)"},
 		},
 		{
 			name: "duplicate-key",
@@ -458,7 +464,7 @@ func TestFieldError(t *testing.T) {
 		File: "config.yaml",
 		Line: 4,
 		Path: "service.max_worker",
-		Msg:  "unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_workers)",
+		Msg:  "unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_route_depth, max_workers)",
 	}, ve.Errors[1])
 }
 
@@ -529,7 +535,7 @@ func TestMarshal(t *testing.T) {
 	path := filepath.Join(dir, "config.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`
 plugin_roots: [plugins]
-service: {max_workers: 2, job_log_retention: 30d}
+service: {max_workers: 2, job_log_retention: 30d, max_route_depth: 5}
 plugins: {echo: {retry: {backoff_base: 90s}, config: {b: 1, a: x}}}
 routes: [{from: echo, event_type: e, to: sink}]
 api: {listen: ":8080"}
@@ -540,7 +546,7 @@ api: {listen: ":8080"}
 	js, err := json.Marshal(c)
 	require.NoError(t, err)
 	require.Equal(t, `{"plugin_roots":[`+mustJSON(t, filepath.Join(dir, "plugins"))+`],`+
-		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false},`+
+		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false,"max_route_depth":5},`+
 		`"plugins":{"echo":{"enabled":true,"parallelism":0,"max_outstanding_polls":1,"retry":{"max_attempts":4,"backoff_base":"1m30s"},`+
 		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"config":{"a":"x","b":1}}},`+
 		`"routes":[{"from":"echo","event_type":"e","to":"sink","command":"handle"}],`+
@@ -555,6 +561,7 @@ service:
     dedupe_ttl: 24h
     job_log_retention: 720h
     allow_symlinks: false
+    max_route_depth: 5
 plugins:
     echo:
         enabled: true
