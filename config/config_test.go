@@ -877,9 +877,11 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, []string{
 		`config.yaml:4: plugins.gone: no plugin named "gone" was found, so this entry does nothing (it is disabled: harmless) (see: ductile plugin list)`,
 		`config.yaml:6: plugins.echo.config.mdoe: plugin "echo" does not declare this key: did you mean mode? (its config_keys: mode); it is passed on, but the plugin may never read it`,
+		`config.yaml:11: routes[1]: route cycle echo -> sink -> echo: a job may route back to a plugin it came from; service.max_route_depth (20) stops such a chain`,
 		`config.yaml:13: routes[3].event_type: plugin "echo" does not declare emitting "echo.pol": did you mean echo.poll? (its manifest declares: echo.poll, echo.handle)`,
 		`config.yaml:15: routes[5].from: plugin "quiet" is disabled (plugins.quiet.enabled: false): the route cannot fire until it is enabled`,
 		`config.yaml:16: routes[6].to: plugin "quiet" is disabled (plugins.quiet.enabled: false): jobs this route makes fail at once`,
+		`config.yaml:16: routes[6]: route cycle echo -> quiet -> sink -> echo: a job may route back to a plugin it came from; service.max_route_depth (20) stops such a chain`,
 		`more.yaml:14: plugins.quiet.schedules: plugin "quiet" is disabled (plugins.quiet.enabled: false): its schedules do not fire until it is enabled`,
 	}, lines(warnings))
 
