@@ -62,9 +62,10 @@ type Daemon struct {
 	Config     *config.Config
 	StateDir   string
 
-	log      *slog.Logger
-	lock     *Lock
-	dispatch dispatch.Options // what RunJob runs jobs with
+	log       *slog.Logger
+	lock      *Lock
+	dispatch  dispatch.Options // what RunJob runs jobs with
+	retention *retention       // prunes job logs (nil with NoDispatch)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -156,6 +157,10 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if !opts.NoDispatch {
 		d.Dispatcher = dispatch.New(d.dispatch)
 		d.Dispatcher.Start(ctx)
+		if cfg.Service.JobLogRetention > 0 {
+			d.retention = &retention{ledger: d.Ledger, projector: d.Projector, keep: cfg.Service.JobLogRetention, log: d.log}
+			d.retention.start(ctx)
+		}
 	}
 	return d, nil
 }
@@ -175,6 +180,9 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) close() error {
+	if d.retention != nil {
+		d.retention.stop()
+	}
 	if d.Dispatcher != nil {
 		d.Dispatcher.Stop()
 	}

@@ -59,6 +59,7 @@ func ledgerCommand() *cli.Command {
 				Flags:  []cli.Flag{jsonFlag()},
 				Action: withReadLedger(ledgerStats),
 			},
+			ledgerPruneCommand(),
 		},
 	}
 }
