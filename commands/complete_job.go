@@ -55,7 +55,10 @@ type Routing struct {
 	// are given because routing is prepared before the job is loaded.
 	Plugin    string
 	DedupeKey string
-	Events    []router.Event
+	// Depth is the job's own depth: its routed children are one deeper,
+	// and one past Config.Service.MaxRouteDepth is dropped.
+	Depth  int
+	Events []router.Event
 }
 
 // Complete records the end of a running attempt and everything that
@@ -79,6 +82,8 @@ type Complete struct {
 	// Jitter returns random(0, base) for the backoff (default math/rand).
 	Jitter func(base time.Duration) time.Duration
 	Now    time.Time
+
+	dropped []events.DroppedRoute // set by prepare: what the success records
 }
 
 // CompleteResult says where the job went.
@@ -94,7 +99,9 @@ type CompleteResult struct {
 	Unrouted []string
 	// RoutingError says why a success's events were not routed at all.
 	RoutingError error
-	Seqs         []int64
+	// Dropped are the routed children not enqueued (past the depth limit).
+	Dropped []events.DroppedRoute
+	Seqs    []int64
 }
 
 // CompleteJob appends the end of an attempt. Like the start, it is a
@@ -132,15 +139,16 @@ func (cmd Complete) answer(res CompleteResult, seqs []int64, routing routed, err
 	}
 	res.Seqs = seqs
 	if res.Status == events.StatusSucceeded {
-		res.Enqueued, res.Unrouted, res.RoutingError = cmd.Children, routing.unrouted, routing.err
+		res.Enqueued, res.Unrouted, res.RoutingError, res.Dropped = cmd.Children, routing.unrouted, routing.err, routing.dropped
 	}
 	return res, nil
 }
 
 // routed is what routing a success's events came to, besides its children.
 type routed struct {
-	unrouted []string // event types no route matched
-	err      error    // the events could not be routed
+	unrouted []string              // event types no route matched
+	err      error                 // the events could not be routed
+	dropped  []events.DroppedRoute // children past the depth limit
 }
 
 // prepare routes a success's emitted events into children and fills in
@@ -160,11 +168,22 @@ func (cmd *Complete) prepare() (res routed) {
 		if err != nil {
 			children = nil
 		}
+		limit := r.Config.Service.MaxRouteDepth
+		if limit <= 0 {
+			limit = config.DefaultMaxRouteDepth
+		}
 		for _, ch := range children {
+			if depth := r.Depth + 1; depth > limit {
+				res.dropped = append(res.dropped, events.DroppedRoute{Plugin: ch.Plugin, Command: ch.Command, EventType: ch.EventType,
+					Depth: depth, Limit: limit, Reason: fmt.Sprintf("depth %d would pass service.max_route_depth (%d): the route may loop", depth, limit)})
+				continue
+			}
 			enq := JobFor(r.Config, ch.Plugin, ch.Command, ByRoute)
 			enq.Payload, enq.Event, enq.DedupeKey, enq.SourceEventID, enq.Causation = ch.Payload, ch.Envelope, ch.DedupeKey, ch.EventID, ch.EventID
+			enq.Depth = r.Depth + 1
 			cmd.Children = append(cmd.Children, enq)
 		}
+		cmd.dropped = res.dropped
 	}
 	for i := range cmd.Children {
 		child := &cmd.Children[i]
@@ -187,9 +206,9 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "complete an attempt"}
 	}
-	if r := cmd.Routing; r != nil && (r.Plugin != j.Plugin || r.DedupeKey != j.DedupeKey) {
-		return nil, res, fmt.Errorf("%w: routing given for plugin %q, key %q; job %s is of plugin %q, key %q",
-			ErrInvalidCommand, r.Plugin, r.DedupeKey, j.JobID, j.Plugin, j.DedupeKey)
+	if r := cmd.Routing; r != nil && (r.Plugin != j.Plugin || r.DedupeKey != j.DedupeKey || r.Depth != j.Depth) {
+		return nil, res, fmt.Errorf("%w: routing given for plugin %q, key %q, depth %d; job %s is of plugin %q, key %q, depth %d",
+			ErrInvalidCommand, r.Plugin, r.DedupeKey, r.Depth, j.JobID, j.Plugin, j.DedupeKey, j.Depth)
 	}
 	if j.Attempt != cmd.Attempt {
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Attempt: j.Attempt, Action: fmt.Sprintf("complete attempt %d", cmd.Attempt)}
@@ -216,7 +235,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	var evs []ledger.NewEvent
 	switch {
 	case out.Kind == events.OutcomeOK:
-		ended.Retryable = false
+		ended.Retryable, ended.DroppedRoutes = false, cmd.dropped
 		evs = append(evs, j.next(events.JobSucceeded, ended, "", "dispatcher"))
 		evs = append(evs, stateEvs...)
 		evs = append(evs, cmd.release(j, events.StatusSucceeded)...)

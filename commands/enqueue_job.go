@@ -45,7 +45,9 @@ type Enqueue struct {
 	Correlation      string // the root job of the tree; the job itself when empty
 	Causation        string // what caused it: a request id, an event id
 	RetryOf          string // the dead or canceled job this one retries
-	Now              time.Time
+	// Depth is how many routes lie between the job and its root (0: a root).
+	Depth int
+	Now   time.Time
 
 	prepared *preparedEnqueue // set by prepare
 }
@@ -121,6 +123,8 @@ func (cmd *Enqueue) validate() error {
 		return fmt.Errorf("%w: submitted_by is required", ErrInvalidCommand)
 	case cmd.DedupeTTL < 0:
 		return fmt.Errorf("%w: dedupe TTL must not be negative", ErrInvalidCommand)
+	case cmd.Depth < 0:
+		return fmt.Errorf("%w: depth must not be negative", ErrInvalidCommand)
 	}
 	return nil // the JSON is checked as prepare encodes it
 }
@@ -180,6 +184,7 @@ func (cmd *Enqueue) prepare() error {
 		MaxAttempts: cmd.MaxAttempts, BackoffBaseMS: cmd.BackoffBase.Milliseconds(),
 		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
 		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: cmd.Event, RetryOf: cmd.RetryOf,
+		Depth: cmd.Depth,
 	}
 	encoded, err := ledger.EncodeData(data)
 	if err != nil {

@@ -77,6 +77,8 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 		}
 	}
 
+	warnings = append(warnings, c.cycleWarnings(at)...)
+
 	names := make([]string, 0, len(c.Plugins))
 	for name := range c.Plugins {
 		names = append(names, name)

@@ -21,6 +21,7 @@ const (
 	DefaultHealthTimeout   = 10 * time.Second
 	DefaultInitTimeout     = 30 * time.Second
 	DefaultRouteCommand    = "handle"
+	DefaultMaxRouteDepth   = 20
 )
 
 // Config is the merged, validated configuration. Treat it as read-only once
@@ -77,6 +78,9 @@ type Service struct {
 	JobLogRetention time.Duration
 	// AllowSymlinks permits symlinks in plugin paths.
 	AllowSymlinks bool
+	// MaxRouteDepth is the deepest a routed job may be (its root is 0):
+	// a route that would make a deeper one is dropped.
+	MaxRouteDepth int
 }
 
 // PluginConfig is the operator's settings for one plugin.
@@ -148,6 +152,7 @@ func Default() *Config {
 			MaxWorkers:      max(1, runtime.NumCPU()-1),
 			DedupeTTL:       DefaultDedupeTTL,
 			JobLogRetention: DefaultJobLogRetention,
+			MaxRouteDepth:   DefaultMaxRouteDepth,
 		},
 		Plugins: map[string]PluginConfig{},
 		Routes:  []Route{},

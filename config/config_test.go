@@ -69,6 +69,7 @@ func TestDefault(t *testing.T) {
 			MaxWorkers:      max(1, runtime.NumCPU()-1),
 			DedupeTTL:       24 * time.Hour,
 			JobLogRetention: 30 * 24 * time.Hour,
+			MaxRouteDepth:   20,
 		},
 		Plugins: map[string]config.PluginConfig{},
 		Routes:  []config.Route{},
@@ -170,6 +171,7 @@ func TestLoad(t *testing.T) {
 					DedupeTTL:       12 * time.Hour,
 					JobLogRetention: 36 * time.Hour, // 1d12h
 					AllowSymlinks:   true,
+					MaxRouteDepth:   20,
 				}, c.Service)
 
 				echo := c.Plugin("echo")
@@ -364,7 +366,7 @@ func TestLoadErrors(t *testing.T) {
 			name: "typo",
 			want: []string{
 				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
-				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_workers)",
+				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_route_depth, max_workers)",
 				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:9: plugins.echo.timeouts.sync: unknown key (valid keys: handle, health, init, poll); commands other than poll, health and init use handle's timeout",
@@ -404,6 +406,10 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "negative-workers",
 			want: []string{"config.yaml:2: service.max_workers: must be ≥ 1, got -3 (1 runs one job at a time; leave it out for the default)"},
+		},
+		{
+			name: "zero-route-depth",
+			want: []string{"config.yaml:2: service.max_route_depth: must be ≥ 1, got 0 (the deepest a routed job may be; a job enqueued by a producer is depth 0)"},
 		},
 		{
 			name: "duplicate-key",
@@ -461,7 +467,7 @@ func TestFieldError(t *testing.T) {
 		File: "config.yaml",
 		Line: 4,
 		Path: "service.max_worker",
-		Msg:  "unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_workers)",
+		Msg:  "unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_route_depth, max_workers)",
 	}, ve.Errors[1])
 }
 
@@ -532,7 +538,7 @@ func TestMarshal(t *testing.T) {
 	path := filepath.Join(dir, "config.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(`
 plugin_roots: [plugins]
-service: {max_workers: 2, job_log_retention: 30d}
+service: {max_workers: 2, job_log_retention: 30d, max_route_depth: 5}
 plugins: {echo: {retry: {backoff_base: 90s}, config: {b: 1, a: x}}}
 routes: [{from: echo, event_type: e, to: sink}]
 api: {listen: ":8080"}
@@ -543,7 +549,7 @@ api: {listen: ":8080"}
 	js, err := json.Marshal(c)
 	require.NoError(t, err)
 	require.Equal(t, `{"plugin_roots":[`+mustJSON(t, filepath.Join(dir, "plugins"))+`],`+
-		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false},`+
+		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false,"max_route_depth":5},`+
 		`"plugins":{"echo":{"enabled":true,"parallelism":0,"max_outstanding_polls":1,"retry":{"max_attempts":4,"backoff_base":"1m30s"},`+
 		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"circuit_breaker":{"enabled":true,"threshold":3,"reset_after":"30m"},"config":{"a":"x","b":1}}},`+
 		`"routes":[{"from":"echo","event_type":"e","to":"sink","command":"handle"}],`+
@@ -558,6 +564,7 @@ service:
     dedupe_ttl: 24h
     job_log_retention: 720h
     allow_symlinks: false
+    max_route_depth: 5
 plugins:
     echo:
         enabled: true
@@ -877,9 +884,11 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, []string{
 		`config.yaml:4: plugins.gone: no plugin named "gone" was found, so this entry does nothing (it is disabled: harmless) (see: ductile plugin list)`,
 		`config.yaml:6: plugins.echo.config.mdoe: plugin "echo" does not declare this key: did you mean mode? (its config_keys: mode); it is passed on, but the plugin may never read it`,
+		`config.yaml:11: routes[1]: route cycle echo -> sink -> echo: a job may route back to a plugin it came from; service.max_route_depth (20) stops such a chain`,
 		`config.yaml:13: routes[3].event_type: plugin "echo" does not declare emitting "echo.pol": did you mean echo.poll? (its manifest declares: echo.poll, echo.handle)`,
 		`config.yaml:15: routes[5].from: plugin "quiet" is disabled (plugins.quiet.enabled: false): the route cannot fire until it is enabled`,
 		`config.yaml:16: routes[6].to: plugin "quiet" is disabled (plugins.quiet.enabled: false): jobs this route makes fail at once`,
+		`config.yaml:16: routes[6]: route cycle echo -> quiet -> sink -> echo: a job may route back to a plugin it came from; service.max_route_depth (20) stops such a chain`,
 		`more.yaml:14: plugins.quiet.schedules: plugin "quiet" is disabled (plugins.quiet.enabled: false): its schedules do not fire until it is enabled`,
 	}, lines(warnings))
 

@@ -83,6 +83,15 @@ func (l *loader) service(n *yaml.Node, path string, s *Service) {
 		field{"dedupe_ttl", func(v *yaml.Node, path string) { l.duration(v, path, &s.DedupeTTL) }},
 		field{"job_log_retention", func(v *yaml.Node, path string) { l.duration(v, path, &s.JobLogRetention) }},
 		field{"allow_symlinks", func(v *yaml.Node, path string) { l.boolean(v, path, &s.AllowSymlinks) }},
+		field{"max_route_depth", func(v *yaml.Node, path string) {
+			if i, ok := l.integer(v, path); ok {
+				if i < 1 {
+					l.fail(v, path, "must be ≥ 1, got %d (the deepest a routed job may be; a job enqueued by a producer is depth 0)", i)
+					return
+				}
+				s.MaxRouteDepth = i
+			}
+		}},
 	)
 }
 

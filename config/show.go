@@ -276,6 +276,7 @@ type serviceView struct {
 	DedupeTTL       string `json:"dedupe_ttl" yaml:"dedupe_ttl"`
 	JobLogRetention string `json:"job_log_retention" yaml:"job_log_retention"`
 	AllowSymlinks   bool   `json:"allow_symlinks" yaml:"allow_symlinks"`
+	MaxRouteDepth   int    `json:"max_route_depth" yaml:"max_route_depth"`
 }
 
 type pluginView struct {
@@ -368,6 +369,7 @@ func (c *Config) view() configView {
 			DedupeTTL:       formatDuration(c.Service.DedupeTTL),
 			JobLogRetention: formatDuration(c.Service.JobLogRetention),
 			AllowSymlinks:   c.Service.AllowSymlinks,
+			MaxRouteDepth:   c.Service.MaxRouteDepth,
 		},
 		Plugins:   make(map[string]pluginView, len(c.Plugins)),
 		Routes:    make([]routeView, 0, len(c.Routes)),

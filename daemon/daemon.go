@@ -68,6 +68,7 @@ type Daemon struct {
 	steps     map[string]pluginhost.Step
 	current   atomic.Pointer[current]
 	reloading sync.Mutex // one Reload at a time
+	retention *retention // prunes job logs (nil with NoDispatch)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -176,6 +177,10 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if !opts.NoDispatch {
 		d.Dispatcher = dispatch.New(d.dispatch)
 		d.Dispatcher.Start(ctx)
+		if cfg.Service.JobLogRetention > 0 {
+			d.retention = &retention{ledger: d.Ledger, projector: d.Projector, keep: cfg.Service.JobLogRetention, log: d.log}
+			d.retention.start(ctx)
+		}
 	}
 	return d, nil
 }
@@ -195,6 +200,9 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) close() error {
+	if d.retention != nil {
+		d.retention.stop()
+	}
 	if d.Dispatcher != nil {
 		d.Dispatcher.Stop()
 	}

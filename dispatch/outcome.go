@@ -75,7 +75,7 @@ func (r *runner) addFactsAndRouting(complete *commands.Complete, s *settings, jo
 	for i, e := range res.Response.Events {
 		evs[i] = router.Event{Type: e.Type, Payload: e.Payload, DedupeKey: e.DedupeKey}
 	}
-	complete.Routing = &commands.Routing{Config: r.current.Load().config, Plugin: job.Plugin, DedupeKey: job.DedupeKey, Events: evs}
+	complete.Routing = &commands.Routing{Config: r.current.Load().config, Plugin: job.Plugin, DedupeKey: job.DedupeKey, Depth: job.Depth, Events: evs}
 }
 
 // recordOutcome records an attempt's outcome (complete) and, if next is
@@ -150,6 +150,10 @@ func logOutcome(log *slog.Logger, job *commands.Job, out commands.Outcome, res c
 		}
 		if len(res.Unrouted) > 0 {
 			log.Debug("events without a route", "event_types", res.Unrouted)
+		}
+		for _, d := range res.Dropped {
+			log.Warn("routed job dropped: the route chain is too deep", "to", d.Plugin, "command", d.Command,
+				"event_type", d.EventType, "depth", d.Depth, "max_route_depth", d.Limit)
 		}
 		routed := 0
 		for i, c := range res.Children {

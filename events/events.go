@@ -163,6 +163,9 @@ type Enqueued struct {
 	Event json.RawMessage `json:"event,omitempty"`
 	// RetryOf is the dead or canceled job this one retries (job retry).
 	RetryOf string `json:"retry_of,omitempty"`
+	// Depth is how many routes lie between the job and its root: 0 for a
+	// job a producer enqueued, the parent's depth + 1 for a routed child.
+	Depth int `json:"depth,omitempty"`
 }
 
 // Envelope is the event a job's plugin receives as request.event: what a
@@ -197,6 +200,9 @@ type AttemptEnded struct {
 	Stdout          string          `json:"stdout,omitempty"`   // only when it was not a valid response
 	Stderr          string          `json:"stderr,omitempty"`
 	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
+	// DroppedRoutes are the routed children a success did not enqueue
+	// (past service.max_route_depth), and why.
+	DroppedRoutes []DroppedRoute `json:"dropped_routes,omitempty"`
 }
 
 // StderrWritten is the data of job.stderr_written: lines the plugin of a

@@ -77,6 +77,8 @@ func decodeFast(data []byte, d any) bool {
 				return plainString(val, &d.SourceEventID)
 			case "event":
 				return raw(val, &d.Event)
+			case "depth":
+				return integer(val, &d.Depth)
 			}
 			return false
 		})

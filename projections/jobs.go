@@ -104,6 +104,9 @@ func (JobLog) Name() string { return "job_log" }
 func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	id := events.JobIDFromStream(ev.Stream)
 	if id == "" {
+		if ev.Type == events.LogPruned {
+			return prune(conn, ev)
+		}
 		return nil
 	}
 	at := ev.RecordedAtText()

@@ -244,6 +244,15 @@ func (l JobLog) applyPage(conn *sqlite.Conn, pg *page) error {
 	for i, ev := range pg.events {
 		id := events.JobIDFromStream(ev.Stream)
 		if id == "" {
+			if ev.Type == events.LogPruned {
+				// The prune sees every attempt the page started before it.
+				if err := rows.flush(write); err != nil {
+					return err
+				}
+				if err := l.Apply(conn, ev); err != nil {
+					return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
+				}
+			}
 			continue
 		}
 		var key attemptKey

@@ -27,6 +27,7 @@ type Event struct {
 type Child struct {
 	Plugin    string
 	Command   string
+	EventType string // of the event routed
 	EventID   string
 	Envelope  json.RawMessage // {type, payload, event_id, source, timestamp, dedupe_key}
 	Payload   json.RawMessage
@@ -68,7 +69,7 @@ func Route(routes []config.Route, from, parentDedupeKey string, evs []Event, now
 			if cmd == "" {
 				cmd = config.DefaultRouteCommand
 			}
-			children = append(children, Child{Plugin: r.To, Command: cmd, EventID: id, Envelope: env, Payload: ev.Payload, DedupeKey: key})
+			children = append(children, Child{Plugin: r.To, Command: cmd, EventType: ev.Type, EventID: id, Envelope: env, Payload: ev.Payload, DedupeKey: key})
 		}
 		if env == nil {
 			unrouted = append(unrouted, ev.Type)

@@ -30,13 +30,16 @@ type Attempt struct {
 // Inspection is everything known about one job: its state, cancel, retry
 // links, attempts, events and children.
 type Inspection struct {
-	Job       Job       `json:"job"`
-	Cancel    *Cancel   `json:"cancel,omitempty"`
-	RetryOf   string    `json:"retry_of,omitempty"`   // the job this one retries
-	RetriedAs string    `json:"retried_as,omitempty"` // the job that retries this one
-	Attempts  []Attempt `json:"attempts"`
-	Events    []Event   `json:"events"`
-	Children  []Job     `json:"children"`
+	Job       Job     `json:"job"`
+	Cancel    *Cancel `json:"cancel,omitempty"`
+	RetryOf   string  `json:"retry_of,omitempty"`   // the job this one retries
+	RetriedAs string  `json:"retried_as,omitempty"` // the job that retries this one
+	Depth     int     `json:"depth,omitempty"`      // routes between the job and its root (0: a root)
+	// DroppedRoutes are the routed jobs its success did not enqueue, and why.
+	DroppedRoutes []events.DroppedRoute `json:"dropped_routes,omitempty"`
+	Attempts      []Attempt             `json:"attempts"`
+	Events        []Event               `json:"events"`
+	Children      []Job                 `json:"children"`
 }
 
 // Cancel is a job's cancel, from its stream: who asked, when and why, and
@@ -110,7 +113,14 @@ func (in *Inspection) linksFromEvents(evs []ledger.Event) {
 		case events.JobEnqueued:
 			var d events.Enqueued
 			if json.Unmarshal(ev.Data, &d) == nil {
-				in.RetryOf = d.RetryOf
+				in.RetryOf, in.Depth = d.RetryOf, d.Depth
+			}
+		case events.JobSucceeded:
+			var d struct {
+				DroppedRoutes []events.DroppedRoute `json:"dropped_routes"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil {
+				in.DroppedRoutes = d.DroppedRoutes
 			}
 		case events.JobRetried:
 			var d events.Retried

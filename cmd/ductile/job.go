@@ -173,6 +173,12 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if j.ParentJobID != nil {
 		fmt.Fprintf(w, "parent     %s (event %s)\n", *j.ParentJobID, deref(j.SourceEventID))
 	}
+	if in.Depth > 0 {
+		fmt.Fprintf(w, "depth      %d\n", in.Depth)
+	}
+	for _, d := range in.DroppedRoutes {
+		fmt.Fprintf(w, "dropped    route %s -> %s %s at depth %d (limit %d): %s\n", d.EventType, d.Plugin, d.Command, d.Depth, d.Limit, d.Reason)
+	}
 	if j.DedupeKey != nil {
 		fmt.Fprintf(w, "dedupe key %s\n", *j.DedupeKey)
 	}

@@ -60,6 +60,7 @@ func ledgerCommand() *cli.Command {
 				Action: withReadLedger(ledgerStats),
 			},
 			ledgerArchiveCommand(),
+			ledgerPruneCommand(),
 		},
 	}
 }

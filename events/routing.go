@@ -1,0 +1,12 @@
+package events
+
+// DroppedRoute is a job a route asked for that a completion did not
+// enqueue: which route, at what depth, and why.
+type DroppedRoute struct {
+	Plugin    string `json:"plugin"`
+	Command   string `json:"command"`
+	EventType string `json:"event_type"`
+	Depth     int    `json:"depth"` // the depth the child would have had
+	Limit     int    `json:"limit"` // service.max_route_depth
+	Reason    string `json:"reason"`
+}

@@ -1,0 +1,21 @@
+-- Pruning job_log (log.pruned, events/retention.go). A job's logs go when
+-- the job is terminal as of the prune event (its job_queue row was last
+-- changed before the event: updated_seq < @seq) and completed before the
+-- cutoff. Times are ledger.TimeFormat text, fixed-width UTC, so comparing
+-- them as text compares the instants.
+
+-- name: DeletePrunedJobLog :exec
+DELETE FROM job_log WHERE job_id IN (
+    SELECT l.job_id FROM job_log l JOIN job_queue q ON q.id = l.job_id
+    WHERE l.completed_at < CAST(@before AS TEXT)
+      AND q.status IN ('succeeded', 'dead', 'canceled')
+      AND q.completed_at < CAST(@before AS TEXT)
+      AND q.updated_seq < CAST(@seq AS INTEGER)
+);
+
+-- name: CountPrunableJobs :one
+-- How many jobs' logs a log.pruned with this cutoff would delete now.
+SELECT count(DISTINCT l.job_id) AS jobs FROM job_log l JOIN job_queue q ON q.id = l.job_id
+WHERE l.completed_at < CAST(@before AS TEXT)
+  AND q.status IN ('succeeded', 'dead', 'canceled')
+  AND q.completed_at < CAST(@before AS TEXT);
