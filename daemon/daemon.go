@@ -71,7 +71,8 @@ type Daemon struct {
 }
 
 // Open takes the lock, opens and migrates the ledger, loads plugins (a
-// daemon records what it loaded: config.applied), brings
+// daemon records what it loaded: config.applied, and runs their init
+// commands: InitPlugins), brings
 // the projections up to date, recovers jobs a crashed process left running,
 // and starts the projector and dispatcher. Close stops them.
 func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
@@ -126,6 +127,10 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if !opts.NoDispatch {
 		// What it runs with, for the CLI to check enqueues against.
 		if err := recordApplied(ctx, d.Ledger, Applied(d.Plugins, cfg, "start")); err != nil {
+			return nil, err
+		}
+		// Before any job of theirs can start; bounded by timeouts.init.
+		if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: d.Plugins, Config: cfg, Logger: log, Grace: opts.Grace}); err != nil {
 			return nil, err
 		}
 	}
