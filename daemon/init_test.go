@@ -257,3 +257,30 @@ func requireReplayEqual(t *testing.T, state string) {
 	require.NoError(t, err)
 	require.Nil(t, mismatch)
 }
+
+// TestInitConfigHash: what counts as "its config changes".
+func TestInitConfigHash(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	writeLifecyclePlugin(t, root, "p", "poll", "init")
+	cfg := lifecycleConfig(root, map[string]string{"p": "ok"})
+	d, err := daemon.Open(context.Background(), daemon.Options{StateDir: filepath.Join(t.TempDir(), "state"), Config: cfg, NoDispatch: true})
+	require.NoError(t, err)
+	defer d.Close()
+	p, ok := d.Plugins.Get("p")
+	require.True(t, ok)
+	hash := func(c map[string]any) string {
+		h, err := daemon.InitConfigHash(p, c)
+		require.NoError(t, err)
+		return h
+	}
+	base := hash(map[string]any{"a": 1, "b": map[string]any{"x": "y", "z": []any{1, 2}}})
+	require.Equal(t, base, hash(map[string]any{"b": map[string]any{"z": []any{1, 2}, "x": "y"}, "a": 1}), "key order does not count")
+	require.NotEqual(t, base, hash(map[string]any{"a": 2, "b": map[string]any{"x": "y", "z": []any{1, 2}}}), "a value counts")
+	require.NotEqual(t, base, hash(map[string]any{"a": 1}), "a removed key counts")
+	require.Equal(t, hash(nil), hash(map[string]any{}))
+	version := p.Manifest.Version
+	p.Manifest.Version = "2.0.0"
+	require.NotEqual(t, base, hash(map[string]any{"a": 1, "b": map[string]any{"x": "y", "z": []any{1, 2}}}), "a new manifest version counts")
+	p.Manifest.Version = version
+}
