@@ -88,7 +88,8 @@ func (d *Daemon) Config() *config.Config { return d.current.Load().config }
 func (d *Daemon) Plugins() *pluginhost.Registry { return d.current.Load().plugins }
 
 // Open takes the lock, opens and migrates the ledger, loads plugins (a
-// daemon records what it loaded: config.applied), brings
+// daemon records what it loaded: config.applied, and runs their init
+// commands: InitPlugins), brings
 // the projections up to date, recovers jobs a crashed process left running,
 // and starts the projector and dispatcher. Close stops them.
 func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
@@ -147,6 +148,10 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if !opts.NoDispatch {
 		// What it runs with, for the CLI to check enqueues against.
 		if _, err := recordApplied(ctx, d.Ledger, d.current.Load().applied); err != nil {
+			return nil, err
+		}
+		// Before any job of theirs can start; bounded by timeouts.init.
+		if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: log, Grace: opts.Grace}); err != nil {
 			return nil, err
 		}
 	}

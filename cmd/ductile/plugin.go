@@ -57,6 +57,7 @@ func pluginCommand() *cli.Command {
 				},
 				Action: pluginRun,
 			},
+			pluginHealthCommand(),
 		},
 	}
 }
@@ -83,6 +84,8 @@ func pluginList(c *cli.Context) error {
 		ConcurrencySafe bool     `json:"concurrency_safe"`
 		Parallelism     int      `json:"parallelism"`
 		Enabled         bool     `json:"enabled"`
+		// Health is what its newest init and health check found.
+		Health views.PluginHealth `json:"health"`
 	}
 	type skippedOut struct {
 		Name   string `json:"name"`
@@ -95,9 +98,11 @@ func pluginList(c *cli.Context) error {
 		// Problems are plugin roots that could not be read.
 		Problems []string `json:"problems"`
 	}{Plugins: []pluginOut{}, Skipped: []skippedOut{}, Problems: []string{}}
+	health := pluginHealthSet(c, e)
 	for _, p := range reg.List() {
 		po := pluginOut{Name: p.Name, Version: p.Manifest.Version, Description: p.Manifest.Description, Dir: p.Dir,
-			ConcurrencySafe: p.Manifest.ConcurrencySafe, Parallelism: e.cfg.Plugin(p.Name).Parallelism, Enabled: e.cfg.Plugin(p.Name).Enabled}
+			ConcurrencySafe: p.Manifest.ConcurrencySafe, Parallelism: e.cfg.Plugin(p.Name).Parallelism, Enabled: e.cfg.Plugin(p.Name).Enabled,
+			Health: health.Of(p.Name)}
 		for _, cmd := range p.Manifest.Commands {
 			po.Commands = append(po.Commands, cmdOut{Name: cmd.Name, Type: string(cmd.Type)})
 		}
@@ -116,13 +121,13 @@ func pluginList(c *cli.Context) error {
 		return printJSON(e.stdout, out)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tCOMMANDS\tDIR")
+	fmt.Fprintln(tw, "NAME\tVERSION\tCOMMANDS\tHEALTH\tDIR")
 	for _, p := range out.Plugins {
 		var names []string
 		for _, c := range p.Commands {
 			names = append(names, c.Name+"("+c.Type+")")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Version, strings.Join(names, " "), p.Dir)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, strings.Join(names, " "), oneLine(p.Health.Summary, 100), p.Dir)
 	}
 	tw.Flush()
 	for _, s := range out.Skipped {
