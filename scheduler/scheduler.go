@@ -132,6 +132,10 @@ func (s *Scheduler) poke() {
 
 func (s *Scheduler) run(ctx context.Context) {
 	for ctx.Err() == nil {
+		select {
+		case <-s.wake: // what woke it is taken in this round
+		default:
+		}
 		s.takeApplied()
 		now := s.clock.Now()
 		sleep := MaxSleep
