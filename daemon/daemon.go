@@ -23,6 +23,7 @@ import (
 	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/scheduler"
 )
 
 // DBPath is the ledger file inside a state directory.
@@ -58,6 +59,7 @@ type Daemon struct {
 	Ledger     *ledger.Ledger
 	Projector  *projections.Projector
 	Dispatcher *dispatch.Dispatcher // nil with NoDispatch
+	Scheduler  *scheduler.Scheduler // nil with NoDispatch
 	Plugins    *pluginhost.Registry
 	Config     *config.Config
 	StateDir   string
@@ -156,6 +158,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if !opts.NoDispatch {
 		d.Dispatcher = dispatch.New(d.dispatch)
 		d.Dispatcher.Start(ctx)
+		d.startScheduler(ctx, log)
 	}
 	return d, nil
 }
@@ -175,6 +178,9 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) close() error {
+	if d.Scheduler != nil {
+		d.Scheduler.Stop()
+	}
 	if d.Dispatcher != nil {
 		d.Dispatcher.Stop()
 	}

@@ -41,7 +41,6 @@ func TestConfigCheck(t *testing.T) {
 			}},
 		{file: "unused.yaml", code: 0,
 			warnings: []string{
-				"unused.yaml:7: plugins.echo.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run echo)",
 				"unused.yaml:9: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
 				"unused.yaml:11: api: accepted but not used yet: this version serves no HTTP API",
 				"unused.yaml:13: webhooks: accepted but not used yet: this version receives no webhooks",
