@@ -109,6 +109,46 @@ func TestScheduleSurvivesSIGKILL(t *testing.T) {
 		previous = last.Nominal
 	}
 	require.GreaterOrEqual(t, countFired(recs), 6)
+
+	// system scheduler shows it: its last firing, its next, the guard.
+	r := mustRun(t, nil, "--config", cfg, "--state-dir", state, "system", "scheduler", "--json")
+	var shown struct {
+		Schedules []struct {
+			Stream    string `json:"stream"`
+			When      string `json:"when"`
+			LastFired *struct {
+				JobID string `json:"job_id"`
+			} `json:"last_fired"`
+			Next *struct {
+				Due time.Time `json:"due"`
+			} `json:"next"`
+			PollGuard *struct {
+				Limit int `json:"limit"`
+			} `json:"poll_guard"`
+			Would struct {
+				Action string `json:"action"`
+			} `json:"would"`
+		} `json:"schedules"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &shown), r.stdout)
+	require.Len(t, shown.Schedules, 1)
+	v := shown.Schedules[0]
+	require.Equal(t, stream, v.Stream)
+	require.Equal(t, "every 1s", v.When)
+	var lastFired string
+	for _, rec := range recs {
+		if rec.Type == events.ScheduleFired {
+			lastFired = rec.fired.JobID
+		}
+	}
+	require.NotNil(t, v.LastFired)
+	require.Equal(t, lastFired, v.LastFired.JobID)
+	require.NotNil(t, v.Next)
+	require.Equal(t, 100, v.PollGuard.Limit)
+	require.NotEmpty(t, v.Would.Action)
+	text := mustRun(t, nil, "--config", cfg, "--state-dir", state, "system", "scheduler")
+	require.Contains(t, text.stdout, "echo/default")
+	require.Contains(t, text.stdout, "every 1s")
 }
 
 // BenchmarkScheduleLateness runs an every: 1s schedule on the real daemon

@@ -34,6 +34,7 @@ func systemCommand() *cli.Command {
 				Flags:  []cli.Flag{jsonFlag(), dryRunFlag()},
 				Action: systemMigrate,
 			},
+			systemSchedulerCommand(),
 		},
 	}
 }
