@@ -321,3 +321,23 @@ func TestAStreamMovedUnderTheLoopIsReadAgain(t *testing.T) {
 	b.advance(t, t0.Add(90*time.Second))
 	require.Equal(t, times(t0, "12:00:00", "12:01:00", "12:02:00"), b.fired(t, sc))
 }
+
+func TestARefusedAdmissionIsRecordedAsSkipped(t *testing.T) {
+	t.Parallel()
+	sc := sched(newEntry(t, "1m"))
+	b := setup(t, t0)
+	var asked []string
+	b.s.opts.Admit = func(_ *ledger.Tx, plugin, command, jobID string, _ time.Time) (bool, string, []ledger.NewEvent, error) {
+		asked = append(asked, plugin+" "+command)
+		return false, "circuit breaker open", nil, nil
+	}
+	b.run(t, sc)
+	recs := b.records(t, sc)
+	require.Len(t, recs, 1)
+	require.Equal(t, events.ScheduleSkipped, recs[0].Type)
+	require.Equal(t, "circuit breaker open", recs[0].skipped.Reason)
+	require.Equal(t, []string{"echo sync"}, asked)
+	last, err := b.l.LastSeq(b.ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, last, "no job")
+}
