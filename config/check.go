@@ -156,9 +156,8 @@ func (c *Config) undeclaredKeys(name string, declared []string, at func(*yaml.No
 }
 
 // Unused returns a warning for each section the config sets that nothing
-// in this version reads yet: pipelines, api, webhooks and a plugin's
-// schedules are accepted (they are part of the spec) and kept for the
-// features that will use them.
+// in this version reads yet: pipelines, api and webhooks are accepted
+// (they are part of the spec) and kept for the features that will use them.
 func (c *Config) Unused() []FieldError {
 	var out []FieldError
 	add := func(n *yaml.Node, path, msg string) {
@@ -169,16 +168,6 @@ func (c *Config) Unused() []FieldError {
 	add(c.Pipelines, "pipelines", "this version runs no pipelines (use routes)")
 	add(c.API, "api", "this version serves no HTTP API")
 	add(c.Webhooks, "webhooks", "this version receives no webhooks")
-	names := make([]string, 0, len(c.Plugins))
-	for name := range c.Plugins {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if nodes := c.schedules[name]; nodes != nil {
-			add(nodes.list, joinPath(joinPath("plugins", name), "schedules"), "this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run "+name+")")
-		}
-	}
 	sortFieldErrors(out, c.Files, c.Dir)
 	return out
 }

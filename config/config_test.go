@@ -894,9 +894,6 @@ func TestCheck(t *testing.T) {
 
 	require.Equal(t, []string{
 		"more.yaml:5: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
-		"more.yaml:8: plugins.sink.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run sink)",
-		"more.yaml:11: plugins.echo.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run echo)",
-		"more.yaml:14: plugins.quiet.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run quiet)",
 		"more.yaml:15: api: accepted but not used yet: this version serves no HTTP API",
 		"more.yaml:16: webhooks: accepted but not used yet: this version receives no webhooks",
 	}, lines(c.Unused()))

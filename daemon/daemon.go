@@ -25,6 +25,7 @@ import (
 	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/scheduler"
 )
 
 // DBPath is the ledger file inside a state directory.
@@ -60,6 +61,7 @@ type Daemon struct {
 	Ledger     *ledger.Ledger
 	Projector  *projections.Projector
 	Dispatcher *dispatch.Dispatcher // nil with NoDispatch
+	Scheduler  *scheduler.Scheduler // nil with NoDispatch
 	StateDir   string
 
 	log       *slog.Logger
@@ -68,6 +70,7 @@ type Daemon struct {
 	steps     map[string]pluginhost.Step
 	current   atomic.Pointer[current]
 	reloading sync.Mutex // one Reload at a time
+	started   time.Time  // when Open began: after: schedules count from it
 	retention *retention // prunes job logs (nil with NoDispatch)
 
 	closeOnce sync.Once
@@ -112,7 +115,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock, steps: opts.Steps}
+	d := &Daemon{StateDir: opts.StateDir, log: log.With("component", "daemon"), lock: lock, steps: opts.Steps, started: time.Now()}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -142,9 +145,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		}
 		p.Step = step
 	}
-	started := Applied(reg, cfg, "start")
-	started.StartedAt = commands.Time(time.Now())
-	d.current.Store(&current{config: cfg, plugins: reg, applied: started})
+	applied := Applied(reg, cfg, "start")
+	applied.StartedAt = commands.Time(d.started)
+	d.current.Store(&current{config: cfg, plugins: reg, applied: applied})
 	if !opts.NoDispatch {
 		// What it runs with, for the CLI to check enqueues against.
 		if _, err := recordApplied(ctx, d.Ledger, d.current.Load().applied); err != nil {
@@ -182,10 +185,10 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if !opts.NoDispatch {
 		d.Dispatcher = dispatch.New(d.dispatch)
 		d.Dispatcher.Start(ctx)
-		if cfg.Service.JobLogRetention > 0 {
-			d.retention = &retention{ledger: d.Ledger, projector: d.Projector, keep: cfg.Service.JobLogRetention, log: d.log}
-			d.retention.start(ctx)
-		}
+		d.retention = &retention{ledger: d.Ledger, projector: d.Projector, log: d.log,
+			keep: func() time.Duration { return d.Config().Service.JobLogRetention }}
+		d.retention.start(ctx)
+		d.startScheduler(ctx, log)
 	}
 	return d, nil
 }
@@ -205,6 +208,9 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) close() error {
+	if d.Scheduler != nil {
+		d.Scheduler.Stop()
+	}
 	if d.retention != nil {
 		d.retention.stop()
 	}

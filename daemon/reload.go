@@ -59,7 +59,13 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	if err != nil {
 		return events.ConfigAppliedData{}, err
 	}
+	d.applySchedules()
 	d.log.Info("config reloaded", "changes", len(a.Changes), "plugins", len(a.Plugins), "skipped", len(a.Skipped), "seq", seq)
+	// A plugin new to the daemon, or whose config changed, runs init now
+	// (InitPlugins skips the others); its failure marks it unhealthy.
+	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.dispatch.Grace}); err != nil {
+		return a, fmt.Errorf("config reloaded, but recording plugin inits failed: %w", err)
+	}
 	if err := d.endOrphanedQueuedJobs(ctx, old, a, seq); err != nil {
 		return a, fmt.Errorf("config reloaded, but ending the queued jobs of removed plugins failed: %w", err)
 	}

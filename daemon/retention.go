@@ -25,7 +25,7 @@ const (
 type retention struct {
 	ledger    *ledger.Ledger
 	projector *projections.Projector
-	keep      time.Duration // service.job_log_retention
+	keep      func() time.Duration // service.job_log_retention now (a reload may change it; ≤ 0: keep all)
 	log       *slog.Logger
 	// now and after are the clock (time.Now, time.After unless a test
 	// injects its own).
@@ -79,12 +79,16 @@ func (r *retention) run(ctx context.Context) {
 // log is older, and waits until the projector has applied it (so the next
 // count sees the rows gone).
 func (r *retention) pruneOnce(ctx context.Context) error {
-	before := r.now().Add(-r.keep)
+	keep := r.keep()
+	if keep <= 0 {
+		return nil
+	}
+	before := r.now().Add(-keep)
 	n, err := views.PrunableJobs(ctx, r.ledger, before)
 	if err != nil || n == 0 {
 		return err
 	}
-	seq, err := commands.PruneJobLogs(ctx, r.ledger, commands.PruneLogs{Before: before, Retention: r.keep, Jobs: n, By: "daemon"})
+	seq, err := commands.PruneJobLogs(ctx, r.ledger, commands.PruneLogs{Before: before, Retention: keep, Jobs: n, By: "daemon"})
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func TestRetentionPrunesOnlyWhenDue(t *testing.T) {
 	p.Start(ctx)
 	defer p.Stop()
 
-	r := &retention{ledger: l, projector: p, keep: 30 * 24 * time.Hour, log: slog.New(slog.DiscardHandler), now: clock.now, after: clock.after}
+	r := &retention{ledger: l, projector: p, keep: func() time.Duration { return 30 * 24 * time.Hour }, log: slog.New(slog.DiscardHandler), now: clock.now, after: clock.after}
 	r.start(ctx)
 	defer r.stop()
 	pruned := func() []events.LogPrunedData {
@@ -108,7 +108,7 @@ func TestRetentionPrunesOnlyWhenDue(t *testing.T) {
 	require.Equal(t, int64(3), got[0].Jobs)
 	require.Equal(t, t0.Add(11*24*time.Hour).Format(ledger.TimeFormat), got[0].Before)
 	require.Equal(t, "daemon", got[0].By)
-	n, err := views.PrunableJobs(ctx, l, clock.now().Add(-r.keep))
+	n, err := views.PrunableJobs(ctx, l, clock.now().Add(-r.keep()))
 	require.NoError(t, err)
 	require.Zero(t, n)
 

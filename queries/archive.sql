@@ -71,3 +71,17 @@ WHERE r.seq <= CAST(@through_seq AS INTEGER) AND r.type = 'dedupe.reserved'
   )
 ORDER BY r.seq
 LIMIT 1;
+
+-- name: ArchiveCutNewest :many
+-- The stream, other than job and dedupe streams, whose newest event is the
+-- earliest at or before through_seq: the scheduler (schedule/*), the
+-- circuit breaker (breaker/*), a plugin's state (plugin/*) and its health
+-- fold a stream's newest event, so that event must stay.
+SELECT n.stream, CAST(n.seq AS INTEGER) AS seq FROM (
+    SELECT stream, max(seq) AS seq FROM events
+    WHERE NOT (stream >= 'job/' AND stream < 'job0') AND NOT (stream >= 'dedupe/' AND stream < 'dedupe0')
+    GROUP BY stream
+) n
+WHERE n.seq <= CAST(@through_seq AS INTEGER)
+ORDER BY n.seq
+LIMIT 1;

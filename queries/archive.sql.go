@@ -401,3 +401,49 @@ func ArchiveCutDedupe(conn *sqlite.Conn, throughSeq int64, fn func(ArchiveCutDed
 		}
 	}
 }
+
+const archiveCutNewest = `SELECT n.stream, CAST(n.seq AS INTEGER) AS seq FROM (
+    SELECT stream, max(seq) AS seq FROM events
+    WHERE NOT (stream >= 'job/' AND stream < 'job0') AND NOT (stream >= 'dedupe/' AND stream < 'dedupe0')
+    GROUP BY stream
+) n
+WHERE n.seq <= CAST(?1 AS INTEGER)
+ORDER BY n.seq
+LIMIT 1`
+
+type ArchiveCutNewestRow struct {
+	Stream string
+	Seq    int64
+}
+
+// The stream, other than job and dedupe streams, whose newest event is the
+// earliest at or before through_seq: the scheduler (schedule/*), the
+// circuit breaker (breaker/*), a plugin's state (plugin/*) and its health
+// fold a stream's newest event, so that event must stay.
+func ArchiveCutNewest(conn *sqlite.Conn, throughSeq int64, fn func(ArchiveCutNewestRow) error) (err error) {
+	stmt, err := conn.Prepare(archiveCutNewest)
+	if err != nil {
+		return fmt.Errorf("ArchiveCutNewest: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ArchiveCutNewest: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, throughSeq)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ArchiveCutNewest: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ArchiveCutNewestRow
+		row.Stream = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}

@@ -44,7 +44,6 @@ func TestConfigCheck(t *testing.T) {
 			}},
 		{file: "unused.yaml", code: 0,
 			warnings: []string{
-				"unused.yaml:7: plugins.echo.schedules: accepted but not used yet: this version has no scheduler, so nothing runs on a schedule (run it with: ductile plugin run echo)",
 				"unused.yaml:9: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
 				"unused.yaml:11: api: accepted but not used yet: this version serves no HTTP API",
 				"unused.yaml:13: webhooks: accepted but not used yet: this version receives no webhooks",
@@ -110,7 +109,7 @@ func TestDaemonWarnsOfUnusedSections(t *testing.T) {
 			paths = append(paths, l.Path+" "+l.At)
 		}
 	}
-	require.Equal(t, []string{"plugins.echo.schedules unused.yaml:7", "pipelines unused.yaml:9", "api unused.yaml:11", "webhooks unused.yaml:13"}, paths)
+	require.Equal(t, []string{"pipelines unused.yaml:9", "api unused.yaml:11", "webhooks unused.yaml:13"}, paths)
 	require.Equal(t, 0, p.signal(t, syscall.SIGTERM))
 }
 

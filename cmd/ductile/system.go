@@ -35,6 +35,7 @@ func systemCommand() *cli.Command {
 				Action: systemMigrate,
 			},
 			systemReloadCommand(),
+			systemSchedulerCommand(),
 		}, breakerCommands()...),
 	}
 }

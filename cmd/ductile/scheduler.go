@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/views"
+)
+
+func systemSchedulerCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "scheduler",
+		Usage: "show every schedule: its last firing, its next run and why, and what would hold it back",
+		Description: "Reads each schedule's stream (schedule/<plugin>/<id>) from the ledger and plans its\n" +
+			"next firing as the daemon does: the reasons for its time (window, jitter, not_on), and\n" +
+			"what if_running and the poll guard would do with a firing due now. The schedules are\n" +
+			"those of the config file this command loads, for enabled plugins that are found.",
+		Flags:  []cli.Flag{jsonFlag()},
+		Action: withReadLedger(systemScheduler),
+	}
+}
+
+func systemScheduler(c *cli.Context, e *env, l *ledger.Ledger) error {
+	reg, _, err := daemon.DiscoverPlugins(e.stateDir, e.cfg, e.quietLogger())
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	// TODO(lead): the daemon's applied schedules and start, once config.applied records them.
+	schedules := daemon.Schedules(e.cfg, func(name string) bool {
+		_, ok := reg.Get(name)
+		return ok
+	}, now)
+	vs, err := views.ReadSchedules(c.Context, l, schedules, now)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, map[string]any{"now": now.UTC(), "schedules": vs})
+	}
+	if len(vs) == 0 {
+		fmt.Fprintln(e.stdout, "no schedules (plugins.<name>.schedules of enabled plugins)")
+		return nil
+	}
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "SCHEDULE\tWHEN\tLAST FIRED\tNEXT\tIF DUE NOW")
+	for _, v := range vs {
+		last := "never"
+		if v.LastFired != nil {
+			last = v.LastFired.Slot.Due.Local().Format(time.DateTime) + " (" + shortID(v.LastFired.JobID) + ")"
+		}
+		next := v.Done
+		if v.Next != nil {
+			next = v.Next.Due.Local().Format(time.DateTime)
+		}
+		would := string(v.Would.Action)
+		if v.Would.Action == "skip" {
+			would += ": " + v.Would.Reason
+		}
+		fmt.Fprintf(w, "%s/%s\t%s\t%s\t%s\t%s\n", v.Plugin, v.ID, v.When, last, next, would)
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, v := range vs {
+		var why []string
+		if v.Next != nil {
+			why = v.Next.Why
+		}
+		if v.LastSkipped != nil {
+			why = append(why, "last skipped: "+v.LastSkipped.Reason)
+		}
+		if len(why) > 0 {
+			fmt.Fprintf(e.stdout, "%s/%s: %s\n", v.Plugin, v.ID, strings.Join(why, "; "))
+		}
+	}
+	return nil
+}
+
+// shortID is the first 8 characters of a job id.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
