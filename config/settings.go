@@ -183,8 +183,8 @@ func (s Settings) Diff(applied Settings) []Difference {
 	return out
 }
 
-// flatten maps each leaf of s (lists count as leaves) to its value, by
-// dotted path.
+// flatten maps each leaf of s to its value, by dotted path; a list of
+// mappings is walked by index (routes[2].to), any other list is a leaf.
 func flatten(s Settings) map[string]any {
 	s.Hash, s.Source, s.Files = "", "", nil
 	b, _ := json.Marshal(s)
@@ -193,13 +193,25 @@ func flatten(s Settings) map[string]any {
 	out := map[string]any{}
 	var walk func(prefix string, v any)
 	walk = func(prefix string, v any) {
-		if m, ok := v.(map[string]any); ok && len(m) > 0 {
-			for k, c := range m {
+		switch v := v.(type) {
+		case map[string]any:
+			if len(v) == 0 {
+				break
+			}
+			for k, c := range v {
 				p := k
 				if prefix != "" {
 					p = prefix + "." + k
 				}
 				walk(p, c)
+			}
+			return
+		case []any:
+			if len(v) == 0 || !slices.ContainsFunc(v, func(e any) bool { _, ok := e.(map[string]any); return ok }) {
+				break
+			}
+			for i, c := range v {
+				walk(fmt.Sprintf("%s[%d]", prefix, i), c)
 			}
 			return
 		}

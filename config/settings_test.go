@@ -118,3 +118,11 @@ func diffPaths(ds []config.Difference) []string {
 	}
 	return paths
 }
+
+func TestSettingsDiffWalksListsOfMappingsByIndex(t *testing.T) {
+	a := loadSettingsConfig(t, settingsYAML).Settings()
+	b := loadSettingsConfig(t, strings.Replace(settingsYAML, "every: 5m", "every: 10m", 1)).Settings()
+	require.Equal(t, []config.Difference{{Path: "plugins.echo.schedules[0].every", File: "10m", Applied: "5m"}}, b.Diff(a))
+	c := loadSettingsConfig(t, strings.Replace(settingsYAML, "to: echo, command: handle", "to: echo, command: poll", 1)).Settings()
+	require.Equal(t, []string{"routes[0].command"}, diffPaths(c.Diff(a)))
+}

@@ -73,6 +73,13 @@ func deref(s *string) string {
 	return *s
 }
 
+// breakerOf is a circuit_breakers row without its history.
+func breakerOf(r queries.ListBreakersRow) Breaker {
+	return Breaker{Plugin: r.Plugin, Command: r.Command, State: r.State, Failures: r.Failures, Threshold: r.Threshold,
+		OpenedAt: r.OpenedAt, ProbeAt: r.ProbeAt, ProbeJobID: r.ProbeJobID, LastJobID: r.LastJobID, LastError: r.LastError,
+		UpdatedAt: r.UpdatedAt, UpdatedSeq: r.UpdatedSeq, History: []BreakerTransition{}}
+}
+
 // ReadBreakers reads the breakers of plugin (every plugin's when plugin is
 // ""), in plugin and command order, each with its newest history
 // transitions (none when history ≤ 0), in one read transaction.
@@ -80,9 +87,7 @@ func ReadBreakers(ctx context.Context, l *ledger.Ledger, plugin string, history 
 	out = []Breaker{}
 	err = l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		add := func(r queries.ListBreakersRow) error {
-			out = append(out, Breaker{Plugin: r.Plugin, Command: r.Command, State: r.State, Failures: r.Failures, Threshold: r.Threshold,
-				OpenedAt: r.OpenedAt, ProbeAt: r.ProbeAt, ProbeJobID: r.ProbeJobID, LastJobID: r.LastJobID, LastError: r.LastError,
-				UpdatedAt: r.UpdatedAt, UpdatedSeq: r.UpdatedSeq, History: []BreakerTransition{}})
+			out = append(out, breakerOf(r))
 			return nil
 		}
 		var err error

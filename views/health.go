@@ -60,23 +60,29 @@ func (s PluginHealthSet) Of(plugin string) PluginHealth {
 }
 
 // ListPluginHealth reads the plugin_health projection.
-func ListPluginHealth(ctx context.Context, l *ledger.Ledger) (PluginHealthSet, error) {
+func ListPluginHealth(ctx context.Context, l *ledger.Ledger) (set PluginHealthSet, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		set, err = readPluginHealth(conn)
+		return err
+	})
+	return set, err
+}
+
+func readPluginHealth(conn *sqlite.Conn) (PluginHealthSet, error) {
 	set := PluginHealthSet{}
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return queries.ListPluginHealth(conn, func(r queries.ListPluginHealthRow) error {
-			h := PluginHealth{Plugin: r.PluginName}
-			if r.InitStatus != nil {
-				h.Init = &InitState{Status: *r.InitStatus, ConfigHash: deref(r.InitConfigHash), Version: deref(r.InitVersion),
-					Error: deref(r.InitError), At: deref(r.InitAt), seq: derefInt(r.InitSeq)}
-			}
-			if r.HealthStatus != nil {
-				h.LastCheck = &HealthCheck{Status: events.HealthStatus(*r.HealthStatus), Message: deref(r.HealthMessage),
-					At: deref(r.HealthAt), seq: derefInt(r.HealthSeq)}
-			}
-			h.Status, h.Summary = h.judge()
-			set[r.PluginName] = h
-			return nil
-		})
+	err := queries.ListPluginHealth(conn, func(r queries.ListPluginHealthRow) error {
+		h := PluginHealth{Plugin: r.PluginName}
+		if r.InitStatus != nil {
+			h.Init = &InitState{Status: *r.InitStatus, ConfigHash: deref(r.InitConfigHash), Version: deref(r.InitVersion),
+				Error: deref(r.InitError), At: deref(r.InitAt), seq: derefInt(r.InitSeq)}
+		}
+		if r.HealthStatus != nil {
+			h.LastCheck = &HealthCheck{Status: events.HealthStatus(*r.HealthStatus), Message: deref(r.HealthMessage),
+				At: deref(r.HealthAt), seq: derefInt(r.HealthSeq)}
+		}
+		h.Status, h.Summary = h.judge()
+		set[r.PluginName] = h
+		return nil
 	})
 	return set, err
 }

@@ -42,6 +42,9 @@ type ScheduleView struct {
 	PollGuard *PollGuard `json:"poll_guard,omitempty"`
 	// Would is what a firing due now would do (schedule.Decide).
 	Would ScheduleDecision `json:"would"`
+	// Breaker is the circuit breaker of the schedule's plugin command
+	// (Breaker.Summary): an open one refuses the firings.
+	Breaker string `json:"breaker"`
 }
 
 // ScheduleFiring is a recorded schedule.fired.
@@ -91,10 +94,24 @@ type ScheduleDecision struct {
 func ReadSchedules(ctx context.Context, l *ledger.Ledger, schedules []schedule.Schedule, now time.Time) ([]ScheduleView, error) {
 	out := make([]ScheduleView, 0, len(schedules))
 	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+		breakers := map[string]string{}
+		if len(schedules) > 0 {
+			err := queries.ListBreakers(conn, func(r queries.ListBreakersRow) error {
+				breakers[r.Plugin+"/"+r.Command] = breakerOf(r).Summary()
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
 		for _, s := range schedules {
 			v, err := readSchedule(conn, s, now)
 			if err != nil {
 				return fmt.Errorf("read schedule %s: %w", s.Stream(), err)
+			}
+			v.Breaker = breakers[s.Plugin+"/"+s.Entry.Command]
+			if v.Breaker == "" {
+				v.Breaker = "breaker closed"
 			}
 			out = append(out, v)
 		}

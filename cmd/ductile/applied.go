@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -124,9 +125,16 @@ func markDifferences(n *yaml.Node, diffs []config.Difference, a daemon.AppliedRe
 // findKey is the key node at path in a mapping tree, or, if the path goes
 // deeper than the tree, the deepest key on it; nil if the first key is
 // missing.
+// A step "name[i]" goes on into item i of the list under name.
 func findKey(n *yaml.Node, path []string) *yaml.Node {
 	var found *yaml.Node
-	for _, k := range path {
+	for _, step := range path {
+		k, index := step, -1
+		if open := strings.IndexByte(step, '['); open > 0 && strings.HasSuffix(step, "]") {
+			if i, err := strconv.Atoi(step[open+1 : len(step)-1]); err == nil {
+				k, index = step[:open], i
+			}
+		}
 		if n.Kind != yaml.MappingNode {
 			return found
 		}
@@ -141,6 +149,12 @@ func findKey(n *yaml.Node, path []string) *yaml.Node {
 			return found
 		}
 		found, n = n.Content[next], n.Content[next+1]
+		if index >= 0 {
+			if n.Kind != yaml.SequenceNode || index >= len(n.Content) {
+				return found
+			}
+			n = n.Content[index]
+		}
 	}
 	return found
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
 )
@@ -19,30 +18,29 @@ func systemSchedulerCommand() *cli.Command {
 		Usage: "show every schedule: its last firing, its next run and why, and what would hold it back",
 		Description: "Reads each schedule's stream (schedule/<plugin>/<id>) from the ledger and plans its\n" +
 			"next firing as the daemon does: the reasons for its time (window, jitter, not_on), and\n" +
-			"what if_running and the poll guard would do with a firing due now. The schedules are\n" +
-			"those of the config file this command loads, for enabled plugins that are found.",
+			"what if_running, the poll guard and the circuit breaker would do with a firing due now.\n" +
+			"The schedules are those the running daemon applied (config.applied); with no daemon\n" +
+			"running, those of the config file this command loads.",
 		Flags:  []cli.Flag{jsonFlag()},
 		Action: withReadLedger(systemScheduler),
 	}
 }
 
 func systemScheduler(c *cli.Context, e *env, l *ledger.Ledger) error {
-	reg, _, err := daemon.DiscoverPlugins(e.stateDir, e.cfg, e.quietLogger())
+	side, err := readDaemonSide(c.Context, e, l)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
-	// TODO(lead): the daemon's applied schedules and start, once config.applied records them.
-	schedules := daemon.Schedules(e.cfg, func(name string) bool {
-		_, ok := reg.Get(name)
-		return ok
-	}, now)
-	vs, err := views.ReadSchedules(c.Context, l, schedules, now)
+	vs, err := views.ReadSchedules(c.Context, l, side.schedules(), now)
 	if err != nil {
 		return err
 	}
 	if c.Bool("json") {
-		return printJSON(e.stdout, map[string]any{"now": now.UTC(), "schedules": vs})
+		return printJSON(e.stdout, map[string]any{"now": now.UTC(), "daemon": side.status, "schedules": vs})
+	}
+	if !side.status.Running {
+		fmt.Fprintln(e.stdout, "no daemon is running: nothing fires; the schedules of the config file:")
 	}
 	if len(vs) == 0 {
 		fmt.Fprintln(e.stdout, "no schedules (plugins.<name>.schedules of enabled plugins)")
@@ -75,6 +73,9 @@ func systemScheduler(c *cli.Context, e *env, l *ledger.Ledger) error {
 		}
 		if v.LastSkipped != nil {
 			why = append(why, "last skipped: "+v.LastSkipped.Reason)
+		}
+		if v.Breaker != "breaker closed" {
+			why = append(why, v.Breaker)
 		}
 		if len(why) > 0 {
 			fmt.Fprintf(e.stdout, "%s/%s: %s\n", v.Plugin, v.ID, strings.Join(why, "; "))

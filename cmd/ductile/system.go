@@ -36,6 +36,7 @@ func systemCommand() *cli.Command {
 			},
 			systemReloadCommand(),
 			systemSchedulerCommand(),
+			systemStatusCommand(),
 		}, breakerCommands()...),
 	}
 }

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/schedule"
+	"github.com/ductile/ductile/views"
+)
+
+func systemStatusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "show the daemon, its applied config, each plugin's health, breakers and next run, the queue and the ledger",
+		Description: "Runs each plugin's health command now (at most 4 at once, each bounded by its\n" +
+			"timeouts.health) and records the results, as plugin health does; --no-health shows\n" +
+			"the last recorded results instead and writes nothing. The plugins, settings and\n" +
+			"schedules are those the running daemon applied (config.applied); with no daemon\n" +
+			"running, those of the config file, and nothing fires.",
+		Flags: []cli.Flag{jsonFlag(),
+			&cli.BoolFlag{Name: "no-health", Usage: "do not run health commands: show the last recorded health"}},
+		Action: systemStatus,
+	}
+}
+
+// statusOutput is what system status prints with --json.
+type statusOutput struct {
+	Daemon  daemonStatus      `json:"daemon"`
+	Plugins []pluginStatus    `json:"plugins"`
+	Queue   views.QueueCounts `json:"queue"`
+	Ledger  views.LedgerSize  `json:"ledger"`
+}
+
+type daemonStatus struct {
+	Running   bool   `json:"running"`
+	PID       int    `json:"pid,omitempty"`
+	Since     string `json:"up_since,omitempty"`
+	Config    string `json:"config"`
+	Hash      string `json:"config_hash,omitempty"`
+	AppliedAt string `json:"applied_at,omitempty"`
+	Reason    string `json:"applied_reason,omitempty"`
+}
+
+type pluginStatus struct {
+	Name     string             `json:"name"`
+	Version  string             `json:"version"`
+	Enabled  bool               `json:"enabled"`
+	Health   views.PluginHealth `json:"health"`
+	Breakers []views.Breaker    `json:"breakers"`
+	// NextRun is the plugin's earliest next scheduled firing; nil when it
+	// has none.
+	NextRun *nextRun `json:"next_run"`
+}
+
+type nextRun struct {
+	Schedule string    `json:"schedule"`
+	Due      time.Time `json:"due"`
+}
+
+// daemonSide is what the running daemon applied, or, with none running,
+// what this process finds: the plugins, the config (its settings) and the
+// service start schedules count from.
+type daemonSide struct {
+	status  daemonStatus
+	plugins []events.AppliedPlugin
+	config  *config.Config
+	started time.Time
+}
+
+// readDaemonSide reads the running daemon's config.applied, or discovers
+// the plugins with this process's config when no daemon runs.
+func readDaemonSide(ctx context.Context, e *env, l *ledger.Ledger) (daemonSide, error) {
+	h, err := daemon.Holder(e.stateDir)
+	if err != nil {
+		return daemonSide{}, err
+	}
+	if h.Daemon() {
+		a, ok, err := daemon.LastApplied(ctx, l)
+		if err != nil {
+			return daemonSide{}, err
+		}
+		if ok && a.PID == h.PID && a.Settings.Hash != "" {
+			cfg, err := appliedConfig(a.ConfigAppliedData)
+			if err != nil {
+				return daemonSide{}, err
+			}
+			started, _ := time.Parse(time.RFC3339Nano, a.StartedAt)
+			return daemonSide{
+				status: daemonStatus{Running: true, PID: a.PID, Since: a.StartedAt, Config: orDefaults(a.Settings.Source), Hash: a.Settings.Hash,
+					AppliedAt: a.At.UTC().Format(time.RFC3339Nano), Reason: a.Reason},
+				plugins: a.Plugins, config: cfg, started: started,
+			}, nil
+		}
+	}
+	reg, _, err := daemon.DiscoverPlugins(e.stateDir, e.cfg, e.quietLogger())
+	if err != nil {
+		return daemonSide{}, err
+	}
+	side := daemonSide{status: daemonStatus{Running: h.Daemon(), PID: h.PID, Config: orDefaults(e.cfg.Source)},
+		plugins: daemon.Applied(reg, e.cfg, "").Plugins, config: e.cfg, started: time.Now()}
+	return side, nil
+}
+
+// schedules are the schedules the daemon side runs: of its enabled plugins.
+func (s daemonSide) schedules() []schedule.Schedule {
+	runs := map[string]bool{}
+	for _, p := range s.plugins {
+		runs[p.Name] = p.Enabled
+	}
+	return daemon.Schedules(s.config, func(name string) bool { return runs[name] }, s.started)
+}
+
+func systemStatus(c *cli.Context) error {
+	e, err := loadEnv(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Context
+	if !c.Bool("no-health") {
+		if err := runHealthChecks(ctx, e); err != nil {
+			return err
+		}
+	}
+	l, err := e.readLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	side, err := readDaemonSide(ctx, e, l)
+	if err != nil {
+		return err
+	}
+	st, err := views.ReadStatus(ctx, l)
+	if err != nil {
+		return err
+	}
+	breakers, err := views.ReadBreakers(ctx, l, "", 0)
+	if err != nil {
+		return err
+	}
+	scheds, err := views.ReadSchedules(ctx, l, side.schedules(), time.Now())
+	if err != nil {
+		return err
+	}
+	out := statusOutput{Daemon: side.status, Plugins: []pluginStatus{}, Queue: st.Queue, Ledger: st.Ledger}
+	for _, p := range side.plugins {
+		ps := pluginStatus{Name: p.Name, Version: p.Version, Enabled: p.Enabled, Health: st.Health.Of(p.Name), Breakers: []views.Breaker{}}
+		for _, b := range breakers {
+			if b.Plugin == p.Name {
+				ps.Breakers = append(ps.Breakers, b)
+			}
+		}
+		for _, s := range scheds {
+			if s.Plugin == p.Name && s.Next != nil && (ps.NextRun == nil || s.Next.Due.Before(ps.NextRun.Due)) {
+				ps.NextRun = &nextRun{Schedule: s.Plugin + "/" + s.ID, Due: s.Next.Due}
+			}
+		}
+		out.Plugins = append(out.Plugins, ps)
+	}
+	slices.SortFunc(out.Plugins, func(a, b pluginStatus) int { return strings.Compare(a.Name, b.Name) })
+	if c.Bool("json") {
+		return printJSON(e.stdout, out)
+	}
+	printStatus(e, out)
+	return nil
+}
+
+// runHealthChecks runs every plugin's health command and records the
+// results (daemon.CheckHealth), with the plugins and config this process
+// loads.
+func runHealthChecks(ctx context.Context, e *env) error {
+	reg, err := daemon.LoadPlugins(e.stateDir, e.cfg, e.quietLogger())
+	if err != nil {
+		return err
+	}
+	l, err := e.openExistingLedger(ctx)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if _, err := daemon.CheckHealth(ctx, daemon.HealthOptions{Ledger: l, Plugins: reg, Config: e.cfg, Logger: e.quietLogger(), Actor: "cli"}); err != nil {
+		return err
+	}
+	return daemon.CatchUpUnlessHeld(ctx, e.stateDir, l, e.quietLogger())
+}
+
+func printStatus(e *env, out statusOutput) {
+	w := e.stdout
+	d := out.Daemon
+	switch {
+	case d.Running && d.Since != "":
+		since, _ := time.Parse(time.RFC3339Nano, d.Since)
+		fmt.Fprintf(w, "daemon    running (pid %d) since %s (up %s)\n", d.PID, since.Local().Format(time.DateTime), time.Since(since).Round(time.Second))
+		fmt.Fprintf(w, "config    %s (%s, applied %s at %s)\n", d.Config, shortHash(d.Hash), d.Reason, d.AppliedAt)
+	case d.Running:
+		fmt.Fprintf(w, "daemon    running (pid %d), but it recorded no settings: restart it with this version\n", d.PID)
+	default:
+		fmt.Fprintf(w, "daemon    not running: nothing is dispatched or scheduled (start it with: ductile system start)\n")
+		fmt.Fprintf(w, "config    %s (this command's; a daemon would apply it at start)\n", d.Config)
+	}
+	q := out.Queue
+	fmt.Fprintf(w, "queue     %d queued, %d running, %d cancel requested\n", q.Queued, q.Running, q.CancelRequested)
+	lg := out.Ledger
+	fmt.Fprintf(w, "ledger    %s (WAL %s, archives %s); head seq %d, projector lag %d\n",
+		bytesText(lg.FileBytes), bytesText(lg.WALBytes), bytesText(lg.ArchiveBytes), lg.Head, lg.Lag)
+	if len(out.Plugins) == 0 {
+		fmt.Fprintln(w, "no plugins")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nPLUGIN\tVERSION\tHEALTH\tBREAKERS\tNEXT RUN")
+	for _, p := range out.Plugins {
+		health := p.Health.Summary
+		if !p.Enabled {
+			health = "disabled"
+		}
+		breakers := "closed"
+		var open []string
+		for _, b := range p.Breakers {
+			if b.State != "closed" || b.Failures > 0 {
+				open = append(open, b.Command+": "+b.Summary())
+			}
+		}
+		if len(open) > 0 {
+			breakers = strings.Join(open, "; ")
+		}
+		next := "-"
+		if p.NextRun != nil {
+			next = p.NextRun.Due.Local().Format(time.DateTime) + " (" + p.NextRun.Schedule + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, health, breakers, next)
+	}
+	tw.Flush()
+}
+
+func shortHash(h string) string {
+	if len(h) > len("blake3:")+12 {
+		return h[:len("blake3:")+12] + "…"
+	}
+	return h
+}
+
+// bytesText is n bytes for people: 512 B, 3.1 KB, 12.4 MB.
+func bytesText(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}
