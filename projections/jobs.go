@@ -21,6 +21,9 @@ func (JobQueue) Name() string { return "job_queue" }
 func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	id := events.JobIDFromStream(ev.Stream)
 	if id == "" {
+		if ev.Type == events.LedgerArchived {
+			return forgetArchived(conn, ev, queries.DeleteArchivedJobs)
+		}
 		return nil
 	}
 	at := ev.RecordedAtText()
@@ -104,8 +107,11 @@ func (JobLog) Name() string { return "job_log" }
 func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	id := events.JobIDFromStream(ev.Stream)
 	if id == "" {
-		if ev.Type == events.LogPruned {
+		switch ev.Type {
+		case events.LogPruned:
 			return prune(conn, ev)
+		case events.LedgerArchived:
+			return forgetArchived(conn, ev, queries.DeleteArchivedJobLog)
 		}
 		return nil
 	}

@@ -137,6 +137,15 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 	for i, ev := range pg.events {
 		id := events.JobIDFromStream(ev.Stream)
 		if id == "" {
+			if ev.Type == events.LedgerArchived {
+				// It forgets every job the page enqueued before it.
+				if err := rows.flush(write); err != nil {
+					return err
+				}
+				if err := q.Apply(conn, ev); err != nil {
+					return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
+				}
+			}
 			continue
 		}
 		row := rows.byKey[id]
@@ -244,7 +253,7 @@ func (l JobLog) applyPage(conn *sqlite.Conn, pg *page) error {
 	for i, ev := range pg.events {
 		id := events.JobIDFromStream(ev.Stream)
 		if id == "" {
-			if ev.Type == events.LogPruned {
+			if ev.Type == events.LogPruned || ev.Type == events.LedgerArchived {
 				// The prune sees every attempt the page started before it.
 				if err := rows.flush(write); err != nil {
 					return err

@@ -20,3 +20,15 @@ func prune(conn *sqlite.Conn, ev ledger.Event) error {
 	}
 	return queries.DeletePrunedJobLog(conn, queries.DeletePrunedJobLogParams{Before: d.Before, Seq: ev.Seq})
 }
+
+// forgetArchived applies ledger.archived with del (one table's delete): the
+// jobs whose events moved to an archive file leave the projections, so
+// that job list shows no job that job inspect could not find. Each table
+// keeps the seq the rows began at, so a replay deletes the same rows.
+func forgetArchived(conn *sqlite.Conn, ev ledger.Event, del func(*sqlite.Conn, int64) error) error {
+	var d events.LedgerArchivedData
+	if err := decodeData(ev.Data, &d); err != nil {
+		return err
+	}
+	return del(conn, d.LastSeq)
+}

@@ -19,3 +19,14 @@ SELECT count(DISTINCT l.job_id) AS jobs FROM job_log l JOIN job_queue q ON q.id 
 WHERE l.completed_at < CAST(@before AS TEXT)
   AND q.status IN ('succeeded', 'dead', 'canceled')
   AND q.completed_at < CAST(@before AS TEXT);
+
+-- name: DeleteArchivedJobLog :exec
+-- ledger.archived: the attempts of the jobs whose events moved to an
+-- archive. A job with an event at or before the archive's last seq has all
+-- of them there (commands.ArchiveCut), so an attempt started there is one.
+DELETE FROM job_log WHERE started_seq <= CAST(@through_seq AS INTEGER);
+
+-- name: DeleteArchivedJobs :exec
+-- ledger.archived: the jobs whose events moved to an archive (enqueued at
+-- or before its last seq, and so terminal there).
+DELETE FROM job_queue WHERE seq <= CAST(@through_seq AS INTEGER);

@@ -82,3 +82,58 @@ func CountPrunableJobs(conn *sqlite.Conn, before string) (v int64, err error) {
 	v = stmt.ColumnInt64(0)
 	return v, nil
 }
+
+const deleteArchivedJobLog = `DELETE FROM job_log WHERE started_seq <= CAST(?1 AS INTEGER)`
+
+// ledger.archived: the attempts of the jobs whose events moved to an
+// archive. A job with an event at or before the archive's last seq has all
+// of them there (commands.ArchiveCut), so an attempt started there is one.
+func DeleteArchivedJobLog(conn *sqlite.Conn, throughSeq int64) (err error) {
+	stmt, err := conn.Prepare(deleteArchivedJobLog)
+	if err != nil {
+		return fmt.Errorf("DeleteArchivedJobLog: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("DeleteArchivedJobLog: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, throughSeq)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("DeleteArchivedJobLog: %w", err)
+		}
+		if !hasRow {
+			break
+		}
+	}
+	return nil
+}
+
+const deleteArchivedJobs = `DELETE FROM job_queue WHERE seq <= CAST(?1 AS INTEGER)`
+
+// ledger.archived: the jobs whose events moved to an archive (enqueued at
+// or before its last seq, and so terminal there).
+func DeleteArchivedJobs(conn *sqlite.Conn, throughSeq int64) (err error) {
+	stmt, err := conn.Prepare(deleteArchivedJobs)
+	if err != nil {
+		return fmt.Errorf("DeleteArchivedJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("DeleteArchivedJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, throughSeq)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("DeleteArchivedJobs: %w", err)
+		}
+		if !hasRow {
+			break
+		}
+	}
+	return nil
+}

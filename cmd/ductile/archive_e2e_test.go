@@ -3,6 +3,7 @@ package main_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,6 +84,15 @@ plugins:
 	r := w.run("job", "inspect", old[0])
 	require.Equal(t, 1, r.code, "%s", r)
 	require.Contains(t, r.stderr, "no job "+old[0])
+	// …and from the listings, once the projector applied ledger.archived.
+	waitFor(t, 10*time.Second, "archived jobs to leave job list", func() bool {
+		for _, j := range w.jobList("--limit", "1000") {
+			if slices.Contains(old, j.ID) {
+				return false
+			}
+		}
+		return true
+	})
 	var fresh runView
 	w.runJSON(0, &fresh, "plugin", "run", "sink", "--command", "handle", "--json")
 	in := w.waitSettled(fresh.JobID)
