@@ -176,10 +176,18 @@ func (cmd FireSchedule) decide(tx *ledger.Tx, jobs []Enqueue) ([]ledger.NewEvent
 	if k := cmd.Plan.Skip; k != nil {
 		skipped(events.ScheduleSkippedData{Slot: k.Last, First: k.First, Count: k.Count, AtLeast: k.AtLeast, Reason: k.Reason})
 	}
+	// The breaker's state is read from the ledger, which does not show
+	// what this decision appends: once Admit has changed it (a probe let
+	// through), the plan's later firings wait for that probe's verdict.
+	probe := ""
 	for i, f := range cmd.Plan.Fire {
 		job := jobs[i]
 		d := s.Decide(out)
-		if d.Enqueues() && cmd.Admit != nil {
+		switch {
+		case d.Enqueues() && probe != "":
+			d = schedule.Decision{Action: schedule.ActionSkip,
+				Reason: fmt.Sprintf("breaker half-open: probe job %s, enqueued by this schedule's previous firing, decides", probe)}
+		case d.Enqueues() && cmd.Admit != nil:
 			allow, reason, admitted, err := cmd.Admit(tx, s.Plugin, s.Entry.Command, job.JobID, cmd.Now)
 			if err != nil {
 				return nil, FireResult{}, fmt.Errorf("admit: %w", err)
@@ -187,6 +195,8 @@ func (cmd FireSchedule) decide(tx *ledger.Tx, jobs []Enqueue) ([]ledger.NewEvent
 			evs = append(evs, admitted...)
 			if !allow {
 				d = schedule.Decision{Action: schedule.ActionSkip, Reason: reason}
+			} else if len(admitted) > 0 {
+				probe = job.JobID
 			}
 		}
 		if !d.Enqueues() {

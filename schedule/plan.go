@@ -267,6 +267,13 @@ func (s Schedule) Plan(last *Slot, now time.Time) Plan {
 	}
 	latest := w.due[len(w.due)-1]
 	late := latest.Due.Before(lateBefore)
+	if last == nil && !e.Kind.OneShot() {
+		// A new entry counts nothing before it existed: of the firings due
+		// within the last Grace, the latest runs, whatever catch_up says,
+		// and the others are not its history to record.
+		p.Fire = w.due[len(w.due)-1:]
+		return p
+	}
 	switch e.CatchUp {
 	case CatchUpRunAll:
 		p.Fire = w.due[max(0, len(w.due)-MaxCatchUp):]

@@ -511,3 +511,19 @@ func TestOneShots(t *testing.T) {
 		require.False(t, f.Due.Before(after.Start))
 	}
 }
+
+// TestNewEntryCountsNothingBeforeItExisted: a new entry (no last firing)
+// runs at most the latest firing due within Grace, whatever its catch_up,
+// and records no skip for the firings before it existed.
+func TestNewEntryCountsNothingBeforeItExisted(t *testing.T) {
+	t.Parallel()
+	now := utc(2026, 11, 19, 8, 0, 30)
+	for _, c := range []schedule.CatchUp{schedule.CatchUpSkip, schedule.CatchUpRunOnce, schedule.CatchUpRunAll} {
+		s := schedule.Schedule{Plugin: "p", Entry: schedule.Entry{ID: "x", Kind: schedule.KindEvery, Rule: every(t, "3s"),
+			Location: time.UTC, CatchUp: c}}
+		p := plan(t, s, nil, now)
+		require.Equal(t, []string{"11-19 08:00:30"}, nominalsOf(p.Fire), "catch_up %s", c)
+		require.Nil(t, p.Skip, "catch_up %s", c)
+		require.Equal(t, utc(2026, 11, 19, 8, 0, 33), p.Next.Nominal)
+	}
+}

@@ -62,6 +62,7 @@ type Scheduler struct {
 type entry struct {
 	s       schedule.Schedule
 	loaded  bool           // last and version read from the ledger
+	moved   bool           // the last record was refused: the stream had moved
 	version int64          // of its stream
 	last    *schedule.Slot // of its newest event
 	retryAt time.Time      // after a failed append
@@ -216,11 +217,13 @@ func (s *Scheduler) step(ctx context.Context, e *entry, now time.Time) time.Dura
 			Schedule: e.s, Version: e.version, Plan: plan, Job: s.opts.Job(e.s.Plugin, e.s.Entry.Command),
 			Polls: polls, Admit: s.opts.Admit, Now: now,
 		})
+		var conflict *ledger.VersionConflictError
 		switch {
-		case errors.Is(err, ledger.ErrVersionConflict):
-			// Another writer recorded firings since it was read: read again.
+		case errors.As(err, &conflict) && conflict.Stream == stream && !e.moved:
+			// Another writer recorded firings since it was read: read again,
+			// at once the first time (a second conflict in a row backs off).
 			s.log.Warn("schedule: its stream moved under it; reading it again", "schedule", stream, "err", err)
-			e.loaded = false
+			e.loaded, e.moved = false, true
 			return 0
 		case err != nil:
 			if ctx.Err() != nil {
@@ -228,7 +231,7 @@ func (s *Scheduler) step(ctx context.Context, e *entry, now time.Time) time.Dura
 			}
 			return fail("cannot record its firing", err)
 		}
-		e.version, e.last, e.backoff = res.Version, res.Last, 0
+		e.version, e.last, e.backoff, e.moved = res.Version, res.Last, 0, false
 		for _, k := range res.Skipped {
 			s.log.Info("schedule skipped", "schedule", stream, "due", k.Slot.Due, "count", k.Count, "reason", k.Reason)
 		}
