@@ -170,7 +170,11 @@ func TestReloadUnderLoadRunsEveryJobOnce(t *testing.T) {
 		body := "plugin_roots: [" + mustAbs(t, filepath.Join("testdata", "plugins")) + "]\n" +
 			"service: {max_workers: " + strconv.Itoa(workers) + "}\n" +
 			"plugins:\n  recorder: {parallelism: 1, config: {dir: " + w.scratch + "}}\n"
-		require.NoError(t, os.WriteFile(w.config, []byte(body), 0o600))
+		// Atomically, as an editor saves: a reload still reading the file
+		// from the previous signal must not see it half written.
+		tmp := w.config + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(body), 0o600))
+		require.NoError(t, os.Rename(tmp, w.config))
 	}
 	write(2)
 	d := w.startDaemon()
