@@ -64,25 +64,14 @@ func (cmd ArchiveLedger) Run(ctx context.Context, l *ledger.Ledger) (ledger.Arch
 // reads whole stays whole: every job stream with an event at or before the
 // cut ends there and its job is terminal (commands fold job streams); every
 // dedupe reservation there is released there too (enqueue folds dedupe
-// streams for the jobs in flight); the newest config.applied stays (the
-// daemon and the CLI read it), and so does the newest event of every other
-// stream (a schedule's last firing, a breaker's state, a plugin's state and
-// health are each read from it). Other streams keep their versions
-// (ledger.ArchiveOptions.ForgetVersionsOf) and are only ever appended to or
-// projected. It says why it lowered the cut, "" if it did not.
+// streams for the jobs in flight). Other streams keep their versions
+// (ledger.ArchiveOptions.ForgetVersionsOf) and their newest archived event
+// of each type is carried in the main file, so what reads a stream's newest
+// event (a schedule's last firing, a breaker's state, a plugin's state and
+// health, the applied config) reads the same after the archive: those need
+// no rule here. It says why it lowered the cut, "" if it did not.
 func ArchiveCut(conn *sqlite.Conn, through int64) (int64, string, error) {
 	why := ""
-	err := queries.ReadStreamLastOfType(conn, queries.ReadStreamLastOfTypeParams{Stream: events.SystemStream, Type: events.ConfigApplied},
-		func(r queries.ReadStreamLastOfTypeRow) error {
-			if r.Seq <= through {
-				through = r.Seq - 1
-				why = fmt.Sprintf("the config the daemon applied (seq %d) stays: after a restart or reload records a newer one, it can be archived", r.Seq)
-			}
-			return nil
-		})
-	if err != nil {
-		return 0, "", err
-	}
 	for through > 0 {
 		lowered := false
 		err := queries.ArchiveCutJobs(conn, through, func(r queries.ArchiveCutJobsRow) error {
@@ -96,14 +85,6 @@ func ArchiveCut(conn *sqlite.Conn, through int64) (int64, string, error) {
 		err = queries.ArchiveCutDedupe(conn, through, func(r queries.ArchiveCutDedupeRow) error {
 			through, lowered = r.Seq-1, true
 			why = fmt.Sprintf("dedupe key %s (reserved at seq %d) is held by a job not finished before the cut", r.Stream, r.Seq)
-			return nil
-		})
-		if err != nil {
-			return 0, "", err
-		}
-		err = queries.ArchiveCutNewest(conn, through, func(r queries.ArchiveCutNewestRow) error {
-			through, lowered = r.Seq-1, true
-			why = fmt.Sprintf("the newest event of %s (seq %d) stays: the scheduler, the circuit breaker and plugin state read it", r.Stream, r.Seq)
 			return nil
 		})
 		if err != nil {

@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -131,7 +132,14 @@ func (cmd FireSchedule) decide(tx *ledger.Tx, jobs []Enqueue) ([]ledger.NewEvent
 			j, ok := loaded[id]
 			if !ok {
 				var err error
-				if j, err = LoadJob(tx, id); err != nil {
+				j, err = LoadJob(tx, id)
+				if errors.Is(err, ErrJobNotFound) {
+					// An archive moved it (ledger archive moves only
+					// finished jobs) after the schedule's newest event,
+					// carried over, named it open.
+					continue
+				}
+				if err != nil {
 					return nil, err
 				}
 				loaded[id] = j

@@ -74,7 +74,10 @@ type ArchiveOptions struct {
 	Event func(a Archive) NewEvent
 	// ForgetVersionsOf is a stream name prefix whose streams' versions need
 	// not be kept once archived (streams archived whole, never appended to
-	// again: "job/"). Other streams go on counting from their archived version.
+	// again: "job/"). Other streams go on counting from their archived
+	// version, and their newest archived event of each type is carried in
+	// the main file (archived_stream_types), where Tx.LastEvent,
+	// ReadStreamLast and ReadStreamLastOfType find it.
 	ForgetVersionsOf string
 	// Progress, if set, is called while the archive file is written with the
 	// events copied so far and the total.
@@ -388,6 +391,10 @@ func (l *Ledger) recordArchive(ctx context.Context, plan ArchivePlan, a Archive,
 		err = queries.KeepArchivedVersions(conn, queries.KeepArchivedVersionsParams{AfterSeq: plan.Anchor, UntilSeq: plan.Through, SkipPrefix: opts.ForgetVersionsOf})
 		if err != nil {
 			return fmt.Errorf("archive: keep stream versions: %w", err)
+		}
+		err = queries.CarryArchivedEvents(conn, queries.CarryArchivedEventsParams{AfterSeq: plan.Anchor, UntilSeq: plan.Through, SkipPrefix: opts.ForgetVersionsOf})
+		if err != nil {
+			return fmt.Errorf("archive: carry each stream's newest events: %w", err)
 		}
 		if err := queries.DeleteEventsThrough(conn, plan.Through); err != nil {
 			return fmt.Errorf("archive: delete the archived events: %w", err)

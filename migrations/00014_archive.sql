@@ -11,7 +11,16 @@
 -- archived_streams: for each stream some of whose events were archived (but
 -- job streams, archived whole and never appended to again), the newest
 -- version archived, so a stream keeps counting from where it was: the
--- version triggers below check it as they check the events still present.
+-- version triggers below check it as they check the events still present,
+-- and the type of the newest event archived.
+--
+-- archived_stream_types: for the same streams, the newest archived event of
+-- each type, in full. Readers that fold a stream's newest event (of a type)
+-- as its state (the scheduler, the circuit breaker, a plugin's state and
+-- health, the applied config) read it from here when the main file holds no
+-- event of that stream (or type): queries/events.sql, ReadStreamLast and
+-- ReadStreamLastOfType. The stream's newest archived event is the row whose
+-- type archived_streams names.
 
 -- +goose Up
 CREATE TABLE ledger_archives (
@@ -27,7 +36,21 @@ CREATE TABLE ledger_archives (
 
 CREATE TABLE archived_streams (
     stream  TEXT    PRIMARY KEY,
-    version INTEGER NOT NULL CHECK (version >= 1)
+    version INTEGER NOT NULL CHECK (version >= 1),
+    type    TEXT    NOT NULL -- of the newest event archived (archived_stream_types)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE archived_stream_types (
+    stream      TEXT    NOT NULL,
+    type        TEXT    NOT NULL,
+    seq         INTEGER NOT NULL,
+    version     INTEGER NOT NULL CHECK (version >= 1),
+    data        TEXT    NOT NULL,
+    meta        TEXT    NOT NULL,
+    recorded_at TEXT    NOT NULL,
+    prev_hash   BLOB    NOT NULL,
+    hash        BLOB    NOT NULL,
+    PRIMARY KEY (stream, type)
 ) STRICT, WITHOUT ROWID;
 
 DROP TRIGGER events_no_delete;
@@ -88,5 +111,6 @@ BEGIN
 END;
 -- +goose StatementEnd
 
+DROP TABLE archived_stream_types;
 DROP TABLE archived_streams;
 DROP TABLE ledger_archives;

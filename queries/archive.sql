@@ -19,13 +19,31 @@ SELECT version FROM archived_streams WHERE stream = CAST(@stream AS TEXT);
 
 -- name: KeepArchivedVersions :exec
 -- Records the newest version each stream reached in events after_seq <
--- seq <= until_seq, but for streams whose names start with skip_prefix.
-INSERT INTO archived_streams (stream, version)
-SELECT stream, max(version) FROM events
+-- seq <= until_seq, and the type of that event, but for streams whose
+-- names start with skip_prefix. (A bare column beside max() is SQLite's:
+-- it is taken from the row holding the max.)
+INSERT INTO archived_streams (stream, version, type)
+SELECT stream, max(version), type FROM events
 WHERE seq > CAST(@after_seq AS INTEGER) AND seq <= CAST(@until_seq AS INTEGER)
   AND NOT (CAST(@skip_prefix AS TEXT) <> '' AND substr(stream, 1, length(CAST(@skip_prefix AS TEXT))) = CAST(@skip_prefix AS TEXT))
 GROUP BY stream
-ON CONFLICT (stream) DO UPDATE SET version = max(version, excluded.version);
+ON CONFLICT (stream) DO UPDATE SET version = excluded.version, type = excluded.type
+WHERE excluded.version > archived_streams.version;
+
+-- name: CarryArchivedEvents :exec
+-- Keeps, for each stream and type, the newest event after_seq < seq <=
+-- until_seq in full (but for streams whose names start with skip_prefix),
+-- replacing what an earlier archive kept: what ReadStreamLast and
+-- ReadStreamLastOfType read once the main file holds none.
+INSERT INTO archived_stream_types (stream, type, seq, version, data, meta, recorded_at, prev_hash, hash)
+SELECT stream, type, max(seq), version, data, meta, recorded_at, prev_hash, hash FROM events
+WHERE seq > CAST(@after_seq AS INTEGER) AND seq <= CAST(@until_seq AS INTEGER)
+  AND NOT (CAST(@skip_prefix AS TEXT) <> '' AND substr(stream, 1, length(CAST(@skip_prefix AS TEXT))) = CAST(@skip_prefix AS TEXT))
+GROUP BY stream, type
+ON CONFLICT (stream, type) DO UPDATE SET
+    seq = excluded.seq, version = excluded.version, data = excluded.data, meta = excluded.meta,
+    recorded_at = excluded.recorded_at, prev_hash = excluded.prev_hash, hash = excluded.hash
+WHERE excluded.seq > archived_stream_types.seq;
 
 -- name: DeleteEventsThrough :exec
 DELETE FROM events WHERE seq <= CAST(@until_seq AS INTEGER);
@@ -70,18 +88,4 @@ WHERE r.seq <= CAST(@through_seq AS INTEGER) AND r.type = 'dedupe.reserved'
       AND x.data ->> '$.job_id' = r.data ->> '$.job_id'
   )
 ORDER BY r.seq
-LIMIT 1;
-
--- name: ArchiveCutNewest :many
--- The stream, other than job and dedupe streams, whose newest event is the
--- earliest at or before through_seq: the scheduler (schedule/*), the
--- circuit breaker (breaker/*), a plugin's state (plugin/*) and its health
--- fold a stream's newest event, so that event must stay.
-SELECT n.stream, CAST(n.seq AS INTEGER) AS seq FROM (
-    SELECT stream, max(seq) AS seq FROM events
-    WHERE NOT (stream >= 'job/' AND stream < 'job0') AND NOT (stream >= 'dedupe/' AND stream < 'dedupe0')
-    GROUP BY stream
-) n
-WHERE n.seq <= CAST(@through_seq AS INTEGER)
-ORDER BY n.seq
 LIMIT 1;

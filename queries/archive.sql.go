@@ -175,12 +175,13 @@ func ArchivedStreamVersion(conn *sqlite.Conn, stream string, fn func(int64) erro
 	}
 }
 
-const keepArchivedVersions = `INSERT INTO archived_streams (stream, version)
-SELECT stream, max(version) FROM events
+const keepArchivedVersions = `INSERT INTO archived_streams (stream, version, type)
+SELECT stream, max(version), type FROM events
 WHERE seq > CAST(?1 AS INTEGER) AND seq <= CAST(?2 AS INTEGER)
   AND NOT (CAST(?3 AS TEXT) <> '' AND substr(stream, 1, length(CAST(?3 AS TEXT))) = CAST(?3 AS TEXT))
 GROUP BY stream
-ON CONFLICT (stream) DO UPDATE SET version = max(version, excluded.version)`
+ON CONFLICT (stream) DO UPDATE SET version = excluded.version, type = excluded.type
+WHERE excluded.version > archived_streams.version`
 
 type KeepArchivedVersionsParams struct {
 	AfterSeq   int64
@@ -189,7 +190,9 @@ type KeepArchivedVersionsParams struct {
 }
 
 // Records the newest version each stream reached in events after_seq <
-// seq <= until_seq, but for streams whose names start with skip_prefix.
+// seq <= until_seq, and the type of that event, but for streams whose
+// names start with skip_prefix. (A bare column beside max() is SQLite's:
+// it is taken from the row holding the max.)
 func KeepArchivedVersions(conn *sqlite.Conn, arg KeepArchivedVersionsParams) (err error) {
 	stmt, err := conn.Prepare(keepArchivedVersions)
 	if err != nil {
@@ -207,6 +210,51 @@ func KeepArchivedVersions(conn *sqlite.Conn, arg KeepArchivedVersionsParams) (er
 		hasRow, err := stmt.Step()
 		if err != nil {
 			return fmt.Errorf("KeepArchivedVersions: %w", err)
+		}
+		if !hasRow {
+			break
+		}
+	}
+	return nil
+}
+
+const carryArchivedEvents = `INSERT INTO archived_stream_types (stream, type, seq, version, data, meta, recorded_at, prev_hash, hash)
+SELECT stream, type, max(seq), version, data, meta, recorded_at, prev_hash, hash FROM events
+WHERE seq > CAST(?1 AS INTEGER) AND seq <= CAST(?2 AS INTEGER)
+  AND NOT (CAST(?3 AS TEXT) <> '' AND substr(stream, 1, length(CAST(?3 AS TEXT))) = CAST(?3 AS TEXT))
+GROUP BY stream, type
+ON CONFLICT (stream, type) DO UPDATE SET
+    seq = excluded.seq, version = excluded.version, data = excluded.data, meta = excluded.meta,
+    recorded_at = excluded.recorded_at, prev_hash = excluded.prev_hash, hash = excluded.hash
+WHERE excluded.seq > archived_stream_types.seq`
+
+type CarryArchivedEventsParams struct {
+	AfterSeq   int64
+	UntilSeq   int64
+	SkipPrefix string
+}
+
+// Keeps, for each stream and type, the newest event after_seq < seq <=
+// until_seq in full (but for streams whose names start with skip_prefix),
+// replacing what an earlier archive kept: what ReadStreamLast and
+// ReadStreamLastOfType read once the main file holds none.
+func CarryArchivedEvents(conn *sqlite.Conn, arg CarryArchivedEventsParams) (err error) {
+	stmt, err := conn.Prepare(carryArchivedEvents)
+	if err != nil {
+		return fmt.Errorf("CarryArchivedEvents: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("CarryArchivedEvents: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, arg.AfterSeq)
+	stmt.BindInt64(2, arg.UntilSeq)
+	stmt.BindText(3, arg.SkipPrefix)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("CarryArchivedEvents: %w", err)
 		}
 		if !hasRow {
 			break
@@ -394,52 +442,6 @@ func ArchiveCutDedupe(conn *sqlite.Conn, throughSeq int64, fn func(ArchiveCutDed
 			return nil
 		}
 		var row ArchiveCutDedupeRow
-		row.Stream = stmt.ColumnText(0)
-		row.Seq = stmt.ColumnInt64(1)
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-}
-
-const archiveCutNewest = `SELECT n.stream, CAST(n.seq AS INTEGER) AS seq FROM (
-    SELECT stream, max(seq) AS seq FROM events
-    WHERE NOT (stream >= 'job/' AND stream < 'job0') AND NOT (stream >= 'dedupe/' AND stream < 'dedupe0')
-    GROUP BY stream
-) n
-WHERE n.seq <= CAST(?1 AS INTEGER)
-ORDER BY n.seq
-LIMIT 1`
-
-type ArchiveCutNewestRow struct {
-	Stream string
-	Seq    int64
-}
-
-// The stream, other than job and dedupe streams, whose newest event is the
-// earliest at or before through_seq: the scheduler (schedule/*), the
-// circuit breaker (breaker/*), a plugin's state (plugin/*) and its health
-// fold a stream's newest event, so that event must stay.
-func ArchiveCutNewest(conn *sqlite.Conn, throughSeq int64, fn func(ArchiveCutNewestRow) error) (err error) {
-	stmt, err := conn.Prepare(archiveCutNewest)
-	if err != nil {
-		return fmt.Errorf("ArchiveCutNewest: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("ArchiveCutNewest: %w", resetErr)
-		}
-	}()
-	stmt.BindInt64(1, throughSeq)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("ArchiveCutNewest: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var row ArchiveCutNewestRow
 		row.Stream = stmt.ColumnText(0)
 		row.Seq = stmt.ColumnInt64(1)
 		if err := fn(row); err != nil {

@@ -66,12 +66,23 @@ SELECT
 FROM events;
 
 -- name: ReadStreamLast :many
--- The newest event of a stream (none if the stream is empty).
-SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
-FROM events
-WHERE stream = CAST(@stream AS TEXT)
-ORDER BY version DESC
-LIMIT 1;
+-- The newest event of a stream (none if the stream is empty): in the main
+-- file, through UNIQUE (stream, version), or if an archive moved all its
+-- events, the newest one archived, carried in archived_stream_types
+-- (migration 00014).
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash FROM (
+    SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+    FROM events
+    WHERE stream = CAST(@stream AS TEXT)
+    ORDER BY version DESC
+    LIMIT 1
+)
+UNION ALL
+SELECT c.seq, c.stream, c.version, c.type, c.data, c.meta, c.recorded_at, c.prev_hash, c.hash
+FROM archived_streams a
+JOIN archived_stream_types c ON c.stream = a.stream AND c.type = a.type
+WHERE a.stream = CAST(@stream AS TEXT)
+  AND NOT EXISTS (SELECT 1 FROM events WHERE stream = CAST(@stream AS TEXT));
 
 -- name: CountStreams :one
 SELECT CAST(count(*) AS INTEGER) AS streams FROM events WHERE version = 1;
@@ -81,12 +92,21 @@ SELECT type, CAST(count(*) AS INTEGER) AS count FROM events GROUP BY type ORDER 
 
 -- name: ReadStreamLastOfType :many
 -- The newest event of one type in a stream (none if it has none): walks the
--- stream backwards through UNIQUE (stream, version).
+-- stream backwards through UNIQUE (stream, version), or if the main file
+-- holds none of that type, the newest one archived, carried in
+-- archived_stream_types (migration 00014).
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash FROM (
+    SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+    FROM events
+    WHERE stream = CAST(@stream AS TEXT) AND type = CAST(@type AS TEXT)
+    ORDER BY version DESC
+    LIMIT 1
+)
+UNION ALL
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
-FROM events
+FROM archived_stream_types
 WHERE stream = CAST(@stream AS TEXT) AND type = CAST(@type AS TEXT)
-ORDER BY version DESC
-LIMIT 1;
+  AND NOT EXISTS (SELECT 1 FROM events WHERE stream = CAST(@stream AS TEXT) AND type = CAST(@type AS TEXT));
 
 -- name: FindStreamsByPrefix :many
 -- Streams whose name lies in [from, until): a prefix search over

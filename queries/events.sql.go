@@ -448,11 +448,19 @@ func LedgerStats(conn *sqlite.Conn) (row LedgerStatsRow, err error) {
 	return row, nil
 }
 
-const readStreamLast = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
-FROM events
-WHERE stream = CAST(?1 AS TEXT)
-ORDER BY version DESC
-LIMIT 1`
+const readStreamLast = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash FROM (
+    SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+    FROM events
+    WHERE stream = CAST(?1 AS TEXT)
+    ORDER BY version DESC
+    LIMIT 1
+)
+UNION ALL
+SELECT c.seq, c.stream, c.version, c.type, c.data, c.meta, c.recorded_at, c.prev_hash, c.hash
+FROM archived_streams a
+JOIN archived_stream_types c ON c.stream = a.stream AND c.type = a.type
+WHERE a.stream = CAST(?1 AS TEXT)
+  AND NOT EXISTS (SELECT 1 FROM events WHERE stream = CAST(?1 AS TEXT))`
 
 type ReadStreamLastRow struct {
 	Seq        int64
@@ -466,7 +474,10 @@ type ReadStreamLastRow struct {
 	Hash       []byte
 }
 
-// The newest event of a stream (none if the stream is empty).
+// The newest event of a stream (none if the stream is empty): in the main
+// file, through UNIQUE (stream, version), or if an archive moved all its
+// events, the newest one archived, carried in archived_stream_types
+// (migration 00014).
 func ReadStreamLast(conn *sqlite.Conn, stream string, fn func(ReadStreamLastRow) error) (err error) {
 	stmt, err := conn.Prepare(readStreamLast)
 	if err != nil {
@@ -561,11 +572,18 @@ func CountEventTypes(conn *sqlite.Conn, fn func(CountEventTypesRow) error) (err 
 	}
 }
 
-const readStreamLastOfType = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
-FROM events
+const readStreamLastOfType = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash FROM (
+    SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+    FROM events
+    WHERE stream = CAST(?1 AS TEXT) AND type = CAST(?2 AS TEXT)
+    ORDER BY version DESC
+    LIMIT 1
+)
+UNION ALL
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM archived_stream_types
 WHERE stream = CAST(?1 AS TEXT) AND type = CAST(?2 AS TEXT)
-ORDER BY version DESC
-LIMIT 1`
+  AND NOT EXISTS (SELECT 1 FROM events WHERE stream = CAST(?1 AS TEXT) AND type = CAST(?2 AS TEXT))`
 
 type ReadStreamLastOfTypeParams struct {
 	Stream string
@@ -585,7 +603,9 @@ type ReadStreamLastOfTypeRow struct {
 }
 
 // The newest event of one type in a stream (none if it has none): walks the
-// stream backwards through UNIQUE (stream, version).
+// stream backwards through UNIQUE (stream, version), or if the main file
+// holds none of that type, the newest one archived, carried in
+// archived_stream_types (migration 00014).
 func ReadStreamLastOfType(conn *sqlite.Conn, arg ReadStreamLastOfTypeParams, fn func(ReadStreamLastOfTypeRow) error) (err error) {
 	stmt, err := conn.Prepare(readStreamLastOfType)
 	if err != nil {
