@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/zeebo/blake3"
 	"go.yaml.in/yaml/v3"
@@ -160,15 +162,28 @@ type Difference struct {
 }
 
 // Diff lists the settings whose values differ between applied and s, by
-// dotted path (plugins.echo.retry.max_attempts), in path order. Plugin
-// config: maps compare by hash; Files and Source are not compared.
+// dotted path (plugins.echo.retry.max_attempts), in path order. Schedule
+// entries are matched by id (plugins.echo.schedules[nightly].cron), other
+// lists of mappings by position (routes[2].to); an entry on one side only is
+// one difference holding the whole entry. Plugin config: maps compare by
+// hash; Files and Source are not compared.
 func (s Settings) Diff(applied Settings) []Difference {
-	a, b := flatten(applied), flatten(s)
+	a, aItems := flatten(applied)
+	b, bItems := flatten(s)
 	var out []Difference
+	done := map[string]bool{}
 	for _, k := range slices.Sorted(maps.Keys(union(a, b))) {
 		av, aok := a[k]
 		bv, bok := b[k]
 		if aok && bok && jsonEqual(av, bv) {
+			continue
+		}
+		// Under an entry that only one side has: the entry, once.
+		if item := itemOf(k, aItems, bItems); item != "" {
+			if !done[item] {
+				done[item] = true
+				out = append(out, Difference{Path: item, File: bItems[item], Applied: aItems[item]})
+			}
 			continue
 		}
 		d := Difference{Path: k}
@@ -183,14 +198,30 @@ func (s Settings) Diff(applied Settings) []Difference {
 	return out
 }
 
-// flatten maps each leaf of s to its value, by dotted path; a list of
-// mappings is walked by index (routes[2].to), any other list is a leaf.
-func flatten(s Settings) map[string]any {
+// itemOf is the entry path of k ("…schedules[x]") when only one of a and b
+// has that entry, else "".
+func itemOf(k string, a, b map[string]any) string {
+	for i := strings.LastIndex(k, "]"); i > 0; i = strings.LastIndex(k[:i], "]") {
+		item := k[:i+1]
+		_, inA := a[item]
+		_, inB := b[item]
+		if inA != inB {
+			return item
+		}
+	}
+	return ""
+}
+
+// flatten maps each leaf of s to its value, by dotted path, and each entry
+// of a list of mappings to the entry: a list whose entries all have an id
+// is walked by id (schedules[nightly].cron), another by position
+// (routes[2].to); any other list is a leaf.
+func flatten(s Settings) (leaves, items map[string]any) {
 	s.Hash, s.Source, s.Files = "", "", nil
 	b, _ := json.Marshal(s)
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
-	out := map[string]any{}
+	leaves, items = map[string]any{}, map[string]any{}
 	var walk func(prefix string, v any)
 	walk = func(prefix string, v any) {
 		switch v := v.(type) {
@@ -210,15 +241,38 @@ func flatten(s Settings) map[string]any {
 			if len(v) == 0 || !slices.ContainsFunc(v, func(e any) bool { _, ok := e.(map[string]any); return ok }) {
 				break
 			}
+			keys := entryKeys(v)
 			for i, c := range v {
-				walk(fmt.Sprintf("%s[%d]", prefix, i), c)
+				item := fmt.Sprintf("%s[%s]", prefix, keys[i])
+				items[item] = c
+				walk(item, c)
 			}
 			return
 		}
-		out[prefix] = v
+		leaves[prefix] = v
 	}
 	walk("", m)
-	return out
+	return leaves, items
+}
+
+// entryKeys names the entries of a list: by their ids when every entry has
+// a distinct one, else by position.
+func entryKeys(list []any) []string {
+	keys := make([]string, len(list))
+	seen := map[string]bool{}
+	for i, e := range list {
+		m, _ := e.(map[string]any)
+		id, ok := m["id"].(string)
+		if !ok || id == "" || seen[id] || strings.ContainsAny(id, "[].") {
+			for i := range list {
+				keys[i] = strconv.Itoa(i)
+			}
+			return keys
+		}
+		seen[id] = true
+		keys[i] = id
+	}
+	return keys
 }
 
 func union(a, b map[string]any) map[string]any {

@@ -119,10 +119,19 @@ func diffPaths(ds []config.Difference) []string {
 	return paths
 }
 
-func TestSettingsDiffWalksListsOfMappingsByIndex(t *testing.T) {
+func TestSettingsDiffMatchesEntries(t *testing.T) {
 	a := loadSettingsConfig(t, settingsYAML).Settings()
 	b := loadSettingsConfig(t, strings.Replace(settingsYAML, "every: 5m", "every: 10m", 1)).Settings()
-	require.Equal(t, []config.Difference{{Path: "plugins.echo.schedules[0].every", File: "10m", Applied: "5m"}}, b.Diff(a))
+	require.Equal(t, []config.Difference{{Path: "plugins.echo.schedules[default].every", File: "10m", Applied: "5m"}}, b.Diff(a))
 	c := loadSettingsConfig(t, strings.Replace(settingsYAML, "to: echo, command: handle", "to: echo, command: poll", 1)).Settings()
 	require.Equal(t, []string{"routes[0].command"}, diffPaths(c.Diff(a)))
+
+	// An entry added before the others is one difference, matched by id.
+	added := strings.Replace(settingsYAML, "    schedules:\n", "    schedules:\n      - {id: first, cron: \"0 3 * * *\"}\n", 1)
+	d := loadSettingsConfig(t, added).Settings().Diff(a)
+	require.Equal(t, []string{"plugins.echo.schedules[first]"}, diffPaths(d))
+	require.Nil(t, d[0].Applied)
+	require.Equal(t, "0 3 * * *", d[0].File.(map[string]any)["cron"])
+	// …and removed, the other way round.
+	require.Equal(t, []string{"plugins.echo.schedules[first]"}, diffPaths(a.Diff(loadSettingsConfig(t, added).Settings())))
 }

@@ -3,6 +3,7 @@ package views
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"zombiezen.com/go/sqlite"
 
@@ -64,6 +65,19 @@ func (b Breaker) Summary() string {
 		return fmt.Sprintf("breaker closed, %d of %d failures", b.Failures, b.Threshold)
 	}
 	return "breaker closed"
+}
+
+// refuses reports whether the breaker refuses a scheduled firing at now:
+// open before its probe time, or half-open with its probe under way.
+func (b Breaker) refuses(now time.Time) bool {
+	switch b.State {
+	case "open":
+		at, err := time.Parse(time.RFC3339Nano, deref(b.ProbeAt))
+		return err != nil || now.Before(at)
+	case "half_open":
+		return true
+	}
+	return false
 }
 
 func deref(s *string) string {

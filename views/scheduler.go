@@ -94,10 +94,10 @@ type ScheduleDecision struct {
 func ReadSchedules(ctx context.Context, l *ledger.Ledger, schedules []schedule.Schedule, now time.Time) ([]ScheduleView, error) {
 	out := make([]ScheduleView, 0, len(schedules))
 	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
-		breakers := map[string]string{}
+		breakers := map[string]Breaker{}
 		if len(schedules) > 0 {
 			err := queries.ListBreakers(conn, func(r queries.ListBreakersRow) error {
-				breakers[r.Plugin+"/"+r.Command] = breakerOf(r).Summary()
+				breakers[r.Plugin+"/"+r.Command] = breakerOf(r)
 				return nil
 			})
 			if err != nil {
@@ -109,9 +109,13 @@ func ReadSchedules(ctx context.Context, l *ledger.Ledger, schedules []schedule.S
 			if err != nil {
 				return fmt.Errorf("read schedule %s: %w", s.Stream(), err)
 			}
-			v.Breaker = breakers[s.Plugin+"/"+s.Entry.Command]
-			if v.Breaker == "" {
-				v.Breaker = "breaker closed"
+			b, ok := breakers[s.Plugin+"/"+s.Entry.Command]
+			v.Breaker = "breaker closed"
+			if ok {
+				v.Breaker = b.Summary()
+				if v.Would.Action != schedule.ActionSkip && b.refuses(now) {
+					v.Would = ScheduleDecision{Action: schedule.ActionSkip, Reason: v.Breaker}
+				}
 			}
 			out = append(out, v)
 		}

@@ -103,13 +103,16 @@ func markDifferences(n *yaml.Node, diffs []config.Difference, a daemon.AppliedRe
 	for _, d := range diffs {
 		path := strings.TrimSuffix(d.Path, "_hash")
 		path = strings.TrimPrefix(path, "sections.")
-		key := findKey(root, strings.Split(path, "."))
+		key, ok := findKey(root, strings.Split(path, "."))
 		note := "applied: " + showValue(d.Applied)
-		if strings.HasSuffix(d.Path, "_hash") {
+		switch {
+		case strings.HasSuffix(d.Path, "_hash"):
 			note = "differs from the applied value (compared by hash)"
+		case d.Applied == nil:
+			note = "not applied yet"
 		}
-		if key == nil {
-			unplaced = append(unplaced, fmt.Sprintf("%s: not in this file, applied: %s", d.Path, showValue(d.Applied)))
+		if !ok {
+			unplaced = append(unplaced, fmt.Sprintf("%s: not in this file; applied: %s", d.Path, showValue(d.Applied)))
 			continue
 		}
 		key.LineComment = note
@@ -122,39 +125,64 @@ func markDifferences(n *yaml.Node, diffs []config.Difference, a daemon.AppliedRe
 	root.HeadComment = head
 }
 
-// findKey is the key node at path in a mapping tree, or, if the path goes
-// deeper than the tree, the deepest key on it; nil if the first key is
-// missing.
-// A step "name[i]" goes on into item i of the list under name.
-func findKey(n *yaml.Node, path []string) *yaml.Node {
+// findKey is the key node at path in a mapping tree; ok is false when
+// the path is not all there. A step "name[x]" goes on into the entry of the
+// list under name whose id is x, or, for a number, its x-th entry; such an
+// entry is marked on its first key.
+func findKey(n *yaml.Node, path []string) (*yaml.Node, bool) {
 	var found *yaml.Node
 	for _, step := range path {
-		k, index := step, -1
+		k, entry := step, ""
 		if open := strings.IndexByte(step, '['); open > 0 && strings.HasSuffix(step, "]") {
-			if i, err := strconv.Atoi(step[open+1 : len(step)-1]); err == nil {
-				k, index = step[:open], i
-			}
+			k, entry = step[:open], step[open+1:len(step)-1]
 		}
-		if n.Kind != yaml.MappingNode {
-			return found
+		value := mappingValue(n, k)
+		if value == nil {
+			return nil, false
 		}
-		next := -1
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == k {
-				next = i
-				break
-			}
+		found, n = mappingKey(n, k), value
+		if entry == "" {
+			continue
 		}
-		if next < 0 {
-			return found
+		item := listEntry(n, entry)
+		if item == nil || len(item.Content) == 0 {
+			return nil, false
 		}
-		found, n = n.Content[next], n.Content[next+1]
-		if index >= 0 {
-			if n.Kind != yaml.SequenceNode || index >= len(n.Content) {
-				return found
-			}
-			n = n.Content[index]
+		found, n = item.Content[0], item
+	}
+	return found, found != nil
+}
+
+func mappingKey(n *yaml.Node, k string) *yaml.Node {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == k {
+			return n.Content[i]
 		}
 	}
-	return found
+	return nil
+}
+
+func mappingValue(n *yaml.Node, k string) *yaml.Node {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == k {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// listEntry is the mapping in list n whose id is entry, or the entry-th.
+func listEntry(n *yaml.Node, entry string) *yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	for _, item := range n.Content {
+		if id := mappingValue(item, "id"); id != nil && id.Value == entry {
+			return item
+		}
+	}
+	if i, err := strconv.Atoi(entry); err == nil && i >= 0 && i < len(n.Content) {
+		return n.Content[i]
+	}
+	return nil
 }
