@@ -120,7 +120,7 @@ func (cmd Retry) enqueue(j *Job) Enqueue {
 		JobID: cmd.NewJobID, Plugin: j.Plugin, Command: j.Command, Payload: j.Payload, Event: j.Event,
 		SubmittedBy: cmd.actor(), MaxAttempts: cmd.MaxAttempts, BackoffBase: cmd.BackoffBase,
 		DedupeKey: j.DedupeKey, DedupeTTL: time.Duration(j.DedupeTTLMS) * time.Millisecond, DefaultDedupeTTL: cmd.DefaultDedupeTTL,
-		ParentJobID: j.ParentJobID, SourceEventID: j.SourceEventID, Correlation: j.Correlation,
+		ParentJobID: j.ParentJobID, SourceEventID: j.SourceEventID, Correlation: j.Correlation, Depth: j.Depth,
 		RetryOf: j.JobID, Now: cmd.Now,
 	}
 }

@@ -19,13 +19,14 @@ func retry(b *testBundle) (commands.RetryResult, error) {
 }
 
 // routedChild is a dead routed child of root-0 with a payload, an event and
-// a dedupe key (released when it died).
+// a dedupe key (released when it died), one hop from its root (a retry
+// keeps its depth: the hop limit counts on from it).
 func routedChild() *jobStream {
 	s := job(jobID, withKey("invoice-42"), func(e *events.Enqueued) {
 		e.Plugin, e.Command, e.SubmittedBy = "greet", "handle", commands.ByRoute
 		e.Payload = raw(`{"name":"Ada"}`)
 		e.Event = raw(`{"type":"echo.poll","payload":{"name":"Ada"},"event_id":"ev-1","source":"echo","timestamp":"2026-03-01T11:00:00Z"}`)
-		e.ParentJobID, e.SourceEventID, e.DedupeTTLMS = "root-0", "ev-1", 60000
+		e.ParentJobID, e.SourceEventID, e.DedupeTTLMS, e.Depth = "root-0", "ev-1", 60000, 1
 	})
 	s.corr = "root-0"
 	s.evs[0].Meta.CorrelationID = "root-0"
@@ -51,7 +52,7 @@ func TestRetryJob(t *testing.T) {
 		{Stream: "job/job-2", Version: 1, Type: events.JobEnqueued,
 			Data: `{"job_id":"job-2","plugin":"greet","command":"handle","payload":{"name":"Ada"},"max_attempts":2,"backoff_base_ms":10000,` +
 				`"submitted_by":"cli","dedupe_key":"invoice-42","dedupe_ttl_ms":60000,"parent_job_id":"root-0","source_event_id":"ev-1",` +
-				`"event":{"type":"echo.poll","payload":{"name":"Ada"},"event_id":"ev-1","source":"echo","timestamp":"2026-03-01T11:00:00Z"},"retry_of":"job-1"}`,
+				`"event":{"type":"echo.poll","payload":{"name":"Ada"},"event_id":"ev-1","source":"echo","timestamp":"2026-03-01T11:00:00Z"},"retry_of":"job-1","depth":1}`,
 			Meta: `{"correlation_id":"root-0","actor":"cli"}`},
 		{Stream: "dedupe/greet/handle/invoice-42", Version: 3, Type: events.DedupeReserved, Data: `{"job_id":"job-2"}`},
 		{Stream: jobStreamName, Version: 5, Type: events.JobRetried, Data: `{"retry_job_id":"job-2"}`,

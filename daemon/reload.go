@@ -51,21 +51,25 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	a := Applied(reg, cfg, "reload")
 	a.Through, a.StartedAt = through, old.StartedAt
 	a.Changes = a.Settings.Diff(old.Settings)
+	// A plugin new to the daemon, or whose config changed, runs init before
+	// any job of it runs with the new settings (InitPlugins skips the
+	// others; each is bounded by its timeouts.init); a failure marks it
+	// unhealthy. Then the record, and only once it is in the ledger does
+	// the daemon run with the new config: the ledger never says one config
+	// while the daemon runs another.
+	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.dispatch.Grace}); err != nil {
+		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: recording plugin inits failed: %w", err)
+	}
+	seq, err := recordApplied(ctx, d.Ledger, a)
+	if err != nil {
+		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
+	}
 	if d.Dispatcher != nil {
 		d.Dispatcher.Apply(cfg, reg)
 	}
 	d.current.Store(&current{config: cfg, plugins: reg, applied: a})
-	seq, err := recordApplied(ctx, d.Ledger, a)
-	if err != nil {
-		return events.ConfigAppliedData{}, err
-	}
 	d.applySchedules()
 	d.log.Info("config reloaded", "changes", len(a.Changes), "plugins", len(a.Plugins), "skipped", len(a.Skipped), "seq", seq)
-	// A plugin new to the daemon, or whose config changed, runs init now
-	// (InitPlugins skips the others); its failure marks it unhealthy.
-	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.dispatch.Grace}); err != nil {
-		return a, fmt.Errorf("config reloaded, but recording plugin inits failed: %w", err)
-	}
 	if err := d.endOrphanedQueuedJobs(ctx, old, a, seq); err != nil {
 		return a, fmt.Errorf("config reloaded, but ending the queued jobs of removed plugins failed: %w", err)
 	}

@@ -152,7 +152,7 @@ func logOutcome(log *slog.Logger, job *commands.Job, out commands.Outcome, res c
 			log.Debug("events without a route", "event_types", res.Unrouted)
 		}
 		for _, d := range res.Dropped {
-			log.Warn("routed job dropped: the route chain is too deep", "to", d.Plugin, "command", d.Command,
+			log.Warn("routed job dropped: the route chain is too deep", "to", d.Plugin, "to_command", d.Command,
 				"event_type", d.EventType, "depth", d.Depth, "max_route_depth", d.Limit)
 		}
 		routed := 0

@@ -532,11 +532,10 @@ func loadEnv(c *cli.Context) (*env, error) {
 	}
 	cfg, err := config.Load(path)
 	if err != nil {
-		code := codeInvalidConfig
 		if errors.Is(err, fs.ErrNotExist) {
-			code = codeNotFound
+			return nil, withHint(codeNotFound, err, "check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply")
 		}
-		return nil, withHint(code, err, "check the file with: ductile config check --config "+path)
+		return nil, withHint(codeInvalidConfig, err, "check the file with: ductile config check --config "+path)
 	}
 	return newEnv(c, cfg)
 }

@@ -53,6 +53,9 @@ type reloadOutput struct {
 }
 
 func systemReload(c *cli.Context) error {
+	if c.Duration("timeout") <= 0 {
+		return usagef("--timeout must be positive, e.g. 30s: how long to wait for the daemon's answer")
+	}
 	e, err := daemonEnv(c)
 	if err != nil {
 		return err

@@ -51,11 +51,11 @@ func systemScheduler(c *cli.Context, e *env, l *ledger.Ledger) error {
 	for _, v := range vs {
 		last := "never"
 		if v.LastFired != nil {
-			last = v.LastFired.Slot.Due.Local().Format(time.DateTime) + " (" + shortID(v.LastFired.JobID) + ")"
+			last = v.LastFired.Slot.Due.Local().Format("2006-01-02 15:04:05 MST") + " (" + shortID(v.LastFired.JobID) + ")"
 		}
 		next := v.Done
 		if v.Next != nil {
-			next = v.Next.Due.Local().Format(time.DateTime)
+			next = v.Next.Due.Local().Format("2006-01-02 15:04:05 MST")
 		}
 		would := string(v.Would.Action)
 		if v.Would.Action == "skip" {

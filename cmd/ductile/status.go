@@ -24,7 +24,9 @@ func systemStatusCommand() *cli.Command {
 		Usage: "show the daemon, its applied config, each plugin's health, breakers and next run, the queue and the ledger",
 		Description: "Runs each plugin's health command now (at most 4 at once, each bounded by its\n" +
 			"timeouts.health) and records the results, as plugin health does; --no-health shows\n" +
-			"the last recorded results instead and writes nothing. The plugins, settings and\n" +
+			"the last recorded results instead and writes nothing. Health runs with the plugin\n" +
+			"config in the config file (the ledger holds only its hash): a warning names each\n" +
+			"plugin whose config differs from the daemon's. The plugins, settings and\n" +
 			"schedules are those the running daemon applied (config.applied); with no daemon\n" +
 			"running, those of the config file, and nothing fires.",
 		Flags: []cli.Flag{jsonFlag(),
@@ -39,6 +41,8 @@ type statusOutput struct {
 	Plugins []pluginStatus    `json:"plugins"`
 	Queue   views.QueueCounts `json:"queue"`
 	Ledger  views.LedgerSize  `json:"ledger"`
+	// Warnings say what the figures above may not reflect.
+	Warnings []string `json:"warnings"`
 }
 
 type daemonStatus struct {
@@ -71,10 +75,19 @@ type nextRun struct {
 // what this process finds: the plugins, the config (its settings) and the
 // service start schedules count from.
 type daemonSide struct {
-	status  daemonStatus
-	plugins []events.AppliedPlugin
-	config  *config.Config
-	started time.Time
+	status   daemonStatus
+	plugins  []events.AppliedPlugin
+	config   *config.Config
+	settings config.Settings // as applied (zero with no daemon)
+	started  time.Time
+}
+
+// appliedSettings are the settings the running daemon applied.
+func (s daemonSide) appliedSettings() (config.Settings, error) {
+	if s.settings.Hash == "" {
+		return config.Settings{}, fmt.Errorf("no applied settings")
+	}
+	return s.settings, nil
 }
 
 // readDaemonSide reads the running daemon's config.applied, or discovers
@@ -98,7 +111,7 @@ func readDaemonSide(ctx context.Context, e *env, l *ledger.Ledger) (daemonSide, 
 			return daemonSide{
 				status: daemonStatus{Running: true, PID: a.PID, Since: a.StartedAt, Config: orDefaults(a.Settings.Source), Hash: a.Settings.Hash,
 					AppliedAt: a.At.UTC().Format(time.RFC3339Nano), Reason: a.Reason},
-				plugins: a.Plugins, config: cfg, started: started,
+				plugins: a.Plugins, config: cfg, settings: a.Settings, started: started,
 			}, nil
 		}
 	}
@@ -121,17 +134,15 @@ func (s daemonSide) schedules() []schedule.Schedule {
 }
 
 func systemStatus(c *cli.Context) error {
-	e, err := loadEnv(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.Context
-	if !c.Bool("no-health") {
-		if err := runHealthChecks(ctx, e); err != nil {
+	e, cfgErr := loadEnv(c)
+	if cfgErr != nil {
+		var err error
+		if e, err = daemonEnv(c); err != nil {
 			return err
 		}
 	}
-	l, err := e.readLedger(ctx)
+	ctx := c.Context
+	l, err := e.readLedger(ctx) // first: on a missing ledger nothing is created
 	if err != nil {
 		return err
 	}
@@ -139,6 +150,19 @@ func systemStatus(c *cli.Context) error {
 	side, err := readDaemonSide(ctx, e, l)
 	if err != nil {
 		return err
+	}
+	var warnings []string
+	switch {
+	case c.Bool("no-health"):
+	case cfgErr != nil:
+		warnings = append(warnings, "health not checked: the config file is invalid ("+cfgErr.Error()+"); the last recorded health is shown")
+	default:
+		// The ledger holds plugin config by hash only: health runs with the
+		// file's, which may not be the daemon's.
+		warnings = append(warnings, configDrift(e.cfg, side)...)
+		if err := runHealthChecks(ctx, e); err != nil {
+			return err
+		}
 	}
 	st, err := views.ReadStatus(ctx, l)
 	if err != nil {
@@ -152,7 +176,7 @@ func systemStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	out := statusOutput{Daemon: side.status, Plugins: []pluginStatus{}, Queue: st.Queue, Ledger: st.Ledger}
+	out := statusOutput{Daemon: side.status, Plugins: []pluginStatus{}, Queue: st.Queue, Ledger: st.Ledger, Warnings: nonNilStrings(warnings)}
 	for _, p := range side.plugins {
 		ps := pluginStatus{Name: p.Name, Version: p.Version, Enabled: p.Enabled, Health: st.Health.Of(p.Name), Breakers: []views.Breaker{}}
 		for _, b := range breakers {
@@ -173,6 +197,35 @@ func systemStatus(c *cli.Context) error {
 	}
 	printStatus(e, out)
 	return nil
+}
+
+// configDrift names the plugins whose config: in this process's config
+// differs (by hash) from what the running daemon applied: their health is
+// checked with the file's.
+func configDrift(cfg *config.Config, side daemonSide) []string {
+	if !side.status.Running || side.status.Hash == "" {
+		return nil
+	}
+	mine := cfg.Settings()
+	var out []string
+	applied, err := side.appliedSettings()
+	if err != nil {
+		return nil
+	}
+	for name, ps := range applied.Plugins {
+		if m, ok := mine.Plugins[name]; ok && m.ConfigHash != ps.ConfigHash {
+			out = append(out, fmt.Sprintf("plugin %s: its config: in %s differs from the daemon's; health was checked with the file's (apply it with: ductile system reload)", name, orDefaults(cfg.Source)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // runHealthChecks runs every plugin's health command and records the
@@ -216,6 +269,9 @@ func printStatus(e *env, out statusOutput) {
 	if len(out.Plugins) == 0 {
 		fmt.Fprintln(w, "no plugins")
 		return
+	}
+	for _, warning := range out.Warnings {
+		fmt.Fprintf(w, "warning   %s\n", warning)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nPLUGIN\tVERSION\tHEALTH\tBREAKERS\tNEXT RUN")

@@ -60,8 +60,9 @@ type schedulerView struct {
 func TestSystemStatus(t *testing.T) {
 	t.Parallel()
 	w := newJobWorld(t, "plugins:\n  echo:\n    schedules: [{id: hourly, every: 1h}]\n")
-	r := w.run("system", "status", "--no-health")
+	r := w.run("system", "status")
 	require.Equal(t, 1, r.code, "no ledger yet: %s", r)
+	require.NoDirExists(t, w.state, "a status of nothing creates nothing")
 
 	d := w.startDaemon()
 	var applied appliedView
@@ -97,6 +98,20 @@ func TestSystemStatus(t *testing.T) {
 	require.Equal(t, 0, r.code, r.String())
 	require.Contains(t, r.stdout, "running (pid")
 	require.Contains(t, r.stdout, "echo/hourly")
+
+	// A broken config file does not hide the daemon's status.
+	good, err := os.ReadFile(w.config)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(w.config, []byte("plugins: [oops\n"), 0o600))
+	var broken struct {
+		statusView
+		Warnings []string `json:"warnings"`
+	}
+	w.runJSON(0, &broken, "system", "status", "--json")
+	require.True(t, broken.Daemon.Running)
+	require.Len(t, broken.Warnings, 1)
+	require.Contains(t, broken.Warnings[0], "health not checked: the config file is invalid")
+	require.NoError(t, os.WriteFile(w.config, good, 0o600))
 
 	// The scheduler view follows the daemon's applied config, not the file.
 	require.NoError(t, os.WriteFile(w.config, []byte("plugins:\n  echo:\n    schedules: [{id: hourly, every: 2h}]\n"), 0o600))
