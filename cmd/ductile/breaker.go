@@ -73,14 +73,19 @@ func systemBreaker(c *cli.Context, e *env, l *ledger.Ledger) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLUGIN\tCOMMAND\tSTATE\tFAILURES\tSINCE\tNEXT PROBE\tLAST ERROR")
 	for _, b := range breakers {
-		since, probe := b.UpdatedAt, "-"
+		// Closed: the count toward the threshold; open or half-open the
+		// threshold is passed, and a failed probe counts on past it.
+		since, probe, failures := b.UpdatedAt, "-", fmt.Sprintf("%d/%d", b.Failures, b.Threshold)
+		if b.State != string(events.BreakerStateClosed) {
+			failures = fmt.Sprintf("%d in a row", b.Failures)
+		}
 		switch b.State {
 		case string(events.BreakerStateOpen):
 			since, probe = deref(b.OpenedAt), deref(b.ProbeAt)
 		case string(events.BreakerStateHalfOpen):
 			probe = "running: job " + deref(b.ProbeJobID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", b.Plugin, b.Command, b.State, b.Failures, b.Threshold,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Plugin, b.Command, b.State, failures,
 			since, probe, oneLine(deref(b.LastError), 60))
 	}
 	tw.Flush()

@@ -103,7 +103,7 @@ plugins:
 	require.Equal(t, "failure_threshold", open.History[0].Reason)
 	text := w.run("system", "breaker")
 	require.Equal(t, 0, text.code, text.String())
-	require.Contains(t, text.stdout, "breakable  poll     open   2/2")
+	require.Contains(t, text.stdout, "breakable  poll     open   2 in a row")
 	require.Contains(t, text.stdout, "closed → open  failure_threshold")
 
 	// A job from the CLI is not held back, and its success counts for nothing.
