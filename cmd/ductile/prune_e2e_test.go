@@ -32,7 +32,15 @@ func TestLedgerPrune(t *testing.T) {
 	w.runJSON(0, &p, "ledger", "prune", "--dry-run", "--json")
 	require.Zero(t, p.Jobs)
 
-	before := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	// An age as archive takes it: none ended 30 days ago.
+	w.runJSON(0, &p, "ledger", "prune", "--before", "30d", "--dry-run", "--json")
+	require.Zero(t, p.Jobs)
+	// A cutoff in the future is refused.
+	future := w.run("ledger", "prune", "--before", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	require.Equal(t, 2, future.code, "%s", future)
+	require.Contains(t, future.stderr, "is in the future")
+
+	before := time.Now().UTC().Format(time.RFC3339Nano)
 	w.runJSON(0, &p, "ledger", "prune", "--before", before, "--dry-run", "--json")
 	require.Equal(t, pruneView{Before: before, Jobs: 3, DryRun: true}, p)
 	require.Len(t, w.inspect(ids[0]).Attempts, 1, "a dry run prunes nothing")
