@@ -70,13 +70,6 @@ func ledgerArchive(c *cli.Context) error {
 		return err
 	}
 	asJSON, dry, vacuum := c.Bool("json"), c.Bool("dry-run"), c.Bool("vacuum")
-	// Successes older than the dedupe window no longer matter to an
-	// enqueue; archiving newer ones would let a duplicate through.
-	if window := e.cfg.Service.DedupeTTL; before.After(now.Add(-window)) {
-		return hintf(codeUsage, fmt.Sprintf("choose --before %s or earlier", now.Add(-window).UTC().Format(time.RFC3339)),
-			"--before %s is within the dedupe window (service.dedupe_ttl %s): archiving would forget recent successes a duplicate check needs",
-			before.UTC().Format(time.RFC3339), window)
-	}
 	if h, err := daemon.Holder(e.stateDir); vacuum && err == nil && h.Daemon() {
 		return hintf(codeConflict, "stop the daemon first (Ctrl-C where it runs, kill -TERM its pid, or systemctl stop its unit), or archive without --vacuum: the file then stops growing and reuses the freed pages",
 			"--vacuum rewrites the ledger and needs the daemon (pid %d) stopped", h.PID)
@@ -86,6 +79,17 @@ func ledgerArchive(c *cli.Context) error {
 		return err
 	}
 	defer l.Close()
+	cfg, err := serviceSettings(c.Context, e, l)
+	if err != nil {
+		return err
+	}
+	// Successes older than the dedupe window no longer matter to an
+	// enqueue; archiving newer ones would let a duplicate through.
+	if window := cfg.Service.DedupeTTL; before.After(now.Add(-window)) {
+		return hintf(codeUsage, fmt.Sprintf("choose --before %s or earlier", now.Add(-window).UTC().Format(time.RFC3339)),
+			"--before %s is within the dedupe window (service.dedupe_ttl %s): archiving would forget recent successes a duplicate check needs",
+			before.UTC().Format(time.RFC3339), window)
+	}
 	cmd := commands.ArchiveLedger{Before: before, DryRun: dry}
 	if !asJSON {
 		cmd.Progress = func(copied, total int64) {

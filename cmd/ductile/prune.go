@@ -34,8 +34,12 @@ type pruneOutput struct {
 }
 
 func ledgerPrune(c *cli.Context, e *env, l *ledger.Ledger) error {
-	before := time.Now().Add(-e.cfg.Service.JobLogRetention)
-	retention := e.cfg.Service.JobLogRetention
+	cfg, err := serviceSettings(c.Context, e, l)
+	if err != nil {
+		return err
+	}
+	before := time.Now().Add(-cfg.Service.JobLogRetention)
+	retention := cfg.Service.JobLogRetention
 	if s := c.String("before"); s != "" {
 		t, err := parseBefore(s, time.Now())
 		if err != nil {
