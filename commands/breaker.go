@@ -84,11 +84,11 @@ func AdmitScheduled(tx *ledger.Tx, plugin, command string, settings config.Circu
 	}
 	switch b.State {
 	case events.BreakerStateOpen:
-		probeAt, err := time.Parse(time.RFC3339Nano, b.ProbeAt)
+		probeFrom, err := b.probeFrom()
 		if err != nil {
-			return Admission{}, nil, fmt.Errorf("breaker %s %s: probe_at %q: %w", plugin, command, b.ProbeAt, err)
+			return Admission{}, nil, fmt.Errorf("breaker %s %s: %w", plugin, command, err)
 		}
-		if now.Before(probeAt) {
+		if now.Before(probeFrom) {
 			return Admission{Reason: b.OpenReason()}, nil, nil
 		}
 		return probe(events.BreakerReasonCooldownElapsed)
@@ -108,6 +108,30 @@ func AdmitScheduled(tx *ledger.Tx, plugin, command string, settings config.Circu
 			b.OpenedAt, b.ProbeJobID, j.Status)}, nil, nil
 	}
 	return Admission{Allow: true}, nil, nil
+}
+
+// MaxProbeTolerance bounds how early before an open breaker's probe time a
+// scheduled firing may be its probe (see probeFrom).
+const MaxProbeTolerance = time.Minute
+
+// probeFrom is the earliest time a scheduled firing may be an open
+// breaker's probe: its probe time less min(MaxProbeTolerance, a tenth of
+// the cooldown it opened with). A breaker opens a few milliseconds after
+// the firing whose job ended it, so on a schedule whose interval equals
+// reset_after the firing at the probe time itself would otherwise be
+// refused by those milliseconds, and the probe would wait a whole interval.
+func (b *Breaker) probeFrom() (time.Time, error) {
+	probeAt, err := time.Parse(time.RFC3339Nano, b.ProbeAt)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("probe_at %q: %w", b.ProbeAt, err)
+	}
+	tolerance := MaxProbeTolerance
+	if openedAt, err := time.Parse(time.RFC3339Nano, b.OpenedAt); err == nil && probeAt.After(openedAt) {
+		tolerance = min(tolerance, probeAt.Sub(openedAt)/10)
+	} else {
+		tolerance = 0
+	}
+	return probeAt.Add(-tolerance), nil
 }
 
 // OpenReason says why an open breaker refuses scheduled firings.

@@ -144,7 +144,7 @@ func TestBreakerCooldownSingleProbeAndClose(t *testing.T) {
 	require.Equal(t, events.BreakerStateOpen, b.breaker(t).State)
 
 	// Before the cooldown: refused, and the reason says why and until when.
-	adm := b.admit(t, "early", now.Add(29*time.Minute))
+	adm := b.admit(t, "early", now.Add(28*time.Minute))
 	require.False(t, adm.Allow)
 	require.Equal(t, fmt.Sprintf("breaker open since %s after 3 consecutive failures (last: upstream 503); half-open probe at %s",
 		commands.Time(now), commands.Time(now.Add(30*time.Minute))), adm.Reason)
@@ -180,6 +180,22 @@ func TestBreakerCooldownSingleProbeAndClose(t *testing.T) {
 	require.Equal(t, commands.Admission{Allow: true}, b.admit(t, "after", now.Add(33*time.Minute)))
 }
 
+// The breaker opens a few milliseconds after the firing whose job ended
+// it: a firing on an interval equal to reset_after comes that much before
+// the probe time, and must still be the probe (within min(1m, a tenth of
+// reset_after)), not wait a whole interval more.
+func TestBreakerProbeToleratesFiringJustBeforeProbeTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for range 3 {
+		b.runJob(t, "", commands.BySchedule, false, now)
+	}
+	probeAt := now.Add(30 * time.Minute)
+	require.False(t, b.admit(t, "too-early", probeAt.Add(-time.Minute-time.Millisecond)).Allow)
+	require.Equal(t, commands.Admission{Allow: true, Probe: true}, b.admit(t, "probe-1", probeAt.Add(-5*time.Millisecond)))
+	require.Equal(t, "probe-1", b.breaker(t).ProbeJobID)
+}
+
 func TestBreakerProbeFailureReopens(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -205,7 +221,7 @@ func TestBreakerProbeFailureReopens(t *testing.T) {
 	require.Equal(t, 5, br.Failures)
 	require.Equal(t, commands.Time(failAt), br.OpenedAt)
 	require.Equal(t, commands.Time(failAt.Add(30*time.Minute)), br.ProbeAt)
-	require.False(t, b.admit(t, "x", failAt.Add(29*time.Minute)).Allow)
+	require.False(t, b.admit(t, "x", failAt.Add(28*time.Minute)).Allow)
 	require.True(t, b.admit(t, "probe-2", failAt.Add(30*time.Minute)).Probe)
 }
 

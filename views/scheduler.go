@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"zombiezen.com/go/sqlite"
@@ -45,6 +46,8 @@ type ScheduleView struct {
 	// Breaker is the circuit breaker of the schedule's plugin command
 	// (Breaker.Summary): an open one refuses the firings.
 	Breaker string `json:"breaker"`
+	// breakerProbeAt is an open breaker's probe time (BreakerNote).
+	breakerProbeAt string
 }
 
 // ScheduleFiring is a recorded schedule.fired.
@@ -109,10 +112,12 @@ func ReadSchedules(ctx context.Context, l *ledger.Ledger, schedules []schedule.S
 			if err != nil {
 				return fmt.Errorf("read schedule %s: %w", s.Stream(), err)
 			}
-			b, ok := breakers[s.Plugin+"/"+s.Entry.Command]
 			v.Breaker = "breaker closed"
-			if ok {
+			if b, ok := breakers[s.Plugin+"/"+s.Entry.Command]; ok {
 				v.Breaker = b.Summary()
+				if b.State == "open" {
+					v.breakerProbeAt = deref(b.ProbeAt)
+				}
 				if v.Would.Action != schedule.ActionSkip && b.refuses(now) {
 					v.Would = ScheduleDecision{Action: schedule.ActionSkip, Reason: v.Breaker}
 				}
@@ -122,6 +127,19 @@ func ReadSchedules(ctx context.Context, l *ledger.Ledger, schedules []schedule.S
 		return nil
 	})
 	return out, err
+}
+
+// BreakerNote is Breaker for a person reading LastSkipped beside it: ""
+// when the breaker is closed, or when the last skip was this opening's
+// refusal, which already says when it probes.
+func (v ScheduleView) BreakerNote() string {
+	switch {
+	case v.Breaker == "breaker closed":
+		return ""
+	case v.breakerProbeAt != "" && v.LastSkipped != nil && strings.Contains(v.LastSkipped.Reason, v.breakerProbeAt):
+		return ""
+	}
+	return v.Breaker
 }
 
 func readSchedule(conn *sqlite.Conn, s schedule.Schedule, now time.Time) (ScheduleView, error) {

@@ -322,6 +322,11 @@ func normalizeArgs(app *cli.App, args []string) []string {
 	out := append([]string{args[0]}, front...)
 	out = append(out, path...)
 	out = append(out, leafFlags...)
+	if len(dangling) > 0 {
+		// The parse fails on the missing value: positionals after the flag
+		// would make it an argument (`reset flaky --command`), so leave them.
+		return append(out, dangling...)
+	}
 	if len(afterDashes) > 0 {
 		out = append(out, "--") // flags end here: everything after is an argument
 		out = append(out, positional...)

@@ -73,6 +73,20 @@ plugins:
 	require.Nil(t, dry.Archive)
 	require.NoFileExists(t, dry.Plan.File)
 
+	// Usage errors are one line, exit 2; --vacuum with the daemon running
+	// says how to stop it.
+	r := w.run("ledger", "archive", "--dry-run")
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Equal(t, "ductile: ledger archive needs --before T: an RFC 3339 time, or an age such as 90d (see: ductile ledger archive --help)\n", r.stderr)
+	require.Empty(t, r.stdout)
+	r = w.run("ledger", "archive", "--before", time.Now().Add(time.Hour).UTC().Format(time.RFC3339))
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Contains(t, r.stderr, "is in the future")
+	r = w.run("ledger", "archive", "--before", cut, "--vacuum")
+	require.Equal(t, 1, r.code, "%s", r)
+	require.Contains(t, r.stderr, "systemctl stop")
+	require.NotContains(t, r.stderr, "system stop")
+
 	var done archiveJSON
 	w.runJSON(0, &done, "ledger", "archive", "--before", cut, "--json")
 	require.NotNil(t, done.Archive)
@@ -81,7 +95,7 @@ plugins:
 	require.FileExists(t, archive)
 
 	// Archived jobs are gone from the ledger; new ones run and inspect.
-	r := w.run("job", "inspect", old[0])
+	r = w.run("job", "inspect", old[0])
 	require.Equal(t, 1, r.code, "%s", r)
 	require.Contains(t, r.stderr, "no job "+old[0])
 	// …and from the listings, once the projector applied ledger.archived.

@@ -68,6 +68,8 @@ func TestNormalizeArgs(t *testing.T) {
 		{"-- keeps later flags positional", "ductile widget run echo -- --payload x", "ductile widget run -- echo --payload x"},
 		{"-- keeps later globals positional", "ductile widget run echo --state-dir X -- -v --state-dir Y", "ductile --state-dir X widget run -- echo -v --state-dir Y"},
 		{"flags before -- still move", "ductile widget run echo -p x -- y", "ductile widget run -p x -- echo y"},
+		{"leaf flag missing its value after a positional", "ductile widget run echo --payload", "ductile widget run --payload"},
+		{"leaf flag missing its value, others kept", "ductile widget run echo --dry-run -p", "ductile widget run --dry-run -p"},
 		{"a lone - is a positional", "ductile widget run - --dry-run", "ductile widget run --dry-run -"},
 
 		// Help flags stay with the command they follow.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -54,10 +55,18 @@ func systemBreaker(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if c.NArg() > 1 {
 		return usagef("system breaker takes at most one PLUGIN, got %d arguments", c.NArg())
 	}
+	if c.Int("history") < 0 {
+		return usagef("--history must be 0 or more, got %d", c.Int("history"))
+	}
 	plugin := c.Args().First()
 	breakers, err := views.ReadBreakers(c.Context, l, plugin, c.Int("history"))
 	if err != nil {
 		return err
+	}
+	if plugin != "" && len(breakers) == 0 {
+		if _, _, err := breakerPlugin(c.Context, e, l, plugin); err != nil {
+			return err
+		}
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, map[string]any{"breakers": breakers})
@@ -73,14 +82,19 @@ func systemBreaker(c *cli.Context, e *env, l *ledger.Ledger) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PLUGIN\tCOMMAND\tSTATE\tFAILURES\tSINCE\tNEXT PROBE\tLAST ERROR")
 	for _, b := range breakers {
-		since, probe := b.UpdatedAt, "-"
+		// Closed: the count toward the threshold; open or half-open the
+		// threshold is passed, and a failed probe counts on past it.
+		since, probe, failures := b.UpdatedAt, "-", fmt.Sprintf("%d/%d", b.Failures, b.Threshold)
+		if b.State != string(events.BreakerStateClosed) {
+			failures = fmt.Sprintf("%d in a row", b.Failures)
+		}
 		switch b.State {
 		case string(events.BreakerStateOpen):
 			since, probe = deref(b.OpenedAt), deref(b.ProbeAt)
 		case string(events.BreakerStateHalfOpen):
 			probe = "running: job " + deref(b.ProbeJobID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", b.Plugin, b.Command, b.State, b.Failures, b.Threshold,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.Plugin, b.Command, b.State, failures,
 			since, probe, oneLine(deref(b.LastError), 60))
 	}
 	tw.Flush()
@@ -124,16 +138,30 @@ func systemReset(c *cli.Context, e *env, l *ledger.Ledger) error {
 		}
 	}
 	var targets []views.Breaker
-	if command := c.String("command"); command != "" {
-		b, _, err := views.ReadBreaker(c.Context, l, plugin, command, 0)
+	command := c.String("command")
+	if c.IsSet("command") && command == "" {
+		return usagef("--command needs a command name")
+	}
+	if command != "" {
+		b, ok, err := views.ReadBreaker(c.Context, l, plugin, command, 0)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			if err := breakerCommand(c.Context, e, l, plugin, command); err != nil {
+				return err
+			}
 		}
 		targets = []views.Breaker{b}
 	} else {
 		var err error
 		if targets, err = views.ReadBreakers(c.Context, l, plugin, 0); err != nil {
 			return err
+		}
+		if len(targets) == 0 {
+			if _, _, err := breakerPlugin(c.Context, e, l, plugin); err != nil {
+				return err
+			}
 		}
 	}
 	var out []resetOutput
@@ -178,8 +206,56 @@ func systemReset(c *cli.Context, e *env, l *ledger.Ledger) error {
 		}
 		done = true
 	}
-	if !done {
+	switch {
+	case done:
+	case command != "":
+		fmt.Fprintf(e.stdout, "nothing to reset: breaker %s %s is closed with no failures\n", plugin, command)
+	default:
 		fmt.Fprintf(e.stdout, "nothing to reset: every breaker of plugin %s is closed with no failures\n", plugin)
 	}
 	return nil
+}
+
+// breakerPlugin is plugin as the running daemon loaded it (or, without a
+// daemon, as this process discovers it), for a breaker command naming a
+// plugin with no breaker row: not_found, with the nearest name, when there
+// is no such plugin. A disabled or skipped plugin is known (ok false: no
+// commands to check).
+func breakerPlugin(ctx context.Context, e *env, l *ledger.Ledger, plugin string) (p events.AppliedPlugin, ok bool, err error) {
+	set, err := currentPlugins(ctx, e, l)
+	if err != nil {
+		return p, false, err
+	}
+	var names []string
+	for _, p := range set.applied.Plugins {
+		if p.Name == plugin {
+			return p, true, nil
+		}
+		names = append(names, p.Name)
+	}
+	for _, sk := range set.applied.Skipped {
+		if sk.Name == plugin {
+			return p, false, nil
+		}
+	}
+	return p, false, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", set.which(), orNothing(names)),
+		"no plugin named %q%s", plugin, didYouMean(plugin, names))
+}
+
+// breakerCommand checks, for a breaker command naming a plugin's command
+// with no breaker row, that the plugin has that command: not_found, with
+// the nearest name, when it does not.
+func breakerCommand(ctx context.Context, e *env, l *ledger.Ledger, plugin, command string) error {
+	p, ok, err := breakerPlugin(ctx, e, l, plugin)
+	if err != nil || !ok {
+		return err
+	}
+	var names []string
+	for _, c := range p.Commands {
+		if c.Name == command {
+			return nil
+		}
+		names = append(names, c.Name)
+	}
+	return hintf(codeNotFound, "its commands: "+orNothing(names), "plugin %q has no command %q%s", plugin, command, didYouMean(command, names))
 }

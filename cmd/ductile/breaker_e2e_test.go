@@ -103,7 +103,7 @@ plugins:
 	require.Equal(t, "failure_threshold", open.History[0].Reason)
 	text := w.run("system", "breaker")
 	require.Equal(t, 0, text.code, text.String())
-	require.Contains(t, text.stdout, "breakable  poll     open   2/2")
+	require.Contains(t, text.stdout, "breakable  poll     open   2 in a row")
 	require.Contains(t, text.stdout, "closed → open  failure_threshold")
 
 	// A job from the CLI is not held back, and its success counts for nothing.
@@ -132,6 +132,26 @@ plugins:
 	require.Equal(t, "open", after.State)
 	require.Equal(t, open.UpdatedSeq, after.UpdatedSeq)
 
+	// Names the daemon did not load are not_found, not "all closed"; a
+	// command of the plugin with no breaker row is closed, said precisely.
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"system", "reset", "breakabl"}, 1, `ductile: no plugin named "breakabl": did you mean "breakable"? (plugins the daemon`},
+		{[]string{"system", "breaker", "nosuch"}, 1, `ductile: no plugin named "nosuch" (plugins the daemon`},
+		{[]string{"system", "reset", "breakable", "--command", "pol", "--dry-run"}, 1, `ductile: plugin "breakable" has no command "pol": did you mean "poll"? (its commands: poll)`},
+		{[]string{"system", "reset", "breakable", "--command"}, 2, "ductile: flag needs an argument: -command"},
+		{[]string{"system", "breaker", "--history", "-1"}, 2, "ductile: --history must be 0 or more, got -1"},
+	} {
+		r := w.run(tc.args...)
+		require.Equal(t, tc.code, r.code, "%q: %s", tc.args, r)
+		require.True(t, strings.HasPrefix(r.stderr, tc.err), "%q: %s", tc.args, r)
+		require.Empty(t, r.stdout)
+	}
+	require.Equal(t, open.UpdatedSeq, w.breakers("breakable")[0].UpdatedSeq)
+
 	r := w.run("system", "reset", "breakable")
 	require.Equal(t, 0, r.code, r.String())
 	require.Equal(t, "reset breaker breakable poll: open with 2 failures → closed\n", r.stdout)
@@ -147,6 +167,9 @@ plugins:
 
 	// Resetting a closed breaker is a no-op that says so.
 	r = w.run("system", "reset", "breakable", "--command", "poll")
+	require.Equal(t, 0, r.code, r.String())
+	require.Equal(t, "nothing to reset: breaker breakable poll is closed with no failures\n", r.stdout)
+	r = w.run("system", "reset", "breakable")
 	require.Equal(t, 0, r.code, r.String())
 	require.Equal(t, "nothing to reset: every breaker of plugin breakable is closed with no failures\n", r.stdout)
 

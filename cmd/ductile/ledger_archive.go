@@ -29,7 +29,7 @@ func ledgerArchiveCommand() *cli.Command {
 			"ledger replay read them. The file stops growing, but SQLite does not give freed pages back: --vacuum does\n" +
 			"(with the daemon stopped).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "before", Required: true, Usage: "archive events recorded before `T`: RFC 3339, or an age such as 90d or 720h"},
+			&cli.StringFlag{Name: "before", Usage: "archive events recorded before `T`: RFC 3339, or an age such as 90d or 720h"},
 			&cli.BoolFlag{Name: "vacuum", Usage: "then rewrite the ledger to give the freed space back (needs the daemon stopped)"},
 			dryRunFlag(),
 			jsonFlag(),
@@ -38,16 +38,22 @@ func ledgerArchiveCommand() *cli.Command {
 	}
 }
 
-// parseBefore reads --before: an RFC 3339 time, or an age ("90d": older than 90 days).
+// parseBefore reads --before (ledger archive and ledger prune): an RFC 3339
+// time, or an age ("90d": older than 90 days); a cutoff in the future is a
+// usage error.
 func parseBefore(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		d, err := schedule.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return time.Time{}, usagef("--before %q is neither an RFC 3339 time (2024-06-01T00:00:00Z) nor an age (90d, 720h)", s)
+		}
+		t = now.Add(-d)
 	}
-	d, err := schedule.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return time.Time{}, usagef("--before %q is neither an RFC 3339 time (2024-06-01T00:00:00Z) nor an age (90d, 720h)", s)
+	if t.After(now) {
+		return time.Time{}, usagef("--before %s is in the future: give a time in the past, or an age such as 30d", t.UTC().Format(time.RFC3339))
 	}
-	return now.Add(-d), nil
+	return t, nil
 }
 
 func ledgerArchive(c *cli.Context) error {
@@ -55,21 +61,17 @@ func ledgerArchive(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.String("before") == "" {
+		return usagef("ledger archive needs --before T: an RFC 3339 time, or an age such as 90d (see: ductile ledger archive --help)")
+	}
 	now := time.Now()
 	before, err := parseBefore(c.String("before"), now)
 	if err != nil {
 		return err
 	}
 	asJSON, dry, vacuum := c.Bool("json"), c.Bool("dry-run"), c.Bool("vacuum")
-	// Successes older than the dedupe window no longer matter to an
-	// enqueue; archiving newer ones would let a duplicate through.
-	if window := e.cfg.Service.DedupeTTL; before.After(now.Add(-window)) {
-		return hintf(codeUsage, fmt.Sprintf("choose --before %s or earlier", now.Add(-window).UTC().Format(time.RFC3339)),
-			"--before %s is within the dedupe window (service.dedupe_ttl %s): archiving would forget recent successes a duplicate check needs",
-			before.UTC().Format(time.RFC3339), window)
-	}
 	if h, err := daemon.Holder(e.stateDir); vacuum && err == nil && h.Daemon() {
-		return hintf(codeConflict, "stop the daemon (ductile system stop), or archive without --vacuum: the file then stops growing and reuses the freed pages",
+		return hintf(codeConflict, "stop the daemon first (Ctrl-C where it runs, kill -TERM its pid, or systemctl stop its unit), or archive without --vacuum: the file then stops growing and reuses the freed pages",
 			"--vacuum rewrites the ledger and needs the daemon (pid %d) stopped", h.PID)
 	}
 	l, err := e.openExistingLedger(c.Context)
@@ -77,6 +79,17 @@ func ledgerArchive(c *cli.Context) error {
 		return err
 	}
 	defer l.Close()
+	cfg, err := serviceSettings(c.Context, e, l)
+	if err != nil {
+		return err
+	}
+	// Successes older than the dedupe window no longer matter to an
+	// enqueue; archiving newer ones would let a duplicate through.
+	if window := cfg.Service.DedupeTTL; before.After(now.Add(-window)) {
+		return hintf(codeUsage, fmt.Sprintf("choose --before %s or earlier", now.Add(-window).UTC().Format(time.RFC3339)),
+			"--before %s is within the dedupe window (service.dedupe_ttl %s): archiving would forget recent successes a duplicate check needs",
+			before.UTC().Format(time.RFC3339), window)
+	}
 	cmd := commands.ArchiveLedger{Before: before, DryRun: dry}
 	if !asJSON {
 		cmd.Progress = func(copied, total int64) {

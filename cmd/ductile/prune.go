@@ -17,7 +17,7 @@ func ledgerPruneCommand() *cli.Command {
 		Name:  "prune",
 		Usage: "prune the logs (job_log) of jobs that ended before a cutoff, as the daemon does hourly past service.job_log_retention",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "before", Usage: "prune the logs of jobs that ended before `T` (RFC 3339; default: now minus service.job_log_retention)"},
+			&cli.StringFlag{Name: "before", Usage: "prune the logs of jobs that ended before `T` (RFC 3339, or an age such as 30d; default: now minus service.job_log_retention)"},
 			dryRunFlag(),
 			jsonFlag(),
 		},
@@ -34,12 +34,16 @@ type pruneOutput struct {
 }
 
 func ledgerPrune(c *cli.Context, e *env, l *ledger.Ledger) error {
-	before := time.Now().Add(-e.cfg.Service.JobLogRetention)
-	retention := e.cfg.Service.JobLogRetention
+	cfg, err := serviceSettings(c.Context, e, l)
+	if err != nil {
+		return err
+	}
+	before := time.Now().Add(-cfg.Service.JobLogRetention)
+	retention := cfg.Service.JobLogRetention
 	if s := c.String("before"); s != "" {
-		t, err := time.Parse(time.RFC3339Nano, s)
+		t, err := parseBefore(s, time.Now())
 		if err != nil {
-			return usagef("--before %q: want an RFC 3339 time such as 2026-01-31T00:00:00Z", s)
+			return err
 		}
 		before, retention = t, 0
 	}

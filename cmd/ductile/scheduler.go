@@ -74,8 +74,8 @@ func systemScheduler(c *cli.Context, e *env, l *ledger.Ledger) error {
 		if v.LastSkipped != nil {
 			why = append(why, "last skipped: "+v.LastSkipped.Reason)
 		}
-		if v.Breaker != "breaker closed" {
-			why = append(why, v.Breaker)
+		if note := v.BreakerNote(); note != "" {
+			why = append(why, note)
 		}
 		if len(why) > 0 {
 			fmt.Fprintf(e.stdout, "%s/%s: %s\n", v.Plugin, v.ID, strings.Join(why, "; "))
