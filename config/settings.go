@@ -162,10 +162,11 @@ type Difference struct {
 }
 
 // Diff lists the settings whose values differ between applied and s, by
-// dotted path (plugins.echo.retry.max_attempts), in path order. Schedule
-// entries are matched by id (plugins.echo.schedules[nightly].cron), other
-// lists of mappings by position (routes[2].to); an entry on one side only is
-// one difference holding the whole entry. Plugin config: maps compare by
+// dotted path (plugins.echo.retry.max_attempts), in path order. Plugins
+// are matched by name, schedule entries by id
+// (plugins.echo.schedules[nightly].cron), other lists of mappings by
+// position (routes[2].to); a plugin or entry on one side only is one
+// difference holding all of it. Plugin config: maps compare by
 // hash; Files and Source are not compared.
 func (s Settings) Diff(applied Settings) []Difference {
 	a, aItems := flatten(applied)
@@ -201,8 +202,15 @@ func (s Settings) Diff(applied Settings) []Difference {
 // itemOf is the entry path of k ("…schedules[x]") when only one of a and b
 // has that entry, else "".
 func itemOf(k string, a, b map[string]any) string {
+	var candidates []string
 	for i := strings.LastIndex(k, "]"); i > 0; i = strings.LastIndex(k[:i], "]") {
-		item := k[:i+1]
+		candidates = append(candidates, k[:i+1])
+	}
+	if rest, ok := strings.CutPrefix(k, "plugins."); ok {
+		name, _, _ := strings.Cut(rest, ".")
+		candidates = append(candidates, "plugins."+name)
+	}
+	for _, item := range candidates {
 		_, inA := a[item]
 		_, inB := b[item]
 		if inA != inB {
@@ -233,6 +241,11 @@ func flatten(s Settings) (leaves, items map[string]any) {
 				p := k
 				if prefix != "" {
 					p = prefix + "." + k
+				}
+				if prefix == "plugins" {
+					// A plugin is an entry: one added or removed is one
+					// difference.
+					items[p] = c
 				}
 				walk(p, c)
 			}

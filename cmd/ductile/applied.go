@@ -117,7 +117,7 @@ func markDifferences(n *yaml.Node, diffs []config.Difference, a daemon.AppliedRe
 		}
 		key.LineComment = note
 	}
-	head := fmt.Sprintf("%d setting(s) differ from what the running daemon (pid %d) applied at %s (marked \"applied:\");\n"+
+	head := fmt.Sprintf("%d setting(s) differ from what the running daemon (pid %d) applied at %s (marked \"# applied: …\" or \"# not applied yet\");\n"+
 		"apply this file with: ductile system reload", len(diffs), a.PID, a.At.UTC().Format(time.RFC3339))
 	for _, u := range unplaced {
 		head += "\n" + u

@@ -125,6 +125,8 @@ func ledgerArchive(c *cli.Context) error {
 	}
 	w := e.stdout
 	switch {
+	case plan.Events == 0 && plan.Anchor == 0:
+		fmt.Fprintf(w, "nothing to archive before %s\n", before.UTC().Format(time.RFC3339))
 	case plan.Events == 0:
 		fmt.Fprintf(w, "nothing to archive before %s (events up to seq %d are archived already)\n", before.UTC().Format(time.RFC3339), plan.Anchor)
 	case dry:

@@ -253,7 +253,7 @@ func printStatus(e *env, out statusOutput) {
 	switch {
 	case d.Running && d.Since != "":
 		since, _ := time.Parse(time.RFC3339Nano, d.Since)
-		fmt.Fprintf(w, "daemon    running (pid %d) since %s (up %s)\n", d.PID, since.Local().Format(time.DateTime), time.Since(since).Round(time.Second))
+		fmt.Fprintf(w, "daemon    running (pid %d) since %s (up %s)\n", d.PID, since.Local().Format("2006-01-02 15:04:05 MST"), time.Since(since).Round(time.Second))
 		fmt.Fprintf(w, "config    %s (%s, applied %s at %s)\n", d.Config, shortHash(d.Hash), d.Reason, d.AppliedAt)
 	case d.Running:
 		fmt.Fprintf(w, "daemon    running (pid %d), but it recorded no settings: restart it with this version\n", d.PID)
@@ -292,7 +292,7 @@ func printStatus(e *env, out statusOutput) {
 		}
 		next := "-"
 		if p.NextRun != nil {
-			next = p.NextRun.Due.Local().Format(time.DateTime) + " (" + p.NextRun.Schedule + ")"
+			next = p.NextRun.Due.Local().Format("2006-01-02 15:04:05 MST") + " (" + p.NextRun.Schedule + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, health, breakers, next)
 	}
