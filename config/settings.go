@@ -202,13 +202,19 @@ func (s Settings) Diff(applied Settings) []Difference {
 // itemOf is the entry path of k ("…schedules[x]") when only one of a and b
 // has that entry, else "".
 func itemOf(k string, a, b map[string]any) string {
+	// Outermost first: a plugin added with its schedules is one entry.
 	var candidates []string
-	for i := strings.LastIndex(k, "]"); i > 0; i = strings.LastIndex(k[:i], "]") {
-		candidates = append(candidates, k[:i+1])
-	}
 	if rest, ok := strings.CutPrefix(k, "plugins."); ok {
 		name, _, _ := strings.Cut(rest, ".")
 		candidates = append(candidates, "plugins."+name)
+	}
+	for i := strings.Index(k, "]"); i > 0; {
+		candidates = append(candidates, k[:i+1])
+		next := strings.Index(k[i+1:], "]")
+		if next < 0 {
+			break
+		}
+		i += next + 1
 	}
 	for _, item := range candidates {
 		_, inA := a[item]

@@ -133,7 +133,7 @@ func TestSettingsDiffMatchesEntries(t *testing.T) {
 	require.Nil(t, d[0].Applied)
 	require.Equal(t, "0 3 * * *", d[0].File.(map[string]any)["cron"])
 	// A plugin added is one difference too.
-	withPlugin := loadSettingsConfig(t, strings.Replace(settingsYAML, "plugins:\n", "plugins:\n  other: {parallelism: 3}\n", 1)).Settings()
+	withPlugin := loadSettingsConfig(t, strings.Replace(settingsYAML, "plugins:\n", "plugins:\n  other: {parallelism: 3, schedules: [{every: 1m}]}\n", 1)).Settings()
 	require.Equal(t, []string{"plugins.other"}, diffPaths(withPlugin.Diff(a)))
 	// …and removed, the other way round.
 	require.Equal(t, []string{"plugins.echo.schedules[first]"}, diffPaths(a.Diff(loadSettingsConfig(t, added).Settings())))

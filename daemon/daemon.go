@@ -25,6 +25,7 @@ import (
 	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/schedule"
 	"github.com/ductile/ductile/scheduler"
 )
 
@@ -71,6 +72,9 @@ type Daemon struct {
 	current   atomic.Pointer[current]
 	reloading sync.Mutex // one Reload at a time
 	started   time.Time  // when Open began: after: schedules count from it
+	// schedules are those applied now, by stream, with their Since (Open
+	// and Reload only).
+	schedules map[string]schedule.Schedule
 	retention *retention // prunes job logs (nil with NoDispatch)
 
 	closeOnce sync.Once
@@ -149,6 +153,14 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	applied.StartedAt = commands.Time(d.started)
 	d.current.Store(&current{config: cfg, plugins: reg, applied: applied})
 	if !opts.NoDispatch {
+		// The schedules the previous daemon ran count on where unchanged.
+		prev, ok, err := LastApplied(ctx, d.Ledger)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			d.schedules = previousSchedules(prev.ConfigAppliedData, d.started)
+		}
 		// What it runs with, for the CLI to check enqueues against.
 		if _, err := recordApplied(ctx, d.Ledger, d.current.Load().applied); err != nil {
 			return nil, err

@@ -68,7 +68,7 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 		d.Dispatcher.Apply(cfg, reg)
 	}
 	d.current.Store(&current{config: cfg, plugins: reg, applied: a})
-	d.applySchedules()
+	d.applySchedules(time.Now())
 	d.log.Info("config reloaded", "changes", len(a.Changes), "plugins", len(a.Plugins), "skipped", len(a.Skipped), "seq", seq)
 	if err := d.endOrphanedQueuedJobs(ctx, old, a, seq); err != nil {
 		return a, fmt.Errorf("config reloaded, but ending the queued jobs of removed plugins failed: %w", err)

@@ -3,11 +3,13 @@ package daemon
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"slices"
 	"time"
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/schedule"
 	"github.com/ductile/ductile/scheduler"
@@ -49,19 +51,53 @@ func (d *Daemon) startScheduler(ctx context.Context, log *slog.Logger) {
 			return adm.Allow, adm.Reason, evs, err
 		},
 	})
-	d.applySchedules()
+	d.applySchedules(d.started)
 	d.Scheduler.Start(ctx)
 }
 
 // applySchedules gives the scheduler the schedules of the config the
-// daemon runs with now (at start, and after a reload).
-func (d *Daemon) applySchedules() {
+// daemon runs with now (at start, and after a reload at at), each with its
+// Since: kept when the entry is as it was applied before (d.schedules; at
+// start, the previous daemon's), else at: a changed entry, or one applied
+// again after a gap, has no missed firings to catch up.
+func (d *Daemon) applySchedules(at time.Time) {
 	if d.Scheduler == nil {
 		return
 	}
 	reg := d.Plugins()
-	d.Scheduler.Apply(Schedules(d.Config(), func(name string) bool {
+	now := Schedules(d.Config(), func(name string) bool {
 		_, ok := reg.Get(name)
 		return ok
-	}, d.started))
+	}, d.started)
+	applied := make(map[string]schedule.Schedule, len(now))
+	for i, sc := range now {
+		now[i].Since = at
+		if before, ok := d.schedules[sc.Stream()]; ok && reflect.DeepEqual(before.Entry, sc.Entry) {
+			now[i].Since = before.Since
+		}
+		applied[sc.Stream()] = now[i]
+	}
+	d.schedules = applied
+	d.Scheduler.Apply(now)
+}
+
+// previousSchedules are the schedules the daemon that applied a ran, with
+// a zero Since: what this daemon's schedules count on from when unchanged.
+func previousSchedules(a events.ConfigAppliedData, start time.Time) map[string]schedule.Schedule {
+	out := map[string]schedule.Schedule{}
+	if a.Settings.Hash == "" {
+		return out
+	}
+	cfg, err := a.Settings.Config()
+	if err != nil {
+		return out
+	}
+	loaded := map[string]bool{}
+	for _, p := range a.Plugins {
+		loaded[p.Name] = true
+	}
+	for _, sc := range Schedules(cfg, func(name string) bool { return loaded[name] }, start) {
+		out[sc.Stream()] = sc
+	}
+	return out
 }

@@ -23,6 +23,12 @@ type Schedule struct {
 	// MaxOutstandingPolls is the plugin's poll guard
 	// (plugins.<name>.max_outstanding_polls); below 1 counts as 1.
 	MaxOutstandingPolls int
+	// Since is when the entry began to be applied as it is, zero when it
+	// ran unchanged before (across a restart its missed firings are
+	// caught up): a last firing before Since was made under another rule,
+	// or before a gap in which the entry was not applied, so the entry
+	// plans as a new one, with nothing missed.
+	Since time.Time
 }
 
 // Stream returns the ledger stream of the schedule's firings,
@@ -228,11 +234,18 @@ func (s Schedule) Plan(last *Slot, now time.Time) Plan {
 	}
 	lateBefore := now.Add(-Grace)
 
+	// A new entry, or one applied again or changed since its last firing,
+	// has no history before it was applied: only what fell due within
+	// Grace may run, the latest of it.
+	fresh := !e.Kind.OneShot() && (last == nil || last.Due.Before(s.Since))
 	var w walk
 	var first *Firing
 	switch {
-	case last == nil && !e.Kind.OneShot():
+	case fresh:
 		c := cursor{s: s, after: lateBefore.Add(-e.Jitter/2 - time.Nanosecond)}
+		if last != nil && last.Nominal.After(c.after) {
+			c.after, c.floor = last.Nominal, last.Due
+		}
 		w = s.walk(c, now, keep, func(f Firing) bool { return !f.Due.Before(lateBefore) }, maxWalk)
 	case last == nil:
 		w = s.walk(cursor{s: s}, now, keep, nil, maxWalk)
@@ -267,10 +280,10 @@ func (s Schedule) Plan(last *Slot, now time.Time) Plan {
 	}
 	latest := w.due[len(w.due)-1]
 	late := latest.Due.Before(lateBefore)
-	if last == nil && !e.Kind.OneShot() {
-		// A new entry counts nothing before it existed: of the firings due
-		// within the last Grace, the latest runs, whatever catch_up says,
-		// and the others are not its history to record.
+	if fresh {
+		// Of the firings due within the last Grace, the latest runs,
+		// whatever catch_up says, and the others are not its history to
+		// record.
 		p.Fire = w.due[len(w.due)-1:]
 		return p
 	}

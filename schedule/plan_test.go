@@ -527,3 +527,32 @@ func TestNewEntryCountsNothingBeforeItExisted(t *testing.T) {
 		require.Equal(t, utc(2026, 11, 19, 8, 0, 33), p.Next.Nominal)
 	}
 }
+
+// TestSinceStartsAnEntryAfresh: an entry applied again (or changed) at
+// Since plans as a new one, from its last firing but with nothing missed:
+// the latest firing within Grace runs, the gap is not its history; with a
+// zero Since (it ran unchanged) the gap is caught up.
+func TestSinceStartsAnEntryAfresh(t *testing.T) {
+	t.Parallel()
+	now := utc(2026, 11, 19, 8, 0, 30)
+	s := schedule.Schedule{Plugin: "p", Entry: schedule.Entry{ID: "x", Kind: schedule.KindEvery, Rule: every(t, "1m"),
+		Location: time.UTC, CatchUp: schedule.CatchUpRunAll}}
+	last := &schedule.Slot{Nominal: utc(2026, 11, 19, 0, 0, 0), Due: utc(2026, 11, 19, 0, 0, 0)}
+
+	p := plan(t, s, last, now)
+	require.Len(t, p.Fire, 100, "unchanged: run_all catches the gap up")
+	require.NotNil(t, p.Skip)
+
+	s.Since = now.Add(-time.Second)
+	p = plan(t, s, last, now)
+	require.Equal(t, []string{"11-19 08:00:00"}, nominalsOf(p.Fire))
+	require.Nil(t, p.Skip)
+
+	// Applied again within Grace of its last firing: that firing is not run
+	// twice.
+	recent := &schedule.Slot{Nominal: utc(2026, 11, 19, 8, 0, 0), Due: utc(2026, 11, 19, 8, 0, 0)}
+	p = plan(t, s, recent, now)
+	require.Empty(t, p.Fire)
+	require.Nil(t, p.Skip)
+	require.Equal(t, utc(2026, 11, 19, 8, 1, 0), p.Next.Nominal)
+}

@@ -695,12 +695,18 @@ func withExistingLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error)
 }
 
 // withReadLedger is withExistingLedger for a command that only reads: the ledger is
-// opened read-only (readLedger).
+// opened read-only (readLedger). With the state directory given (--state-dir or
+// $DUCTILE_STATE_DIR), a config file that does not load only warns: what is in the
+// ledger can be read without it, and a broken file is when an operator needs to.
 func withReadLedger(fn func(c *cli.Context, e *env, l *ledger.Ledger) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		e, err := loadEnv(c)
-		if err != nil {
-			return err
+		e, cfgErr := loadEnv(c)
+		if cfgErr != nil {
+			var err error
+			if e, err = daemonEnv(c); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "warning: config not loaded (%v); reading the ledger of %s without it\n", cfgErr, e.stateDir)
 		}
 		l, err := e.readLedger(c.Context)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 )
 
 // reloadView is what system reload --json prints.
@@ -220,4 +221,61 @@ func mustAbs(t *testing.T, path string) string {
 	abs, err := filepath.Abs(path)
 	require.NoError(t, err)
 	return abs
+}
+
+// TestReloadReenablingAScheduleCatchesNothingUp: a schedule whose plugin a
+// reload disables and a later one enables again does not make up for the
+// time it was off, even under catch_up run_all: at most the firing due at
+// the re-enable runs, not one per second it was off.
+func TestReloadReenablingAScheduleCatchesNothingUp(t *testing.T) {
+	t.Parallel()
+	write := func(enabled bool) string {
+		return "plugins:\n  echo:\n    enabled: " + strconv.FormatBool(enabled) + "\n" +
+			"    schedules: [{every: 1s, command: handle, catch_up: run_all, if_running: queue}]\n"
+	}
+	w := newJobWorld(t, write(true))
+	d := w.startDaemon()
+	l := openLedger(t, w.state)
+	fired := func() []events.ScheduleFiredData {
+		evs, err := l.ReadStream(context.Background(), "schedule/echo/default")
+		require.NoError(t, err)
+		var out []events.ScheduleFiredData
+		for _, ev := range evs {
+			if ev.Type == events.ScheduleFired {
+				var f events.ScheduleFiredData
+				require.NoError(t, json.Unmarshal(ev.Data, &f))
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	waitFor(t, 10*time.Second, "two firings", func() bool { return len(fired()) >= 2 })
+
+	require.NoError(t, os.WriteFile(w.config, []byte(write(false)), 0o600))
+	mustRun(t, nil, w.args("system", "reload")...)
+	off := time.Now()
+	before := len(fired())
+	// The scenario is a gap of real time with the schedule off.
+	time.Sleep(4 * time.Second)
+	require.Equal(t, before, len(fired()), "nothing fires while the plugin is disabled")
+
+	require.NoError(t, os.WriteFile(w.config, []byte(write(true)), 0o600))
+	mustRun(t, nil, w.args("system", "reload")...)
+	on := time.Now()
+	waitFor(t, 10*time.Second, "a firing after the re-enable", func() bool {
+		for _, f := range fired() {
+			if f.Slot.Due.After(on) {
+				return true
+			}
+		}
+		return false
+	})
+	inGap := 0
+	for _, f := range fired() {
+		if f.Slot.Due.After(off) && !f.Slot.Due.After(on) {
+			inGap++
+		}
+	}
+	require.LessOrEqual(t, inGap, 1, "at most the firing due at the re-enable runs: %d of the gap's firings ran", inGap)
+	w.stopDaemon(d)
 }

@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -134,4 +135,24 @@ func TestSystemStatus(t *testing.T) {
 	r = w.run("system", "scheduler")
 	require.Equal(t, 0, r.code, r.String())
 	require.Contains(t, r.stdout, "no daemon is running")
+}
+
+// TestReadCommandsWorkBesideABrokenConfig: with the state directory given,
+// the read-only commands read the ledger although the config file does not
+// load, and say so on stderr.
+func TestReadCommandsWorkBesideABrokenConfig(t *testing.T) {
+	t.Parallel()
+	w := newJobWorld(t, "")
+	mustRun(t, nil, w.args("plugin", "run", "echo", "--json")...)
+	require.NoError(t, os.WriteFile(w.config, []byte("plugins: [oops\n"), 0o600))
+	for _, args := range [][]string{{"queue", "--json"}, {"job", "list", "--json"}, {"ledger", "verify", "--json"}, {"ledger", "tail", "--json"},
+		{"system", "breaker", "--json"}, {"system", "scheduler", "--json"}} {
+		r := w.run(args...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r)
+		require.True(t, json.Valid([]byte(r.stdout)) || strings.HasPrefix(r.stdout, "{"), "%v: %s", args, r.stdout)
+		require.Contains(t, r.stderr, "warning: config not loaded", "%v", args)
+	}
+	// Without the state directory, the config is where it would be found.
+	r := ductile(t, nil, "--config", w.config, "queue")
+	require.Equal(t, 1, r.code, r.String())
 }
