@@ -135,11 +135,11 @@ func TestBadInput(t *testing.T) {
 		{"bench with no rounds", nil, []string{"bench", "--rounds", "-1"}, 2, []string{"ductile: --rounds must be at least 1\n"}},
 		{"plugin run with two PLUGINs", nil, []string{"plugin", "run", "a", "b", "--state-dir", dir}, 2,
 			[]string{`ductile: plugin run takes one PLUGIN, got ["a" "b"] (see: ductile plugin list)`}},
-		{"missing --config", nil, []string{"ledger", "stats", "--config", missing, "--state-dir", dir}, 1,
+		{"missing --config", nil, []string{"plugin", "list", "--config", missing, "--state-dir", dir}, 1,
 			[]string{"ductile: load config: open " + missing + ": no such file or directory (check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply)\n"}},
 		{"missing $DUCTILE_CONFIG", []string{"DUCTILE_CONFIG=" + missing}, []string{"system", "start", "--state-dir", dir}, 1,
 			[]string{"ductile: load config: open " + missing + ": no such file or directory (check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply)\n"}},
-		{"invalid config", nil, []string{"ledger", "tail", "--config", badCfg, "--state-dir", dir}, 1,
+		{"invalid config", nil, []string{"plugin", "list", "--config", badCfg, "--state-dir", dir}, 1,
 			[]string{"ductile.yaml:2: servce: unknown key: did you mean service?"}},
 	}
 

@@ -113,8 +113,8 @@ func TestJSONErrors(t *testing.T) {
 		{"usage: --json after the error", []string{"job", "inspect", "--json"}, 2, "usage", "job inspect needs a JOB_ID (see: ductile job list)", ""},
 		{"usage: bad value", []string{"--log-format", "xml", "job", "list", "--json"}, 2, "usage", `--log-format must be auto, json or text, got "xml"`, ""},
 		{"not found: job", []string{"job", "inspect", "0000", "--json"}, 1, "not_found", "no job 0000", "see: ductile job list"},
-		{"not found: config", []string{"job", "list", "--json", "--config", missing}, 1, "not_found", "load config: open " + missing + ": no such file or directory", "check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply"},
-		{"invalid config", []string{"job", "list", "--json", "--config", badCfg}, 1, "invalid_config", "ductile.yaml:2: servce: unknown key: did you mean service?", "check the file with: ductile config check --config " + badCfg},
+		{"not found: config", []string{"plugin", "list", "--json", "--config", missing}, 1, "not_found", "load config: open " + missing + ": no such file or directory", "check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply"},
+		{"invalid config", []string{"plugin", "list", "--json", "--config", badCfg}, 1, "invalid_config", "ductile.yaml:2: servce: unknown key: did you mean service?", "check the file with: ductile config check --config " + badCfg},
 		{"conflict", []string{"ledger", "replay", "--json", "--out", filepath.Join(dir, "ductile.db")}, 1, "conflict", filepath.Join(dir, "ductile.db") + " already exists", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
