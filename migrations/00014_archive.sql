@@ -80,9 +80,13 @@ END;
 -- A version an archive holds is taken, as UNIQUE (stream, version) says of
 -- the versions still present.
 -- +goose StatementBegin
+-- Only a version 1 can collide with an archived one: any later version needs
+-- its predecessor among the events left (all newer than the archived ones)
+-- or, for the first append after an archive, archived_streams' own version
+-- (events_contiguous_versions). So the check runs once per new stream.
 CREATE TRIGGER events_archived_versions BEFORE INSERT ON events
-WHEN EXISTS (
-    SELECT 1 FROM archived_streams WHERE stream = NEW.stream AND version >= NEW.version
+WHEN NEW.version = 1 AND EXISTS (
+    SELECT 1 FROM archived_streams WHERE stream = NEW.stream
 )
 BEGIN
     SELECT RAISE(ABORT, 'events: version already taken by an archived event');
