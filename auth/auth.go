@@ -1,0 +1,61 @@
+// Package auth decides who may call the HTTP API: bearer tokens from the
+// config's tokens file, each with its scopes (spec §9.4), and the named
+// secrets webhooks verify their signatures with.
+package auth
+
+import (
+	"errors"
+	"strings"
+)
+
+// Scope is a permission a token grants.
+type Scope string
+
+// The scopes (spec §9.4); a write scope implies its read scope, and All
+// grants everything.
+const (
+	PluginRO Scope = "plugin:ro"
+	PluginRW Scope = "plugin:rw"
+	JobsRO   Scope = "jobs:ro"
+	JobsRW   Scope = "jobs:rw"
+	EventsRO Scope = "events:ro"
+	EventsRW Scope = "events:rw"
+	All      Scope = "*"
+)
+
+// Scopes are the valid scopes.
+var Scopes = []Scope{PluginRO, PluginRW, JobsRO, JobsRW, EventsRO, EventsRW, All}
+
+var (
+	// ErrUnauthorized means the request has no token, or one no entry
+	// holds (HTTP 401).
+	ErrUnauthorized = errors.New("missing or invalid bearer token")
+	// ErrForbidden means the token is valid but lacks the scope (HTTP 403).
+	ErrForbidden = errors.New("the token does not grant this scope")
+)
+
+// Guard checks a request's Authorization header against the scope the
+// route needs, and names the token that passed.
+type Guard interface {
+	Check(authorization string, need Scope) (token string, err error)
+}
+
+// Secrets resolves the named secrets of the tokens file (webhook
+// secret_ref).
+type Secrets interface {
+	Secret(name string) ([]byte, bool)
+}
+
+// Grants reports whether granted covers need: All covers every scope, and
+// a write scope covers its read scope.
+func Grants(granted []Scope, need Scope) bool {
+	for _, g := range granted {
+		switch {
+		case g == All, g == need:
+			return true
+		case strings.HasSuffix(string(g), ":rw") && Scope(strings.TrimSuffix(string(g), ":rw")+":ro") == need:
+			return true
+		}
+	}
+	return false
+}
