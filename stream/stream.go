@@ -1,0 +1,248 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/views"
+)
+
+// DefaultHeartbeat is how often an idle stream writes a comment line.
+const DefaultHeartbeat = 15 * time.Second
+
+// Options configure a stream handler.
+type Options struct {
+	// Heartbeat is how often an idle stream writes ": ping" so proxies
+	// keep the connection (default DefaultHeartbeat).
+	Heartbeat time.Duration
+	Logger    *slog.Logger
+}
+
+// Query is what a request asks to follow: events after seq After that
+// match the filter.
+type Query struct {
+	After  int64    // the seq after which the stream starts
+	Head   bool     // no Last-Event-ID nor ?after=: start at the head
+	Types  []string // any of these types (none: every type)
+	Stream string   // this stream only ("" every stream)
+}
+
+// UsageError is a request the handler refuses: a bad query value.
+type UsageError struct {
+	Message string
+	Hint    string
+}
+
+func (e *UsageError) Error() string { return e.Message }
+
+// ParseQuery reads a request's start and filters: Last-Event-ID (header)
+// or ?after=SEQ, ?type= (repeated or a comma list), ?stream=, ?job=ID (the
+// job's own stream job/ID; its children are other streams and are not
+// included).
+func ParseQuery(r *http.Request) (Query, error) {
+	q := Query{Head: true}
+	v := r.URL.Query()
+	seq, from := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if seq == "" && v.Has("after") {
+		seq, from = v.Get("after"), "after"
+	}
+	if seq != "" || v.Has("after") {
+		n, err := strconv.ParseInt(strings.TrimSpace(seq), 10, 64)
+		if err != nil || n < 0 {
+			return q, &UsageError{fmt.Sprintf("%s %q is not a seq", from, seq), "give the seq of the last event received: a whole number ≥ 0"}
+		}
+		q.After, q.Head = n, false
+	}
+	for _, t := range v["type"] {
+		for _, one := range strings.Split(t, ",") {
+			one = strings.TrimSpace(one)
+			if one == "" {
+				return q, &UsageError{fmt.Sprintf("type %q names an empty type", t), "give event types such as type=job.enqueued,job.succeeded"}
+			}
+			q.Types = append(q.Types, one)
+		}
+	}
+	if v.Has("stream") {
+		if q.Stream = v.Get("stream"); q.Stream == "" {
+			return q, &UsageError{"stream is empty", "give a stream such as stream=job/<id>, or leave it out"}
+		}
+	}
+	if v.Has("job") {
+		job := v.Get("job")
+		if job == "" || strings.ContainsAny(job, "/ ,") {
+			return q, &UsageError{fmt.Sprintf("job %q is not a job id", job), "give a full job id, as job show prints it"}
+		}
+		if q.Stream != "" && q.Stream != events.JobStream(job) {
+			return q, &UsageError{"stream and job name different streams", "give one of them"}
+		}
+		q.Stream = events.JobStream(job)
+	}
+	return q, nil
+}
+
+// filter is the ledger filter for q and whether an event it passes must
+// still be checked against q's types (a read filters one type at most).
+func (q Query) filter() (ledger.Filter, bool) {
+	f := ledger.Filter{Stream: q.Stream}
+	if len(q.Types) == 1 {
+		f.Type = q.Types[0]
+		return f, false
+	}
+	return f, len(q.Types) > 1
+}
+
+func (q Query) wants(typ string) bool {
+	for _, t := range q.Types {
+		if t == typ {
+			return true
+		}
+	}
+	return len(q.Types) == 0
+}
+
+// Handler serves Server-Sent Events of l's events: "id:" the seq, "event:"
+// the type, "data:" the JSON of views.Event. It follows the ledger until
+// the request's context ends, writing ": ping" when idle for a heartbeat.
+func Handler(l *ledger.Ledger, opts Options) http.Handler {
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &handler{l: l, heartbeat: opts.Heartbeat, log: opts.Logger.With("component", "stream")}
+}
+
+type handler struct {
+	l         *ledger.Ledger
+	heartbeat time.Duration
+	log       *slog.Logger
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q, err := ParseQuery(r)
+	var usage *UsageError
+	if errors.As(err, &usage) {
+		writeError(w, http.StatusBadRequest, "usage", usage.Message, usage.Hint)
+		return
+	}
+	if q.Head {
+		if q.After, err = h.l.LastSeq(r.Context()); err != nil {
+			h.log.Error("read the ledger's head", "err", err)
+			writeError(w, http.StatusInternalServerError, "error", "read the ledger's head: "+err.Error(), "try again")
+			return
+		}
+	}
+	rc := http.NewResponseController(w)
+	// A stream outlives any write timeout the server sets for requests.
+	_ = rc.SetWriteDeadline(time.Time{})
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer
+	w.WriteHeader(http.StatusOK)
+	if err := h.serve(r.Context(), w, rc, q); err != nil && r.Context().Err() == nil {
+		h.log.Warn("event stream ended", "err", err)
+	}
+}
+
+// serve writes the stream: one goroutine follows the ledger and hands
+// events over; this one writes them and the heartbeats, until ctx ends or a
+// write fails. The follower is stopped and waited for before serve returns.
+func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseController, q Query) error {
+	ctx, cancel := context.WithCancel(ctx)
+	evs := make(chan views.Event)
+	followed := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	defer wg.Wait()
+	defer cancel() // runs first: the follower stops, then is waited for
+	go func() {
+		defer wg.Done()
+		f, byType := q.filter()
+		followed <- views.FollowEvents(ctx, h.l, q.After, f, func(ev views.Event) error {
+			if byType && !q.wants(ev.Type) {
+				return nil
+			}
+			select {
+			case evs <- ev:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+
+	// Say where the stream starts, so a client knows it is live.
+	if _, err := fmt.Fprintf(w, ": after %d\n\n", q.After); err != nil {
+		return err
+	}
+	if err := rc.Flush(); err != nil {
+		return err
+	}
+	beat := time.NewTimer(h.heartbeat)
+	defer beat.Stop()
+	var buf []byte
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err = <-followed:
+			return err
+		case ev := <-evs:
+			buf, err = appendEvent(buf[:0], ev)
+			if err == nil {
+				_, err = w.Write(buf)
+			}
+		case <-beat.C:
+			_, err = io.WriteString(w, ": ping\n\n")
+		}
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			return err
+		}
+		beat.Reset(h.heartbeat)
+	}
+}
+
+// appendEvent appends ev as one SSE message.
+func appendEvent(buf []byte, ev views.Event) ([]byte, error) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return buf, fmt.Errorf("encode event %d: %w", ev.Seq, err)
+	}
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, ev.Seq, 10)
+	buf = append(buf, "\nevent: "...)
+	buf = append(buf, ev.Type...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, data...)
+	return append(buf, "\n\n"...), nil
+}
+
+// writeError writes the API's error body.
+func writeError(w http.ResponseWriter, status int, code, message, hint string) {
+	type body struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Hint    string `json:"hint,omitempty"`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Error body `json:"error"`
+	}{body{code, message, hint}})
+}
