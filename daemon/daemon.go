@@ -21,6 +21,7 @@ import (
 	"github.com/ductile/ductile/dispatch"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/metrics"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/projections"
@@ -63,7 +64,10 @@ type Daemon struct {
 	Projector  *projections.Projector
 	Dispatcher *dispatch.Dispatcher // nil with NoDispatch
 	Scheduler  *scheduler.Scheduler // nil with NoDispatch
-	StateDir   string
+	// Metrics are served at GET /metrics; the dispatcher reports attempts
+	// to it (nil with NoDispatch).
+	Metrics  *metrics.Metrics
+	StateDir string
 
 	log       *slog.Logger
 	lock      *Lock
@@ -190,9 +194,14 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.Projector.Start(ctx)
+	var observer dispatch.Observer
+	if !opts.NoDispatch {
+		d.Metrics = metrics.New(metrics.Options{Ledger: d.Ledger, Projector: d.Projector, Logger: log})
+		observer = d.Metrics
+	}
 	d.dispatch = dispatch.Options{
 		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: reg, Logger: log,
-		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout,
+		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout, Observer: observer,
 	}
 	if !opts.NoDispatch {
 		d.Dispatcher = dispatch.New(d.dispatch)

@@ -29,6 +29,8 @@ type Options struct {
 	// interrupting them (default 10s).
 	DrainTimeout time.Duration
 	Now          func() time.Time
+	// Observer, if set, is told how each attempt ends (metrics).
+	Observer Observer
 }
 
 func (o Options) withDefaults() Options {

@@ -26,6 +26,7 @@ type runner struct {
 	grace   time.Duration
 	now     func() time.Time
 	pause   *startPause
+	observe Observer // nil: none
 	// stopped ends the retries of an outcome the ledger keeps refusing
 	// (the dispatcher gives up on them at shutdown).
 	stopped context.Context
@@ -36,6 +37,7 @@ func newRunner(opts Options, stopped context.Context) *runner {
 	r := &runner{
 		ledger: opts.Ledger, log: log,
 		grace: opts.Grace, now: opts.Now, pause: newStartPause(log, opts.Now), stopped: stopped,
+		observe: opts.Observer,
 	}
 	r.current.Store(newSettings(opts.Config, opts.Plugins))
 	return r
@@ -157,6 +159,12 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 	outcome := commands.Outcome{Kind: events.OutcomeError, Error: problem}
 	if problem == "" {
 		outcome = r.outcome(ctx, res, log)
+	}
+	if r.observe != nil {
+		if problem == "" && res.PID == 0 && p.Step == nil && res.Kind == events.OutcomeError {
+			r.observe.SpawnFailed(c.plugin)
+		}
+		r.observe.AttemptEnded(c.plugin, c.command, outcome.Kind, outcome.Duration)
 	}
 	job := st.Job
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: r.now(),
