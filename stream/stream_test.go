@@ -38,7 +38,7 @@ type testBundle struct {
 }
 
 // setup opens a ledger on a real file and serves its stream on 127.0.0.1.
-func setup(t *testing.T, opts stream.Options) *testBundle {
+func setup(t testing.TB, opts stream.Options) *testBundle {
 	t.Helper()
 	l, err := ledger.Open(context.Background(), filepath.Join(t.TempDir(), "ductile.db"), ledger.Options{Synchronous: "NORMAL"})
 	require.NoError(t, err)
@@ -67,7 +67,7 @@ func (b *testBundle) enqueue(t testing.TB, plugin string) string {
 	return res.JobID
 }
 
-func (b *testBundle) head(t *testing.T) int64 {
+func (b *testBundle) head(t testing.TB) int64 {
 	seq, err := b.l.LastSeq(b.ctx)
 	require.NoError(t, err)
 	return seq
