@@ -60,12 +60,22 @@ type Config struct {
 	API       *yaml.Node
 	Webhooks  *yaml.Node
 
+	// Tokens are the API's bearer tokens (tokens: in the tokens file), in
+	// the order written; Secrets the named secrets (secrets:) webhooks
+	// verify signatures with. See tokens.go.
+	Tokens  []Token
+	Secrets map[string]string
+	// IntegrityWarnings are the files .checksums lists that changed, or
+	// that it does not list, where a change only warns (see integrity.go).
+	IntegrityWarnings []FieldError
+
 	origin       map[*yaml.Node]string     // display file of every node, for Position
 	interpolated map[*yaml.Node]bool       // scalars that took a value from ${…}
 	pluginConfig map[string]*yaml.Node     // plugins.<name>.config as parsed, for Redacted
 	pluginKeys   map[string]*yaml.Node     // the key of each plugins.<name>, for Check
 	schedules    map[string]*scheduleNodes // where plugins.<name>.schedules was written
 	routeNodes   []*yaml.Node              // the mapping of each of Routes, for Check
+	fileKeys     map[string][]string       // the top-level keys of each of Files, for integrity tiers
 }
 
 // Service holds the settings of the core itself.

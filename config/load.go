@@ -38,7 +38,14 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	return loadData(abs, data, os.LookupEnv)
+	cfg, err := loadData(abs, data, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.verifyChecksums(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
 }
 
 // Limits on what Load reads, so that a config naming a device, a pipe or a
@@ -118,6 +125,7 @@ func loadData(abs string, data []byte, lookupEnv func(string) (string, bool)) (*
 		active:       map[*yaml.Node]bool{},
 		origin:       map[*yaml.Node]string{},
 		interpolated: map[*yaml.Node]bool{},
+		fileKeys:     map[string][]string{},
 	}
 	l.bytesRead = len(data)
 	l.loadFile(abs, data, []string{abs})
@@ -138,6 +146,7 @@ func loadData(abs string, data []byte, lookupEnv func(string) (string, bool)) (*
 	cfg.pluginConfig = map[string]*yaml.Node{}
 	cfg.pluginKeys = map[string]*yaml.Node{}
 	cfg.schedules = map[string]*scheduleNodes{}
+	cfg.fileKeys = l.fileKeys
 	l.decode(root, cfg)
 
 	if len(l.errs) > 0 {
@@ -172,6 +181,7 @@ type loader struct {
 
 	origin       map[*yaml.Node]string
 	interpolated map[*yaml.Node]bool
+	fileKeys     map[string][]string // absolute path → its top-level keys
 	errs         []FieldError
 }
 
@@ -212,6 +222,9 @@ func (l *loader) loadFile(path string, data []byte, chain []string) {
 	}
 	l.normalize(root, file, "", 0)
 	markOrigin(root, file, l.origin)
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		l.fileKeys[path] = append(l.fileKeys[path], root.Content[i].Value)
+	}
 
 	// The include key is consumed here, so only the other keys are merged.
 	var includes *yaml.Node
@@ -539,7 +552,7 @@ func merge(dst, src *yaml.Node, top bool) {
 		switch {
 		case isNull(v):
 			// An empty value in a later file adds nothing.
-		case top && (k.Value == "routes" || k.Value == "pipelines") &&
+		case top && (k.Value == "routes" || k.Value == "pipelines" || k.Value == "tokens") &&
 			old.Kind == yaml.SequenceNode && v.Kind == yaml.SequenceNode:
 			old.Content = append(old.Content, v.Content...)
 		case old.Kind == yaml.MappingNode && v.Kind == yaml.MappingNode:

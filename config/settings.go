@@ -17,7 +17,8 @@ import (
 // records it in config.applied: every key with its default filled in, in the
 // config file's own schema, and the content hash of every file read. Values
 // that may be secret never enter it: a plugin's config: map and the
-// pipelines, api and webhooks sections are recorded by hash only, and
+// pipelines, api and webhooks sections, the tokens' keys and the secrets
+// are recorded by hash only, and
 // schedule payloads are redacted as config show redacts them.
 type Settings struct {
 	// Hash identifies the settings: the BLAKE3 hash of everything else but
@@ -34,8 +35,10 @@ type Settings struct {
 	Service     serviceView               `json:"service" yaml:"service"`
 	Plugins     map[string]PluginSettings `json:"plugins" yaml:"plugins"`
 	Routes      []routeView               `json:"routes" yaml:"routes"`
+	// Tokens are the API tokens by name and scopes only.
+	Tokens []tokenSettings `json:"tokens,omitempty" yaml:"tokens,omitempty"`
 	// Sections holds the hash of each of pipelines, api and webhooks that
-	// the config sets.
+	// the config sets, and of the tokens' keys and the secrets.
 	Sections map[string]string `json:"sections,omitempty" yaml:"sections,omitempty"`
 }
 
@@ -83,6 +86,14 @@ func (c *Config) Settings() Settings {
 			}
 			s.Sections[name] = HashValue(rawData(n))
 		}
+	}
+	tokens, sections := c.tokensDigest()
+	s.Tokens = tokens
+	for name, hash := range sections {
+		if s.Sections == nil {
+			s.Sections = map[string]string{}
+		}
+		s.Sections[name] = hash
 	}
 	s.Hash = s.hash()
 	return s

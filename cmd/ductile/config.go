@@ -36,6 +36,7 @@ func configCommand() *cli.Command {
 					&cli.BoolFlag{Name: "applied", Usage: "print the settings the daemon applied (its last config.applied record)"}},
 				Action: configShow,
 			},
+			tokenCommand(), lockCommand(),
 		},
 	}
 }
@@ -149,7 +150,7 @@ func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
 	for _, fe := range errs {
 		out.Errors = append(out.Errors, fe.Error())
 	}
-	for _, fe := range append(cfg.Unused(), warnings...) {
+	for _, fe := range append(append(cfg.Unused(), cfg.IntegrityWarnings...), warnings...) {
 		out.Warnings = append(out.Warnings, fe.Error())
 	}
 	return nil

@@ -1,0 +1,200 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Config integrity (spec §13.2): ductile config lock writes .checksums
+// beside the config file, the BLAKE3 hash of every file the config loads
+// (scopes files included), one "<hex>  <path>" line each as b3sum writes
+// them (paths relative to the config directory), so b3sum --check can
+// verify it too. Load verifies the files it lists: a changed or unlisted
+// high-security file (one holding tokens:, secrets: or webhooks:, or a
+// scopes file) fails the load; any other changed or unlisted file is an
+// IntegrityWarning. Without .checksums nothing is verified.
+
+// ChecksumsName is the name of the checksums file beside the config file.
+const ChecksumsName = ".checksums"
+
+// ChecksumsPath is the checksums file of the config at c.Source.
+func (c *Config) ChecksumsPath() string { return filepath.Join(c.Dir, ChecksumsName) }
+
+// LoadUnverified loads like Load but does not verify .checksums: for
+// ductile config lock, which writes it.
+func LoadUnverified(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	data, err := readConfigFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("load config: %w", err)
+	}
+	return loadData(abs, data, os.LookupEnv)
+}
+
+// Checksums lists every file c was loaded from with its hash as read: the
+// config files in load order, then each token's scopes file.
+func (c *Config) Checksums() []FileHash {
+	out := slices.Clone(c.FileHashes)
+	for _, t := range c.Tokens {
+		if !slices.ContainsFunc(out, func(f FileHash) bool { return f.Path == t.ScopesFile }) {
+			out = append(out, FileHash{Path: t.ScopesFile, BLAKE3: t.ScopesHash})
+		}
+	}
+	return out
+}
+
+// HighSecurity reports whether a change to the file at path refuses a
+// start or reload: it holds tokens:, secrets: or webhooks:, or is a
+// token's scopes file.
+func (c *Config) HighSecurity(path string) bool {
+	for _, key := range c.fileKeys[path] {
+		if key == "tokens" || key == "secrets" || key == "webhooks" {
+			return true
+		}
+	}
+	return slices.ContainsFunc(c.Tokens, func(t Token) bool { return t.ScopesFile == path })
+}
+
+// WriteChecksums writes files to the checksums file at path (paths shown
+// relative to dir), replacing it atomically, mode 0600.
+func WriteChecksums(path, dir string, files []FileHash) error {
+	var b bytes.Buffer
+	for _, f := range files {
+		fmt.Fprintf(&b, "%s  %s\n", strings.TrimPrefix(f.BLAKE3, "blake3:"), displayPath(dir, f.Path))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".checksums-*")
+	if err != nil {
+		return fmt.Errorf("write checksums: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write checksums: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write checksums: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write checksums: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write checksums: %w", err)
+	}
+	return nil
+}
+
+// ReadChecksums reads the checksums file at path: absolute file path →
+// "blake3:<hex>", in the order listed. A missing file gives nil, nil.
+func ReadChecksums(path, dir string) ([]FileHash, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var out []FileHash
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		sum, file, ok := strings.Cut(text, "  ")
+		if !ok || !hashPattern.MatchString("blake3:"+sum) || file == "" {
+			return nil, fmt.Errorf("%s:%d: not \"<blake3 hex>  <path>\": run ductile config lock to write it again", path, line)
+		}
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(dir, file)
+		}
+		out = append(out, FileHash{Path: filepath.Clean(file), BLAKE3: "blake3:" + sum})
+	}
+	return out, sc.Err()
+}
+
+// UpdateChecksums sets the entries of paths in the checksums file at
+// path to the files' current hashes (dropping those no longer there),
+// leaving the others as they are. It does nothing when there is no
+// checksums file, and reports whether there was one.
+func UpdateChecksums(path, dir string, paths ...string) (bool, error) {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	listed, err := ReadChecksums(path, dir)
+	if err != nil {
+		return true, err
+	}
+	for _, p := range paths {
+		i := slices.IndexFunc(listed, func(f FileHash) bool { return f.Path == p })
+		data, err := os.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if i >= 0 {
+				listed = slices.Delete(listed, i, i+1)
+			}
+		case err != nil:
+			return true, fmt.Errorf("update checksums: %w", err)
+		case i >= 0:
+			listed[i].BLAKE3 = HashBytes(data)
+		default:
+			listed = append(listed, FileHash{Path: p, BLAKE3: HashBytes(data)})
+		}
+	}
+	return true, WriteChecksums(path, dir, listed)
+}
+
+// IntegrityProblems compares c's files with the checksums file: errors for
+// high-security files that changed or are not listed, warnings for the
+// others. Both are nil when there is no checksums file.
+func (c *Config) IntegrityProblems() (errs, warnings []FieldError, err error) {
+	listed, err := ReadChecksums(c.ChecksumsPath(), c.Dir)
+	if err != nil || listed == nil {
+		return nil, nil, err
+	}
+	for _, f := range c.Checksums() {
+		name := displayPath(c.Dir, f.Path)
+		i := slices.IndexFunc(listed, func(l FileHash) bool { return l.Path == f.Path })
+		var fe FieldError
+		switch {
+		case i < 0:
+			fe = FieldError{File: name, Msg: fmt.Sprintf("not listed in %s: run ductile config lock to record it", ChecksumsName)}
+		case listed[i].BLAKE3 != f.BLAKE3:
+			fe = FieldError{File: name, Msg: fmt.Sprintf("changed since ductile config lock (%s has %s, the file hashes to %s): if the change is yours, run ductile config lock; if not, restore the file", ChecksumsName, listed[i].BLAKE3, f.BLAKE3)}
+		default:
+			continue
+		}
+		if c.HighSecurity(f.Path) {
+			fe.Msg += " (it holds tokens, secrets, scopes or webhooks: the config is refused until then)"
+			errs = append(errs, fe)
+		} else {
+			warnings = append(warnings, fe)
+		}
+	}
+	return errs, warnings, nil
+}
+
+// verifyChecksums fails with a *ValidationError when a high-security file
+// does not match .checksums, and records the other mismatches in
+// IntegrityWarnings.
+func (c *Config) verifyChecksums() error {
+	errs, warnings, err := c.IntegrityProblems()
+	if err != nil {
+		return &ValidationError{Errors: []FieldError{{File: ChecksumsName, Msg: err.Error()}}}
+	}
+	if len(errs) > 0 {
+		return &ValidationError{Errors: errs}
+	}
+	c.IntegrityWarnings = warnings
+	return nil
+}
