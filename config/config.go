@@ -52,9 +52,13 @@ type Config struct {
 	// Routes are concatenated across files in load order.
 	Routes []Route
 
-	// Pipelines, API and Webhooks are accepted but not yet validated: they
-	// are kept as parsed YAML (nil when absent) for the features that own
-	// them. Pipelines lists concatenate across files like Routes. Scalars
+	// WebhookSettings is the webhooks: section, validated (config/webhooks.go).
+	WebhookSettings WebhookSettings
+	// Secrets are the secrets: mapping; nil when absent.
+	Secrets Secrets
+
+	// Pipelines, API and Webhooks are kept as parsed YAML (nil when absent)
+	// for the features that own them (Webhooks is also WebhookSettings). Pipelines lists concatenate across files like Routes. Scalars
 	// filled from ${VAR} are tagged !!str. Use Position for error messages.
 	Pipelines *yaml.Node
 	API       *yaml.Node
@@ -66,6 +70,7 @@ type Config struct {
 	pluginKeys   map[string]*yaml.Node     // the key of each plugins.<name>, for Check
 	schedules    map[string]*scheduleNodes // where plugins.<name>.schedules was written
 	routeNodes   []*yaml.Node              // the mapping of each of Routes, for Check
+	webhookNodes []webhookNodes            // where each of WebhookSettings.Endpoints was written
 }
 
 // Service holds the settings of the core itself.
@@ -154,8 +159,9 @@ func Default() *Config {
 			JobLogRetention: DefaultJobLogRetention,
 			MaxRouteDepth:   DefaultMaxRouteDepth,
 		},
-		Plugins: map[string]PluginConfig{},
-		Routes:  []Route{},
+		Plugins:         map[string]PluginConfig{},
+		Routes:          []Route{},
+		WebhookSettings: WebhookSettings{Listen: DefaultWebhookListen},
 	}
 }
 

@@ -71,8 +71,9 @@ func TestDefault(t *testing.T) {
 			JobLogRetention: 30 * 24 * time.Hour,
 			MaxRouteDepth:   20,
 		},
-		Plugins: map[string]config.PluginConfig{},
-		Routes:  []config.Route{},
+		Plugins:         map[string]config.PluginConfig{},
+		Routes:          []config.Route{},
+		WebhookSettings: config.WebhookSettings{Listen: "127.0.0.1:8081"},
 	}
 	require.Equal(t, want, config.Default())
 
@@ -365,7 +366,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "typo",
 			want: []string{
-				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
+				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, webhooks)",
 				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_route_depth, max_workers)",
 				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
@@ -520,8 +521,8 @@ func TestRedacted(t *testing.T) {
 		"sentpw", "listpw", "deeppw", "fwdpass", "r3dispw", "schedpw"} {
 		require.NotContains(t, string(out), secret)
 	}
-	require.Contains(t, string(out), `"webhooks":{"endpoints":[{"forward":"https://[redacted]@relay.example/in","path":"/hook","secret":"[redacted]"}],"listen":"127.0.0.1:8081"}`)
-	require.Contains(t, string(out), `"api":{"upstream":"redis://[redacted]@cache:6379/0"}`)
+	require.Contains(t, string(out), `"webhooks":{"endpoints":[{"path":"/hook","plugin":"echo","secret_ref":"[redacted]"}],"listen":"127.0.0.1:8081"}`)
+	require.Contains(t, string(out), `"api":{"forward":"https://[redacted]@relay.example/in","upstream":"redis://[redacted]@cache:6379/0"}`)
 	require.Contains(t, string(out), `"schedules":[{"id":"default","command":"poll","payload":{"mode":"fast","token":"[redacted]","url":"https://[redacted]@sched.example/x"},"every":"5m","jitter":"0s","timezone":"Local","catch_up":"skip","if_running":"skip"}]`)
 
 	// The original is untouched, and redacting twice changes nothing more.
@@ -807,8 +808,8 @@ func TestForeignFileIsNotQuoted(t *testing.T) {
 	require.NoError(t, err)
 	for file, want := range map[string]string{
 		"config.yaml":     "config.yaml:1: include[0]: shadow is not a YAML file: include only *.yaml and *.yml files (or a directory of them)",
-		"yaml-named.yaml": "shadow.yaml:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, api, webhooks, include): check the path",
-		"shadow":          "shadow:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, api, webhooks, include): check the path",
+		"yaml-named.yaml": "shadow.yaml:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, api, webhooks, secrets, include): check the path",
+		"shadow":          "shadow:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, api, webhooks, secrets, include): check the path",
 	} {
 		_, err := config.Load(fixture(t, "foreign", file))
 		require.EqualError(t, err, want)
@@ -895,7 +896,6 @@ func TestCheck(t *testing.T) {
 	require.Equal(t, []string{
 		"more.yaml:5: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
 		"more.yaml:15: api: accepted but not used yet: this version serves no HTTP API",
-		"more.yaml:16: webhooks: accepted but not used yet: this version receives no webhooks",
 	}, lines(c.Unused()))
 
 	// Built-in defaults name nothing, so there is nothing to find.

@@ -34,7 +34,9 @@ routes:
   - {from: echo, event_type: done, to: echo, command: handle}
 webhooks:
   endpoints:
-    - {path: /hook, plugin: echo, secret: webhook-s3cret}
+    - {path: /hook, plugin: echo, secret_ref: hook}
+secrets:
+  hook: webhook-s3cret
 `
 
 func loadSettingsConfig(t *testing.T, content string) *config.Config {
