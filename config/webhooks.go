@@ -322,12 +322,13 @@ func (c *Config) checkWebhooks(installed map[string]InstalledPlugin, at func(*ya
 		case !ok:
 			errs = append(errs, at(node("plugin"), en.path+".plugin", "%s", missing(e.Plugin, "every delivery would make a job that fails at once")))
 		case !slices.Contains(plugin.Commands, e.Command):
-			fix := ""
 			if en.keys["command"] == nil {
-				fix = " (the default command): set command: to one of them"
+				errs = append(errs, at(en.entry, en.path, "plugin %q has no command %s (the default command): set command: to one of its commands (%s)",
+					e.Plugin, e.Command, strings.Join(plugin.Commands, ", ")))
+				break
 			}
-			errs = append(errs, at(node("command"), en.path+".command", "plugin %q has no command %q%s%s (its commands: %s)",
-				e.Plugin, e.Command, didYouMean(e.Command, plugin.Commands), fix, strings.Join(plugin.Commands, ", ")))
+			errs = append(errs, at(node("command"), en.path+".command", "plugin %q has no command %q%s (its commands: %s)",
+				e.Plugin, e.Command, didYouMean(e.Command, plugin.Commands), strings.Join(plugin.Commands, ", ")))
 		case !c.Plugin(e.Plugin).Enabled:
 			warnings = append(warnings, at(node("plugin"), en.path+".plugin", "plugin %q is disabled (plugins.%s.enabled: false): jobs this endpoint makes fail at once", e.Plugin, e.Plugin))
 		}

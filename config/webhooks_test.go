@@ -19,8 +19,7 @@ func loadWebhooks(t *testing.T, content string) (*config.Config, error) {
 	return config.Load(path)
 }
 
-func TestWebhooksDefaults(t *testing.T) {
-	t.Parallel()
+func TestWebhooksDefaults(t *testing.T) { // not parallel: Setenv
 	cfg, err := loadWebhooks(t, `
 webhooks:
   endpoints:
@@ -80,13 +79,13 @@ func TestWebhooksErrors(t *testing.T) {
     - {path: hook, plugin: a, secret_ref: s}
     - {path: /healthz, plugin: a, secret_ref: s}
     - {path: /a//b/, plugin: a, secret_ref: s}
-    - {path: /a, plugin: a}
+    - {path: /a, plugin: a, secret_ref: s}
     - {path: /a, plugin: b, secret_ref: s}
     - {path: /c, plugin: c, secret_ref: s, max_body_size: 1 parsec}
     - {path: /d, plugin: d, secret_ref: s, max_body_size: 1GB}
     - {path: /e, plugin: e, secret_ref: s, tolerance: 5m}
     - {path: /f, plugin: f, secret_ref: s, signature_header: "bad header"}
-    - {path: /g, plugin: g, secret_ref: s, secrt: x}
+    - {path: /g, plugin: g, secrt: x}
 secrets: [a]
 `)
 	var ve *config.ValidationError
@@ -100,13 +99,13 @@ secrets: [a]
 		`config.yaml:4: webhooks.endpoints[0].path: must start with /, e.g. /hook/github`,
 		`config.yaml:5: webhooks.endpoints[1].path: /healthz is the listener's health check: choose another path`,
 		`config.yaml:6: webhooks.endpoints[2].path: must be a clean path (no //, /./, /../ or trailing /): write /a/b`,
-		`config.yaml:7: webhooks.endpoints[3].secret_ref: missing: name the secret the sender signs with (every endpoint checks a signature)`,
 		`config.yaml:8: webhooks.endpoints[4].path: path "/a" is already used by webhooks.endpoints[3]: give each endpoint its own path`,
 		`config.yaml:9: webhooks.endpoints[5].max_body_size: invalid size "1 parsec": give a whole number with a unit, e.g. 1MB, 512KiB or 1MiB (units: B, KB, MB, GB, KiB, MiB, GiB)`,
 		`config.yaml:10: webhooks.endpoints[6].max_body_size: must be from 1 byte to 64MiB, got 1GB`,
 		`config.yaml:11: webhooks.endpoints[7].tolerance: applies only with timestamp_header: name the header holding the signed timestamp, or leave tolerance out`,
 		`config.yaml:12: webhooks.endpoints[8].signature_header: invalid header name "bad header": use letters, digits and -, e.g. X-Hub-Signature-256`,
-		`config.yaml:13: webhooks.endpoints[9].secrt: unknown key: did you mean secret_ref? (valid keys: command, delivery_id_header, max_body_size, path, plugin, secret_ref, signature_header, timestamp_header, tolerance)`,
+		`config.yaml:13: webhooks.endpoints[9].secrt: unknown key (valid keys: command, delivery_id_header, max_body_size, path, plugin, secret_ref, signature_header, timestamp_header, tolerance)`,
+		`config.yaml:13: webhooks.endpoints[9].secret_ref: missing: name the secret the sender signs with (every endpoint checks a signature)`,
 		`config.yaml:14: secrets: must be a mapping of secret name to value, e.g. secrets: {github_secret: ${GITHUB_WEBHOOK_SECRET}}`,
 	}, got)
 }
@@ -157,7 +156,7 @@ secrets:
 	require.Equal(t, []string{
 		`config.yaml:4: webhooks.endpoints[1].plugin: no plugin named "ecko" was found, so every delivery would make a job that fails at once: did you mean echo? (see: ductile plugin list)`,
 		`config.yaml:5: webhooks.endpoints[2].command: plugin "echo" has no command "pol": did you mean poll? (its commands: poll, handle)`,
-		`config.yaml:6: webhooks.endpoints[3]: plugin "sink" has no command "handle" (the default command): set command: to one of them (its commands: store)`,
+		`config.yaml:6: webhooks.endpoints[3]: plugin "sink" has no command handle (the default command): set command: to one of its commands (store)`,
 		`config.yaml:7: webhooks.endpoints[4].secret_ref: no secret named "t" in secrets:; add it (e.g. t: ${ENV_VAR}), or name one that exists`,
 	}, lines(errs))
 	require.Equal(t, []string{
