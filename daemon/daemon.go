@@ -16,6 +16,7 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
+	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/dispatch"
@@ -27,6 +28,7 @@ import (
 	"github.com/ductile/ductile/queries"
 	"github.com/ductile/ductile/schedule"
 	"github.com/ductile/ductile/scheduler"
+	"github.com/ductile/ductile/webhooks"
 )
 
 // DBPath is the ledger file inside a state directory.
@@ -55,6 +57,9 @@ type Options struct {
 	// Steps run these discovered plugins in process instead of spawning
 	// them (ductile bench --in-process).
 	Steps map[string]pluginhost.Step
+	// Secrets resolves webhook secret_refs (the auth registry's secrets);
+	// nil: the secrets: mapping of the config in force.
+	Secrets func() auth.Secrets
 }
 
 // Daemon is a running Ductile: it holds the state directory's lock.
@@ -63,6 +68,7 @@ type Daemon struct {
 	Projector  *projections.Projector
 	Dispatcher *dispatch.Dispatcher // nil with NoDispatch
 	Scheduler  *scheduler.Scheduler // nil with NoDispatch
+	Webhooks   *webhooks.Server     // nil without endpoints, and with NoDispatch
 	StateDir   string
 
 	log       *slog.Logger
@@ -201,6 +207,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			keep: func() time.Duration { return d.Config().Service.JobLogRetention }}
 		d.retention.start(ctx)
 		d.startScheduler(ctx, log)
+		if err := d.startWebhooks(cfg, opts.Secrets, log); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -220,6 +229,11 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) close() error {
+	var errs []error
+	if d.Webhooks != nil {
+		// First: deliveries in flight finish enqueuing while the ledger is open.
+		errs = append(errs, d.Webhooks.Close())
+	}
 	if d.Scheduler != nil {
 		d.Scheduler.Stop()
 	}
@@ -229,7 +243,6 @@ func (d *Daemon) close() error {
 	if d.Dispatcher != nil {
 		d.Dispatcher.Stop()
 	}
-	var errs []error
 	if d.Projector != nil {
 		d.Projector.Stop()
 		if _, err := d.Projector.CatchUp(context.Background()); err != nil {
