@@ -46,11 +46,10 @@ func TestConfigCheck(t *testing.T) {
 			warnings: []string{
 				"unused.yaml:9: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
 				"unused.yaml:11: api: accepted but not used yet: this version serves no HTTP API",
-				"unused.yaml:13: webhooks: accepted but not used yet: this version receives no webhooks",
 			}},
 		{file: "misspelt.yaml", code: 1,
 			errors: []string{
-				"misspelt.yaml:3: plugin: unknown key: did you mean plugins? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, service, state_dir, webhooks)",
+				"misspelt.yaml:3: plugin: unknown key: did you mean plugins? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, webhooks)",
 				"misspelt.yaml:7: plugins.echo.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"misspelt.yaml:8: plugins.echo.retry.backoff: unknown key: did you mean backoff_base? (valid keys: backoff_base, max_attempts)",
 				"misspelt.yaml:8: plugins.echo.retry.max-attempts: unknown key: did you mean max_attempts? (valid keys: backoff_base, max_attempts)",
@@ -120,7 +119,7 @@ func TestConfigShowRedactsCredentials(t *testing.T) {
 	cfg := filepath.Join("testdata", "config", "show-secrets.yaml")
 	for _, args := range [][]string{{"config", "show"}, {"config", "show", "--json"}} {
 		r := mustRun(t, nil, append(args, "--config", cfg, "--state-dir", t.TempDir())...)
-		for _, secret := range []string{"s3cret", "pa55word", "pr0xy", "l1bpq", "fwdpass", "app:", "user:", "proxyuser", "hook:"} {
+		for _, secret := range []string{"s3cret", "pa55word", "pr0xy", "l1bpq", "fwdpass", "app:", "user:", "proxyuser", "hook:", "sup3rsecret"} {
 			require.NotContains(t, r.stdout, secret, "%v", args)
 		}
 		for _, kept := range []string{"postgres://[redacted]@db/app", "https://[redacted]@host.example/x", "[redacted]@proxy:3128",
