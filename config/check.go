@@ -78,6 +78,8 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 	}
 
 	warnings = append(warnings, c.cycleWarnings(at)...)
+	webhookErrs, webhookWarnings := c.checkWebhooks(installed, at, missing)
+	errs, warnings = append(errs, webhookErrs...), append(warnings, webhookWarnings...)
 
 	names := make([]string, 0, len(c.Plugins))
 	for name := range c.Plugins {
@@ -156,7 +158,7 @@ func (c *Config) undeclaredKeys(name string, declared []string, at func(*yaml.No
 }
 
 // Unused returns a warning for each section the config sets that nothing
-// in this version reads yet: pipelines, api and webhooks are accepted
+// in this version reads yet: pipelines and api are accepted
 // (they are part of the spec) and kept for the features that will use them.
 func (c *Config) Unused() []FieldError {
 	var out []FieldError
@@ -167,7 +169,6 @@ func (c *Config) Unused() []FieldError {
 	}
 	add(c.Pipelines, "pipelines", "this version runs no pipelines (use routes)")
 	add(c.API, "api", "this version serves no HTTP API")
-	add(c.Webhooks, "webhooks", "this version receives no webhooks")
 	sortFieldErrors(out, c.Files, c.Dir)
 	return out
 }

@@ -52,9 +52,11 @@ type Config struct {
 	// Routes are concatenated across files in load order.
 	Routes []Route
 
-	// Pipelines, API and Webhooks are accepted but not yet validated: they
-	// are kept as parsed YAML (nil when absent) for the features that own
-	// them. Pipelines lists concatenate across files like Routes. Scalars
+	// WebhookSettings is the webhooks: section, validated (config/webhooks.go).
+	WebhookSettings WebhookSettings
+
+	// Pipelines, API and Webhooks are kept as parsed YAML (nil when absent)
+	// for the features that own them (Webhooks is also WebhookSettings). Pipelines lists concatenate across files like Routes. Scalars
 	// filled from ${VAR} are tagged !!str. Use Position for error messages.
 	Pipelines *yaml.Node
 	API       *yaml.Node
@@ -76,6 +78,7 @@ type Config struct {
 	schedules    map[string]*scheduleNodes // where plugins.<name>.schedules was written
 	routeNodes   []*yaml.Node              // the mapping of each of Routes, for Check
 	fileKeys     map[string][]string       // the top-level keys of each of Files, for integrity tiers
+	webhookNodes []webhookNodes            // where each of WebhookSettings.Endpoints was written
 }
 
 // Service holds the settings of the core itself.
@@ -164,8 +167,9 @@ func Default() *Config {
 			JobLogRetention: DefaultJobLogRetention,
 			MaxRouteDepth:   DefaultMaxRouteDepth,
 		},
-		Plugins: map[string]PluginConfig{},
-		Routes:  []Route{},
+		Plugins:         map[string]PluginConfig{},
+		Routes:          []Route{},
+		WebhookSettings: WebhookSettings{Listen: DefaultWebhookListen},
 	}
 }
 

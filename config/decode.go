@@ -54,7 +54,7 @@ func (l *loader) topLevel(cfg *Config) []field {
 		}},
 		{"pipelines", func(v *yaml.Node, _ string) { cfg.Pipelines = v }},
 		{"api", func(v *yaml.Node, _ string) { cfg.API = v }},
-		{"webhooks", func(v *yaml.Node, _ string) { cfg.Webhooks = v }},
+		{"webhooks", func(v *yaml.Node, path string) { cfg.Webhooks = v; l.webhooks(v, path, cfg) }},
 		{"tokens", func(v *yaml.Node, path string) { l.tokens(v, path, cfg) }},
 		{"secrets", func(v *yaml.Node, path string) { l.secrets(v, path, cfg) }},
 		{"include", func(*yaml.Node, string) {}}, // read as each file is loaded (loader.loadFile)

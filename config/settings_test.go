@@ -34,7 +34,9 @@ routes:
   - {from: echo, event_type: done, to: echo, command: handle}
 webhooks:
   endpoints:
-    - {path: /hook, plugin: echo, secret: webhook-s3cret}
+    - {path: /hook, plugin: echo, secret_ref: hook}
+secrets:
+  hook: webhook-s3cret
 `
 
 func loadSettingsConfig(t *testing.T, content string) *config.Config {
@@ -82,7 +84,7 @@ func TestSettingsRebuildTheTypedConfig(t *testing.T) {
 	require.Equal(t, want.Schedules[0].OnlyBetween, got.Schedules[0].OnlyBetween)
 	require.Empty(t, got.Config, "plugin config values are not recorded")
 	// Rebuilt, the settings differ only in what was never recorded.
-	require.Equal(t, []string{"plugins.echo.config_hash", "sections.webhooks"}, diffPaths(back.Settings().Diff(stored)))
+	require.Equal(t, []string{"plugins.echo.config_hash", "sections.secrets", "sections.webhooks"}, diffPaths(back.Settings().Diff(stored)))
 }
 
 func TestSettingsHashFollowsTheSettingsNotTheFile(t *testing.T) {

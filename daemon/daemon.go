@@ -16,6 +16,7 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
+	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/dispatch"
@@ -28,6 +29,7 @@ import (
 	"github.com/ductile/ductile/queries"
 	"github.com/ductile/ductile/schedule"
 	"github.com/ductile/ductile/scheduler"
+	"github.com/ductile/ductile/webhooks"
 )
 
 // DBPath is the ledger file inside a state directory.
@@ -56,6 +58,9 @@ type Options struct {
 	// Steps run these discovered plugins in process instead of spawning
 	// them (ductile bench --in-process).
 	Steps map[string]pluginhost.Step
+	// Secrets resolves webhook secret_refs (the auth registry's secrets);
+	// nil: the secrets: mapping of the config in force.
+	Secrets func() auth.Secrets
 }
 
 // Daemon is a running Ductile: it holds the state directory's lock.
@@ -67,6 +72,7 @@ type Daemon struct {
 	// Metrics are served at GET /metrics; the dispatcher reports attempts
 	// to it (nil with NoDispatch).
 	Metrics  *metrics.Metrics
+	Webhooks *webhooks.Server // nil without endpoints, and with NoDispatch
 	StateDir string
 
 	log       *slog.Logger
@@ -90,6 +96,7 @@ type current struct {
 	config  *config.Config
 	plugins *pluginhost.Registry
 	applied events.ConfigAppliedData
+	auth    *auth.Registry // the API's tokens and the webhooks' secrets, from config
 }
 
 // Config is the config the daemon runs with now (read-only).
@@ -155,7 +162,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	}
 	applied := Applied(reg, cfg, "start")
 	applied.StartedAt = commands.Time(d.started)
-	d.current.Store(&current{config: cfg, plugins: reg, applied: applied})
+	d.current.Store(&current{config: cfg, plugins: reg, applied: applied, auth: auth.New(cfg)})
 	if !opts.NoDispatch {
 		// The schedules the previous daemon ran count on where unchanged.
 		prev, ok, err := LastApplied(ctx, d.Ledger)
@@ -210,6 +217,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			keep: func() time.Duration { return d.Config().Service.JobLogRetention }}
 		d.retention.start(ctx)
 		d.startScheduler(ctx, log)
+		if err := d.startWebhooks(cfg, opts.Secrets, log); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -229,6 +239,11 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) close() error {
+	var errs []error
+	if d.Webhooks != nil {
+		// First: deliveries in flight finish enqueuing while the ledger is open.
+		errs = append(errs, d.Webhooks.Close())
+	}
 	if d.Scheduler != nil {
 		d.Scheduler.Stop()
 	}
@@ -238,7 +253,6 @@ func (d *Daemon) close() error {
 	if d.Dispatcher != nil {
 		d.Dispatcher.Stop()
 	}
-	var errs []error
 	if d.Projector != nil {
 		d.Projector.Stop()
 		if _, err := d.Projector.CatchUp(context.Background()); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
@@ -67,7 +68,7 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	if d.Dispatcher != nil {
 		d.Dispatcher.Apply(cfg, reg)
 	}
-	d.current.Store(&current{config: cfg, plugins: reg, applied: a})
+	d.current.Store(&current{config: cfg, plugins: reg, applied: a, auth: auth.New(cfg)})
 	d.applySchedules(time.Now())
 	d.log.Info("config reloaded", "changes", len(a.Changes), "plugins", len(a.Plugins), "skipped", len(a.Skipped), "seq", seq)
 	if err := d.endOrphanedQueuedJobs(ctx, old, a, seq); err != nil {

@@ -46,7 +46,6 @@ func TestConfigCheck(t *testing.T) {
 			warnings: []string{
 				"unused.yaml:9: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
 				"unused.yaml:11: api: accepted but not used yet: this version serves no HTTP API",
-				"unused.yaml:13: webhooks: accepted but not used yet: this version receives no webhooks",
 			}},
 		{file: "misspelt.yaml", code: 1,
 			errors: []string{
@@ -109,7 +108,7 @@ func TestDaemonWarnsOfUnusedSections(t *testing.T) {
 			paths = append(paths, l.Path+" "+l.At)
 		}
 	}
-	require.Equal(t, []string{"pipelines unused.yaml:9", "api unused.yaml:11", "webhooks unused.yaml:13"}, paths)
+	require.Equal(t, []string{"pipelines unused.yaml:9", "api unused.yaml:11"}, paths)
 	require.Equal(t, 0, p.signal(t, syscall.SIGTERM))
 }
 
@@ -120,7 +119,7 @@ func TestConfigShowRedactsCredentials(t *testing.T) {
 	cfg := filepath.Join("testdata", "config", "show-secrets.yaml")
 	for _, args := range [][]string{{"config", "show"}, {"config", "show", "--json"}} {
 		r := mustRun(t, nil, append(args, "--config", cfg, "--state-dir", t.TempDir())...)
-		for _, secret := range []string{"s3cret", "pa55word", "pr0xy", "l1bpq", "fwdpass", "app:", "user:", "proxyuser", "hook:"} {
+		for _, secret := range []string{"s3cret", "pa55word", "pr0xy", "l1bpq", "fwdpass", "app:", "user:", "proxyuser", "hook:", "sup3rsecret"} {
 			require.NotContains(t, r.stdout, secret, "%v", args)
 		}
 		for _, kept := range []string{"postgres://[redacted]@db/app", "https://[redacted]@host.example/x", "[redacted]@proxy:3128",

@@ -1,0 +1,304 @@
+package webhooks
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/views"
+)
+
+// DeliveryTTL is how long a delivery id is remembered: a delivery repeated
+// within it enqueues nothing.
+const DeliveryTTL = 24 * time.Hour
+
+// MaxDeliveryIDLength bounds a delivery id header's value.
+const MaxDeliveryIDLength = 256
+
+// Options configure the handler.
+type Options struct {
+	Ledger *ledger.Ledger
+	// Secrets resolves each endpoint's secret_ref, per request (a reload
+	// may change them).
+	Secrets func() auth.Secrets
+	// Config is the config in force, per request: its webhooks: endpoints
+	// and the defaults jobs are built with (commands.JobFor).
+	Config func() *config.Config
+	// Health is what /healthz reports beyond the ledger; nil: nothing.
+	Health func() Health
+	Logger *slog.Logger
+	// Now is the clock timestamps are checked against (default time.Now).
+	Now func() time.Time
+}
+
+// Health is what the daemon knows of itself that the ledger does not hold.
+type Health struct {
+	Started       time.Time
+	PluginsLoaded int
+}
+
+// HealthReport is the body of /healthz (spec §10.3).
+type HealthReport struct {
+	Status             string `json:"status"` // ok | unavailable
+	UptimeSeconds      int64  `json:"uptime_seconds"`
+	QueueDepth         int64  `json:"queue_depth"`
+	PluginsLoaded      int    `json:"plugins_loaded"`
+	PluginsCircuitOpen int    `json:"plugins_circuit_open"`
+}
+
+// Accepted is the body of a delivery's answer: 202 when enqueued, 200 when
+// its delivery id was seen already (Deduplicated, JobID the earlier job).
+type Accepted struct {
+	JobID        string `json:"job_id"`
+	Deduplicated bool   `json:"deduplicated,omitempty"`
+}
+
+// Error is the body of every error but a refused signature's: a stable
+// code, what went wrong and what to do.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+type handler struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns the webhook listener's handler: every configured endpoint,
+// and GET /healthz.
+func New(opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Health == nil {
+		opts.Health = func() Health { return Health{} }
+	}
+	return &handler{opts: opts, log: opts.Logger.With("component", "webhooks")}
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == config.WebhookHealthPath {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "/healthz answers GET only", "")
+			return
+		}
+		h.handleHealth(w, r)
+		return
+	}
+	cfg := h.opts.Config()
+	endpoint, ok := cfg.WebhookSettings.Endpoint(r.URL.Path)
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no webhook endpoint at this path", "check the URL against webhooks.endpoints in the config")
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "a webhook endpoint answers POST only", "send the delivery with POST")
+		return
+	}
+	h.handleDelivery(w, r, cfg, endpoint)
+}
+
+// handleDelivery checks a delivery's size, signature and freshness, and
+// enqueues its job.
+func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *config.Config, endpoint config.WebhookEndpoint) {
+	if r.ContentLength > endpoint.MaxBodySize {
+		tooLarge(w, endpoint)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, endpoint.MaxBodySize))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			tooLarge(w, endpoint)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "bad_request", "the body could not be read", "send the whole body again")
+		return
+	}
+	var secret []byte
+	if h.opts.Secrets != nil {
+		if s := h.opts.Secrets(); s != nil {
+			secret, _ = s.Secret(endpoint.SecretRef)
+		}
+	}
+	if len(secret) == 0 {
+		h.log.Error("webhook refused: its secret is not defined", "path", endpoint.Path, "secret_ref", endpoint.SecretRef,
+			"fix", "define the secret named by secret_ref, then reload")
+		forbidden(w)
+		return
+	}
+	if !Verify(secret, r.Header.Get(endpoint.SignatureHeader), signed(endpoint, r, body)) {
+		h.log.Warn("webhook refused: bad signature", "path", endpoint.Path, "remote", r.RemoteAddr)
+		forbidden(w)
+		return
+	}
+	if endpoint.TimestampHeader != "" && !fresh(r.Header.Get(endpoint.TimestampHeader), h.opts.Now(), endpoint.Tolerance) {
+		h.log.Warn("webhook refused: timestamp missing or outside the tolerance", "path", endpoint.Path, "remote", r.RemoteAddr)
+		forbidden(w)
+		return
+	}
+	payload, err := DecodePayload(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_json", err.Error(), "send a JSON body")
+		return
+	}
+	job := commands.JobFor(cfg, endpoint.Plugin, endpoint.Command, commands.ByWebhook)
+	job.Payload = payload
+	if endpoint.DeliveryIDHeader != "" {
+		id := r.Header.Get(endpoint.DeliveryIDHeader)
+		if id == "" || len(id) > MaxDeliveryIDLength {
+			writeError(w, http.StatusBadRequest, "missing_delivery_id",
+				"header "+endpoint.DeliveryIDHeader+" must hold the delivery id (1 to 256 bytes)", "send the delivery id the endpoint is configured with")
+			return
+		}
+		job.DedupeKey, job.DedupeTTL = "webhook "+endpoint.Path+" "+id, DeliveryTTL
+		job.Causation = "webhook:" + id
+	}
+	res, err := commands.EnqueueJob(r.Context(), h.opts.Ledger, job)
+	switch {
+	case errors.Is(err, commands.ErrInvalidCommand):
+		writeError(w, http.StatusBadRequest, "invalid_payload", err.Error(), "send a smaller or flatter JSON body")
+		return
+	case err != nil:
+		h.log.Error("webhook not enqueued", "path", endpoint.Path, "err", err.Error())
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "the delivery could not be recorded", "deliver it again later")
+		return
+	case res.Deduped:
+		writeJSON(w, http.StatusOK, Accepted{JobID: res.ExistingJobID, Deduplicated: true})
+		return
+	}
+	h.log.Info("webhook accepted", "path", endpoint.Path, "job_id", res.JobID, "plugin", endpoint.Plugin, "command", endpoint.Command)
+	writeJSON(w, http.StatusAccepted, Accepted{JobID: res.JobID})
+}
+
+// signed is the content the signature covers: the raw body, or
+// "<timestamp>.<body>" when the endpoint checks a timestamp.
+func signed(endpoint config.WebhookEndpoint, r *http.Request, body []byte) []byte {
+	if endpoint.TimestampHeader == "" {
+		return body
+	}
+	ts := r.Header.Get(endpoint.TimestampHeader)
+	out := make([]byte, 0, len(ts)+1+len(body))
+	return append(append(append(out, ts...), '.'), body...)
+}
+
+// Sign is the signature header value a sender writes for content:
+// sha256=<hex of HMAC-SHA256(secret, content)>.
+func Sign(secret, content []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(content)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+// Verify reports whether header, sha256=<hex> or bare hex, is the
+// HMAC-SHA256 of content with secret, compared in constant time.
+func Verify(secret []byte, header string, content []byte) bool {
+	header = strings.TrimSpace(header)
+	if len(header) > 7 && strings.EqualFold(header[:7], "sha256=") {
+		header = header[7:]
+	}
+	got, err := hex.DecodeString(header)
+	if err != nil || len(got) != sha256.Size {
+		return false
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(content)
+	return hmac.Equal(got, mac.Sum(nil))
+}
+
+// fresh reports whether header, a Unix time in seconds, lies within
+// tolerance of now, either way.
+func fresh(header string, now time.Time, tolerance time.Duration) bool {
+	sec, err := strconv.ParseInt(strings.TrimSpace(header), 10, 64)
+	if err != nil {
+		return false
+	}
+	tol := int64(tolerance / time.Second)
+	return sec >= now.Unix()-tol && sec <= now.Unix()+tol
+}
+
+// DecodePayload checks that body is one JSON value and returns it as the
+// job's payload.
+func DecodePayload(body []byte) (json.RawMessage, error) {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil, errors.New("the body is empty: a delivery's body must be JSON")
+	}
+	if !json.Valid(body) {
+		return nil, errors.New("the body is not valid JSON")
+	}
+	return json.RawMessage(body), nil
+}
+
+// handleHealth answers /healthz from the read side (spec §10.3).
+func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
+	facts := h.opts.Health()
+	report := HealthReport{Status: "ok", PluginsLoaded: facts.PluginsLoaded}
+	if !facts.Started.IsZero() {
+		report.UptimeSeconds = int64(h.opts.Now().Sub(facts.Started) / time.Second)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	queue, err := views.ReadQueue(ctx, h.opts.Ledger, 1)
+	if err == nil {
+		report.QueueDepth = queue.Counts.Queued
+		var breakers []views.Breaker
+		breakers, err = views.ReadBreakers(ctx, h.opts.Ledger, "", 0)
+		open := map[string]bool{}
+		for _, b := range breakers {
+			if b.State != "closed" {
+				open[b.Plugin] = true
+			}
+		}
+		report.PluginsCircuitOpen = len(open)
+	}
+	if err != nil {
+		h.log.Error("healthz: read the ledger", "err", err.Error())
+		report.Status = "unavailable"
+		writeJSON(w, http.StatusServiceUnavailable, report)
+		return
+	}
+	writeJSON(w, http.StatusOK, report)
+}
+
+func tooLarge(w http.ResponseWriter, endpoint config.WebhookEndpoint) {
+	writeError(w, http.StatusRequestEntityTooLarge, "too_large",
+		"the body is larger than this endpoint accepts ("+strconv.FormatInt(endpoint.MaxBodySize, 10)+" bytes)",
+		"raise webhooks.endpoints[].max_body_size, or send less")
+}
+
+// forbidden refuses a delivery whose signature or timestamp does not
+// check, saying nothing of why (spec §10.2).
+func forbidden(w http.ResponseWriter) {
+	writeJSON(w, http.StatusForbidden, Error{Code: "forbidden", Message: "forbidden"})
+}
+
+func writeError(w http.ResponseWriter, status int, code, message, hint string) {
+	writeJSON(w, status, Error{Code: code, Message: message, Hint: hint})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
