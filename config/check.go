@@ -156,7 +156,7 @@ func (c *Config) undeclaredKeys(name string, declared []string, at func(*yaml.No
 }
 
 // Unused returns a warning for each section the config sets that nothing
-// in this version reads yet: pipelines, api and webhooks are accepted
+// in this version reads yet: pipelines and webhooks are accepted
 // (they are part of the spec) and kept for the features that will use them.
 func (c *Config) Unused() []FieldError {
 	var out []FieldError
@@ -166,7 +166,6 @@ func (c *Config) Unused() []FieldError {
 		}
 	}
 	add(c.Pipelines, "pipelines", "this version runs no pipelines (use routes)")
-	add(c.API, "api", "this version serves no HTTP API")
 	add(c.Webhooks, "webhooks", "this version receives no webhooks")
 	sortFieldErrors(out, c.Files, c.Dir)
 	return out

@@ -59,6 +59,9 @@ type Config struct {
 	Pipelines *yaml.Node
 	API       *yaml.Node
 	Webhooks  *yaml.Node
+	// APIServer is the HTTP API's settings, read from the api: section
+	// (config/api.go); not Enabled without one.
+	APIServer APIServer
 
 	origin       map[*yaml.Node]string     // display file of every node, for Position
 	interpolated map[*yaml.Node]bool       // scalars that took a value from ${…}

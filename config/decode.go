@@ -53,7 +53,7 @@ func (l *loader) topLevel(cfg *Config) []field {
 			}
 		}},
 		{"pipelines", func(v *yaml.Node, _ string) { cfg.Pipelines = v }},
-		{"api", func(v *yaml.Node, _ string) { cfg.API = v }},
+		{"api", func(v *yaml.Node, path string) { l.apiServer(v, path, cfg) }},
 		{"webhooks", func(v *yaml.Node, _ string) { cfg.Webhooks = v }},
 		{"include", func(*yaml.Node, string) {}}, // read as each file is loaded (loader.loadFile)
 	}
