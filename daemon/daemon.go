@@ -55,6 +55,8 @@ type Options struct {
 	// Steps run these discovered plugins in process instead of spawning
 	// them (ductile bench --in-process).
 	Steps map[string]pluginhost.Step
+	// API is what the HTTP API (config api:) is built with.
+	API APIOptions
 }
 
 // Daemon is a running Ductile: it holds the state directory's lock.
@@ -76,6 +78,7 @@ type Daemon struct {
 	// and Reload only).
 	schedules map[string]schedule.Schedule
 	retention *retention // prunes job logs (nil with NoDispatch)
+	api       *apiServer // nil with NoDispatch or without api:
 
 	closeOnce sync.Once
 	closeErr  error
@@ -201,6 +204,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			keep: func() time.Duration { return d.Config().Service.JobLogRetention }}
 		d.retention.start(ctx)
 		d.startScheduler(ctx, log)
+		if err := d.startAPI(opts.API); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }
@@ -220,6 +226,7 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) close() error {
+	apiErr := d.stopAPI()
 	if d.Scheduler != nil {
 		d.Scheduler.Stop()
 	}
@@ -229,7 +236,7 @@ func (d *Daemon) close() error {
 	if d.Dispatcher != nil {
 		d.Dispatcher.Stop()
 	}
-	var errs []error
+	errs := []error{apiErr}
 	if d.Projector != nil {
 		d.Projector.Stop()
 		if _, err := d.Projector.CatchUp(context.Background()); err != nil {
