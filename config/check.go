@@ -158,7 +158,7 @@ func (c *Config) undeclaredKeys(name string, declared []string, at func(*yaml.No
 }
 
 // Unused returns a warning for each section the config sets that nothing
-// in this version reads yet: pipelines and api are accepted
+// in this version reads yet: pipelines are accepted
 // (they are part of the spec) and kept for the features that will use them.
 func (c *Config) Unused() []FieldError {
 	var out []FieldError
@@ -168,7 +168,6 @@ func (c *Config) Unused() []FieldError {
 		}
 	}
 	add(c.Pipelines, "pipelines", "this version runs no pipelines (use routes)")
-	add(c.API, "api", "this version serves no HTTP API")
 	sortFieldErrors(out, c.Files, c.Dir)
 	return out
 }

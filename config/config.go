@@ -61,6 +61,9 @@ type Config struct {
 	Pipelines *yaml.Node
 	API       *yaml.Node
 	Webhooks  *yaml.Node
+	// APIServer is the HTTP API's settings, read from the api: section
+	// (config/api.go); not Enabled without one.
+	APIServer APIServer
 
 	// Tokens are the API's bearer tokens (tokens: in the tokens file), in
 	// the order written; Secrets the named secrets (secrets:) webhooks

@@ -522,7 +522,7 @@ func TestRedacted(t *testing.T) {
 		require.NotContains(t, string(out), secret)
 	}
 	require.Contains(t, string(out), `"webhooks":{"endpoints":[{"path":"/hook","plugin":"echo","secret_ref":"[redacted]"}],"listen":"127.0.0.1:8081"}`)
-	require.Contains(t, string(out), `"api":{"forward":"https://[redacted]@relay.example/in","upstream":"redis://[redacted]@cache:6379/0"}`)
+	require.Contains(t, string(out), `"pipelines":[{"forward":"https://[redacted]@relay.example/in","name":"p","upstream":"redis://[redacted]@cache:6379/0"}]`)
 	require.Contains(t, string(out), `"schedules":[{"id":"default","command":"poll","payload":{"mode":"fast","token":"[redacted]","url":"https://[redacted]@sched.example/x"},"every":"5m","jitter":"0s","timezone":"Local","catch_up":"skip","if_running":"skip"}]`)
 
 	// The original is untouched, and redacting twice changes nothing more.
@@ -895,7 +895,6 @@ func TestCheck(t *testing.T) {
 
 	require.Equal(t, []string{
 		"more.yaml:5: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
-		"more.yaml:15: api: accepted but not used yet: this version serves no HTTP API",
 	}, lines(c.Unused()))
 
 	// Built-in defaults name nothing, so there is nothing to find.

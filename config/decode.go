@@ -53,7 +53,7 @@ func (l *loader) topLevel(cfg *Config) []field {
 			}
 		}},
 		{"pipelines", func(v *yaml.Node, _ string) { cfg.Pipelines = v }},
-		{"api", func(v *yaml.Node, _ string) { cfg.API = v }},
+		{"api", func(v *yaml.Node, path string) { l.apiServer(v, path, cfg) }},
 		{"webhooks", func(v *yaml.Node, path string) { cfg.Webhooks = v; l.webhooks(v, path, cfg) }},
 		{"tokens", func(v *yaml.Node, path string) { l.tokens(v, path, cfg) }},
 		{"secrets", func(v *yaml.Node, path string) { l.secrets(v, path, cfg) }},

@@ -117,7 +117,7 @@ func TestParseSize(t *testing.T) {
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
-	for _, in := range []string{"", "MB", "1.5MB", "-1", "1TB", "1 M B", "99999999999999999999GB"} {
+	for _, in := range []string{"", "0", "MB", "1M", "1.5MB", "-1", "-1KB", "1TB", "1 M B", "99999999999999999999GB"} {
 		_, err := config.ParseSize(in)
 		require.Error(t, err, in)
 	}

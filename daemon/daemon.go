@@ -61,6 +61,8 @@ type Options struct {
 	// Secrets resolves webhook secret_refs (the auth registry's secrets);
 	// nil: the secrets: mapping of the config in force.
 	Secrets func() auth.Secrets
+	// API is what the HTTP API (config api:) is built with.
+	API APIOptions
 }
 
 // Daemon is a running Ductile: it holds the state directory's lock.
@@ -86,6 +88,7 @@ type Daemon struct {
 	// and Reload only).
 	schedules map[string]schedule.Schedule
 	retention *retention // prunes job logs (nil with NoDispatch)
+	api       *apiServer // nil with NoDispatch or without api:
 
 	closeOnce sync.Once
 	closeErr  error
@@ -217,6 +220,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			keep: func() time.Duration { return d.Config().Service.JobLogRetention }}
 		d.retention.start(ctx)
 		d.startScheduler(ctx, log)
+		if err := d.startAPI(opts.API); err != nil {
+			return nil, err
+		}
 		if err := d.startWebhooks(cfg, opts.Secrets, log); err != nil {
 			return nil, err
 		}
@@ -239,9 +245,9 @@ func (d *Daemon) Close() error {
 }
 
 func (d *Daemon) close() error {
-	var errs []error
+	// The front doors first: requests in flight finish while the ledger is open.
+	errs := []error{d.stopAPI()}
 	if d.Webhooks != nil {
-		// First: deliveries in flight finish enqueuing while the ledger is open.
 		errs = append(errs, d.Webhooks.Close())
 	}
 	if d.Scheduler != nil {

@@ -45,7 +45,6 @@ func TestConfigCheck(t *testing.T) {
 		{file: "unused.yaml", code: 0,
 			warnings: []string{
 				"unused.yaml:9: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
-				"unused.yaml:11: api: accepted but not used yet: this version serves no HTTP API",
 			}},
 		{file: "misspelt.yaml", code: 1,
 			errors: []string{

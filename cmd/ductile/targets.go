@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
@@ -83,30 +84,22 @@ func (s pluginSet) which() string {
 // says why there is none: skipped (with the reason), disabled, or unknown
 // (with the nearest name).
 func (s pluginSet) plugin(name string) (events.AppliedPlugin, error) {
-	for _, p := range s.applied.Plugins {
-		if p.Name != name {
-			continue
-		}
-		if !p.Enabled {
-			return p, conflictf("plugin %q is disabled in the config (plugins.%s.enabled: false)", name, name)
-		}
-		return p, nil
+	p, err := commands.TargetPlugin(s.applied, name)
+	var target *commands.TargetError
+	if !errors.As(err, &target) {
+		return p, err
 	}
-	for _, sk := range s.applied.Skipped {
-		if sk.Name == name {
-			restart := ""
-			if s.daemonPID != 0 {
-				restart = ", then restart the daemon"
-			}
-			return events.AppliedPlugin{}, hintf(codeConflict, "fix it"+restart+"; see: ductile plugin list", "plugin %q was not loaded: %s", name, sk.Reason)
+	switch target.Kind {
+	case commands.ErrPluginDisabled:
+		return p, conflictf("%s", target.Error())
+	case commands.ErrPluginSkipped:
+		restart := ""
+		if s.daemonPID != 0 {
+			restart = ", then restart the daemon"
 		}
+		return p, hintf(codeConflict, "fix it"+restart+"; see: ductile plugin list", "%s", target.Error())
 	}
-	var names []string
-	for _, p := range s.applied.Plugins {
-		names = append(names, p.Name)
-	}
-	return events.AppliedPlugin{}, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(names)),
-		"no plugin named %q%s", name, didYouMean(name, names))
+	return p, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
 }
 
 // command picks and checks the command to run: the one asked for, or by

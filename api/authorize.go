@@ -1,0 +1,78 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/ductile/ductile/auth"
+)
+
+// bearerScheme names the security scheme of the OpenAPI document.
+const bearerScheme = "bearer"
+
+// scopeKey is the operation metadata key of the scope a route needs; an
+// operation without one needs no token.
+const scopeKey = "scope"
+
+// authorizationKey is the context key of the request's Authorization
+// header, for a handler that needs a further scope (a write command).
+type authorizationKey struct{}
+
+// check asks the guard whether authorization grants need; without a guard
+// (no tokens configured) nothing is granted.
+func (s *Server) check(authorization string, need auth.Scope) (string, error) {
+	if s.opts.Guard == nil {
+		return "", newError(http.StatusUnauthorized,
+			"no API tokens are configured: make one with: ductile config token create NAME --scopes "+string(need)+" (then reload the daemon)",
+			"the API has no tokens")
+	}
+	token, err := s.opts.Guard.Check(authorization, need)
+	if err != nil {
+		return "", errorOf(err)
+	}
+	return token, nil
+}
+
+// authorize is the huma middleware that checks the scope an operation
+// names in its metadata.
+func (s *Server) authorize(ctx huma.Context, next func(huma.Context)) {
+	need, ok := ctx.Operation().Metadata[scopeKey].(auth.Scope)
+	if !ok {
+		next(ctx)
+		return
+	}
+	authorization := ctx.Header("Authorization")
+	if _, err := s.check(authorization, need); err != nil {
+		e := errorOf(err)
+		_ = huma.WriteErr(s.api, ctx, e.Status, e.Message, withHint{e})
+		return
+	}
+	next(huma.WithValue(ctx, authorizationKey{}, authorization))
+}
+
+// require checks a further scope inside a handler, with the Authorization
+// header authorize kept.
+func (s *Server) require(ctx context.Context, need auth.Scope) error {
+	authorization, _ := ctx.Value(authorizationKey{}).(string)
+	_, err := s.check(authorization, need)
+	return err
+}
+
+// withHint carries an Error through huma.WriteErr so that the response
+// keeps its code and hint.
+type withHint struct{ e *Error }
+
+func (w withHint) Error() string { return w.e.Message }
+
+// secured is an operation that needs scope need.
+func secured(op huma.Operation, need auth.Scope) huma.Operation {
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[scopeKey] = need
+	op.Security = []map[string][]string{{bearerScheme: {string(need)}}}
+	op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden)
+	return op
+}

@@ -1,0 +1,157 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/views"
+)
+
+// Error codes, the same the CLI prints.
+const (
+	CodeInvalidInput = "invalid_input" // 400
+	CodeUnauthorized = "unauthorized"  // 401
+	CodeForbidden    = "forbidden"     // 403
+	CodeNotFound     = "not_found"     // 404
+	CodeConflict     = "conflict"      // 409
+	CodeTooLarge     = "too_large"     // 413
+	CodeUnavailable  = "unavailable"   // 503
+	CodeError        = "error"         // 500 and anything else
+)
+
+// Error is every error response's body: a stable code, what went wrong and
+// what to do next.
+type Error struct {
+	Status  int                 `json:"-"`
+	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,too_large,unavailable,error" doc:"Stable error code"`
+	Message string              `json:"message" doc:"What went wrong"`
+	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
+	Errors  []*huma.ErrorDetail `json:"errors,omitempty" doc:"Details of invalid input"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// GetStatus is the HTTP status (huma.StatusError).
+func (e *Error) GetStatus() int { return e.Status }
+
+// codeOf is the code of an HTTP status.
+func codeOf(status int) string {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusMethodNotAllowed:
+		return CodeInvalidInput
+	case http.StatusUnauthorized:
+		return CodeUnauthorized
+	case http.StatusForbidden:
+		return CodeForbidden
+	case http.StatusNotFound:
+		return CodeNotFound
+	case http.StatusConflict:
+		return CodeConflict
+	case http.StatusRequestEntityTooLarge:
+		return CodeTooLarge
+	case http.StatusServiceUnavailable:
+		return CodeUnavailable
+	}
+	return CodeError
+}
+
+func newError(status int, hint, message string) *Error {
+	return &Error{Status: status, Code: codeOf(status), Message: message, Hint: hint}
+}
+
+// humaError makes huma's own errors (validation, body too large) this
+// package's shape; validation failures are 400 invalid_input.
+func humaError(status int, message string, errs ...error) huma.StatusError {
+	for _, err := range errs {
+		if w, ok := err.(withHint); ok {
+			return w.e
+		}
+	}
+	if status == http.StatusUnprocessableEntity {
+		status = http.StatusBadRequest
+	}
+	e := newError(status, "", message)
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		var detailer huma.ErrorDetailer
+		if errors.As(err, &detailer) {
+			e.Errors = append(e.Errors, detailer.ErrorDetail())
+		} else {
+			e.Errors = append(e.Errors, &huma.ErrorDetail{Message: err.Error()})
+		}
+	}
+	switch status {
+	case http.StatusBadRequest:
+		e.Hint = "see the operation's schema at /openapi.json"
+	case http.StatusRequestEntityTooLarge:
+		e.Hint = "send a smaller body, or raise api.max_body_size in the config"
+	}
+	return e
+}
+
+func init() {
+	// huma makes every error it writes (its own and WriteErr's) with
+	// NewError: only this package serves huma operations.
+	huma.NewError = humaError
+}
+
+// tokenHint says how to get a token.
+const tokenHint = "send Authorization: Bearer <key>; make a token with: ductile config token create NAME --scopes plugin:rw,jobs:rw"
+
+// errorOf maps an error of the guard, the views or the commands to its
+// response.
+func errorOf(err error) *Error {
+	var (
+		apiErr     *Error
+		target     *commands.TargetError
+		transition *commands.TransitionError
+		retried    *commands.RetriedError
+		ambiguous  *views.AmbiguousIDError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.Is(err, auth.ErrUnauthorized):
+		return newError(http.StatusUnauthorized, tokenHint, err.Error())
+	case errors.Is(err, auth.ErrForbidden):
+		return newError(http.StatusForbidden, "use a token whose scopes grant it; see: ductile config token list", err.Error())
+	case errors.As(err, &target):
+		status := http.StatusNotFound
+		hint := "see: GET /plugins"
+		switch target.Kind {
+		case commands.ErrPluginDisabled, commands.ErrPluginSkipped:
+			status, hint = http.StatusConflict, "fix the plugin in the config, then reload the daemon; see: ductile plugin list"
+		case commands.ErrCommandUnknown:
+			hint = "its commands: " + joinOrNone(target.Known)
+		}
+		return newError(status, hint, target.Error())
+	case errors.As(err, &retried):
+		return newError(http.StatusConflict, "retry job "+retried.RetryJobID+" instead", retried.Error())
+	case errors.As(err, &transition):
+		return newError(http.StatusConflict, "see: GET /job/"+transition.JobID, transition.Error())
+	case errors.As(err, &ambiguous):
+		return newError(http.StatusBadRequest, "give the whole job id", ambiguous.Error())
+	case errors.Is(err, commands.ErrJobNotFound):
+		return newError(http.StatusNotFound, "see: GET /jobs", err.Error())
+	case errors.Is(err, commands.ErrInvalidCommand):
+		return newError(http.StatusBadRequest, "", err.Error())
+	}
+	return newError(http.StatusInternalServerError, "see the daemon's log", err.Error())
+}
+
+func joinOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	out := names[0]
+	for _, n := range names[1:] {
+		out += ", " + n
+	}
+	return out
+}

@@ -1,0 +1,415 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/projections"
+	"github.com/ductile/ductile/views"
+)
+
+// register adds the huma operations.
+func (s *Server) register() {
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "enqueue-plugin-command", Method: http.MethodPost, Path: "/plugin/{plugin}/{command}",
+		Summary:       "Enqueue a plugin command",
+		Description:   "Queues a job running the command with the body as its payload; answers once the job is durable. Needs plugin:ro for a command of type read, plugin:rw for any other.",
+		DefaultStatus: http.StatusAccepted, MaxBodyBytes: s.opts.Settings.MaxBodySize + 1, SkipValidateBody: true, // any JSON
+		RequestBody: &huma.RequestBody{Description: "The job's payload: any JSON value, or no body",
+			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{}}}},
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge},
+	}, auth.PluginRO), s.enqueue)
+	// huma requires a raw body; a payload is optional, and JSON.
+	enqueue := s.api.OpenAPI().Paths["/plugin/{plugin}/{command}"].Post.RequestBody
+	enqueue.Required = false
+	delete(enqueue.Content, "application/octet-stream")
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "get-job", Method: http.MethodGet, Path: "/job/{id}", Summary: "A job's status and result",
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
+	}, auth.JobsRO), s.getJob)
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "list-jobs", Method: http.MethodGet, Path: "/jobs", Summary: "Jobs, newest first",
+		Errors: []int{http.StatusBadRequest},
+	}, auth.JobsRO), s.listJobs)
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "get-job-tree", Method: http.MethodGet, Path: "/job/{id}/tree", Summary: "A job and the jobs it routed",
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
+	}, auth.JobsRO), s.jobTree)
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "get-job-events", Method: http.MethodGet, Path: "/job/{id}/events", Summary: "A job's events, from its stream",
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
+	}, auth.JobsRO), s.jobEvents)
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "get-job-logs", Method: http.MethodGet, Path: "/job/{id}/logs", Summary: "A job's log lines",
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
+	}, auth.JobsRO), s.jobLogs)
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "cancel-job", Method: http.MethodPost, Path: "/job/{id}/cancel", Summary: "Cancel a queued or running job",
+		MaxBodyBytes: s.opts.Settings.MaxBodySize + 1,
+		Errors:       []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
+	}, auth.JobsRW), s.cancelJob)
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "retry-job", Method: http.MethodPost, Path: "/job/{id}/retry", Summary: "Run a dead or canceled job again, as a new job linked to it",
+		DefaultStatus: http.StatusAccepted, MaxBodyBytes: s.opts.Settings.MaxBodySize + 1,
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
+	}, auth.JobsRW), s.retryJob)
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "list-plugins", Method: http.MethodGet, Path: "/plugins", Summary: "The plugins the daemon loaded, with their health",
+	}, auth.PluginRO), s.listPlugins)
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "get-queue", Method: http.MethodGet, Path: "/queue", Summary: "The queue's size and its first jobs",
+		Errors: []int{http.StatusBadRequest},
+	}, auth.JobsRO), s.getQueue)
+	huma.Register(s.api, huma.Operation{
+		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
+	}, s.health)
+	// Validation failures are answered 400, not huma's 422.
+	for _, item := range s.api.OpenAPI().Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Post} {
+			if op != nil {
+				delete(op.Responses, "422")
+			}
+		}
+	}
+}
+
+type jobPath struct {
+	ID string `path:"id" minLength:"1" maxLength:"64" doc:"A job id"`
+}
+
+// EnqueueInput is POST /plugin/{plugin}/{command}'s request.
+type EnqueueInput struct {
+	Plugin         string `path:"plugin" maxLength:"128"`
+	Command        string `path:"command" maxLength:"128"`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"256" doc:"Dedupe key: a job of this command with the same key that succeeded within the dedupe window makes this one a duplicate"`
+	RawBody        []byte
+}
+
+// Accepted is the answer to an enqueue or a retry.
+type Accepted struct {
+	Body struct {
+		JobID   string `json:"job_id" doc:"The job queued, or the one that made this a duplicate"`
+		Deduped bool   `json:"deduped" doc:"A job with the same dedupe key made this one a duplicate: nothing was queued"`
+		RetryOf string `json:"retry_of,omitempty" doc:"The job a retry retries"`
+	}
+}
+
+func (s *Server) enqueue(ctx context.Context, in *EnqueueInput) (*Accepted, error) {
+	cfg, applied := s.opts.Current()
+	plugin, err := commands.TargetPlugin(applied, in.Plugin)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	command, err := commands.TargetCommand(plugin, in.Command)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	if command.Type != "read" {
+		if err := s.require(ctx, auth.PluginRW); err != nil {
+			return nil, errorOf(err)
+		}
+	}
+	var payload json.RawMessage
+	if len(in.RawBody) > 0 {
+		if !json.Valid(in.RawBody) {
+			return nil, newError(http.StatusBadRequest, "send the payload as a JSON value, or no body", "the body is not valid JSON")
+		}
+		payload = in.RawBody
+	}
+	job := commands.JobFor(cfg, in.Plugin, in.Command, commands.ByAPI)
+	job.Payload, job.DedupeKey, job.Now = payload, in.IdempotencyKey, s.opts.Now()
+	res, err := commands.EnqueueJob(ctx, s.opts.Ledger, job)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &Accepted{}
+	out.Body.JobID, out.Body.Deduped = res.JobID, res.Deduped
+	if res.Deduped && res.ExistingJobID != "" {
+		out.Body.JobID = res.ExistingJobID
+	}
+	return out, nil
+}
+
+// JobStatus is GET /job/{id}'s answer (spec §9.3).
+type JobStatus struct {
+	Body struct {
+		JobID       string          `json:"job_id"`
+		Status      events.Status   `json:"status"`
+		Plugin      string          `json:"plugin"`
+		Command     string          `json:"command"`
+		Attempt     int64           `json:"attempt"`
+		MaxAttempts int64           `json:"max_attempts"`
+		SubmittedBy string          `json:"submitted_by"`
+		CreatedAt   string          `json:"created_at"`
+		StartedAt   *string         `json:"started_at,omitempty"`
+		CompletedAt *string         `json:"completed_at,omitempty"`
+		Result      json.RawMessage `json:"result,omitempty" doc:"The last attempt's response"`
+		LastError   *string         `json:"last_error,omitempty"`
+		ParentJobID *string         `json:"parent_job_id,omitempty"`
+		RetryOf     string          `json:"retry_of,omitempty"`
+		RetriedAs   string          `json:"retried_as,omitempty"`
+	}
+}
+
+func (s *Server) getJob(ctx context.Context, in *jobPath) (*JobStatus, error) {
+	inspection, err := views.Inspect(ctx, s.opts.Ledger, in.ID)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	j := inspection.Job
+	out := &JobStatus{}
+	b := &out.Body
+	b.JobID, b.Status, b.Plugin, b.Command, b.Attempt, b.MaxAttempts = j.ID, j.Status, j.Plugin, j.Command, j.Attempt, j.MaxAttempts
+	b.SubmittedBy, b.CreatedAt, b.StartedAt, b.CompletedAt, b.LastError, b.ParentJobID = j.SubmittedBy, j.CreatedAt, j.StartedAt, j.CompletedAt, j.LastError, j.ParentJobID
+	b.RetryOf, b.RetriedAs = inspection.RetryOf, inspection.RetriedAs
+	if n := len(inspection.Attempts); n > 0 {
+		b.Result = inspection.Attempts[n-1].Response
+	}
+	return out, nil
+}
+
+// ListJobsInput is GET /jobs's query.
+type ListJobsInput struct {
+	Status string `query:"status" enum:"queued,running,cancel_requested,succeeded,dead,canceled" doc:"Only jobs with this status"`
+	Plugin string `query:"plugin" maxLength:"128" doc:"Only this plugin's jobs"`
+	Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"50"`
+}
+
+// Jobs is a list of jobs.
+type Jobs struct {
+	Body struct {
+		Jobs []views.Job `json:"jobs"`
+	}
+}
+
+func (s *Server) listJobs(ctx context.Context, in *ListJobsInput) (*Jobs, error) {
+	jobs, err := views.ListJobs(ctx, s.opts.Ledger, views.JobFilter{Status: events.Status(in.Status), Plugin: in.Plugin, Limit: in.Limit})
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &Jobs{}
+	out.Body.Jobs = jobs
+	return out, nil
+}
+
+// JobTree is a job and the jobs it routed.
+type JobTree struct {
+	Body struct {
+		Job      views.Job   `json:"job"`
+		Children []views.Job `json:"children"`
+	}
+}
+
+func (s *Server) jobTree(ctx context.Context, in *jobPath) (*JobTree, error) {
+	inspection, err := views.Inspect(ctx, s.opts.Ledger, in.ID)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &JobTree{}
+	out.Body.Job, out.Body.Children = inspection.Job, inspection.Children
+	return out, nil
+}
+
+// JobEvents are a job's events.
+type JobEvents struct {
+	Body struct {
+		Events []views.Event `json:"events"`
+	}
+}
+
+func (s *Server) jobEvents(ctx context.Context, in *jobPath) (*JobEvents, error) {
+	inspection, err := views.Inspect(ctx, s.opts.Ledger, in.ID)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &JobEvents{}
+	out.Body.Events = inspection.Events
+	return out, nil
+}
+
+// JobLogs are a job's log lines.
+type JobLogs struct {
+	Body struct {
+		Lines []views.LogLine `json:"lines"`
+	}
+}
+
+func (s *Server) jobLogs(ctx context.Context, in *jobPath) (*JobLogs, error) {
+	id, err := views.ResolveJobID(ctx, s.opts.Ledger, in.ID)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	lines, err := views.JobLogs(ctx, s.opts.Ledger, id)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &JobLogs{}
+	out.Body.Lines = lines
+	return out, nil
+}
+
+// CancelInput is POST /job/{id}/cancel's request.
+type CancelInput struct {
+	ID     string `path:"id" minLength:"1" maxLength:"64"`
+	Reason string `query:"reason" maxLength:"1024" doc:"Why (recorded with the cancel)"`
+}
+
+// Canceled is the answer to a cancel.
+type Canceled struct {
+	Body struct {
+		JobID  string        `json:"job_id"`
+		Status events.Status `json:"status" doc:"canceled, or cancel_requested for a running job"`
+	}
+}
+
+func (s *Server) cancelJob(ctx context.Context, in *CancelInput) (*Canceled, error) {
+	id, err := views.ResolveJobID(ctx, s.opts.Ledger, in.ID)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	reason := in.Reason
+	if reason == "" {
+		reason = "canceled through the API"
+	}
+	status, err := commands.CancelJob(ctx, s.opts.Ledger, commands.Cancel{JobID: id, Reason: reason, Actor: commands.ByAPI, Now: s.opts.Now()})
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &Canceled{}
+	out.Body.JobID, out.Body.Status = id, status
+	return out, nil
+}
+
+func (s *Server) retryJob(ctx context.Context, in *jobPath) (*Accepted, error) {
+	id, err := views.ResolveJobID(ctx, s.opts.Ledger, in.ID)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	old, err := views.JobState(ctx, s.opts.Ledger, id)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	cfg, _ := s.opts.Current()
+	defaults := commands.JobFor(cfg, old.Plugin, old.Command, commands.ByAPI)
+	res, err := commands.RetryJob(ctx, s.opts.Ledger, commands.Retry{JobID: id, Actor: commands.ByAPI,
+		MaxAttempts: defaults.MaxAttempts, BackoffBase: defaults.BackoffBase, DefaultDedupeTTL: defaults.DefaultDedupeTTL, Now: s.opts.Now()})
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &Accepted{}
+	out.Body.JobID, out.Body.Deduped, out.Body.RetryOf = res.JobID, res.Deduped, res.RetryOf
+	if res.Deduped && res.ExistingJobID != "" {
+		out.Body.JobID = res.ExistingJobID
+	}
+	return out, nil
+}
+
+// Plugin is a loaded plugin with its health.
+type Plugin struct {
+	events.AppliedPlugin
+	Health views.PluginHealth `json:"health"`
+}
+
+// Plugins are the plugins the daemon loaded and those it skipped.
+type Plugins struct {
+	Body struct {
+		Plugins []Plugin               `json:"plugins"`
+		Skipped []events.SkippedPlugin `json:"skipped"`
+	}
+}
+
+func (s *Server) listPlugins(ctx context.Context, _ *struct{}) (*Plugins, error) {
+	_, applied := s.opts.Current()
+	health, err := views.ListPluginHealth(ctx, s.opts.Ledger)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &Plugins{}
+	out.Body.Plugins, out.Body.Skipped = []Plugin{}, applied.Skipped
+	if out.Body.Skipped == nil {
+		out.Body.Skipped = []events.SkippedPlugin{}
+	}
+	for _, p := range applied.Plugins {
+		out.Body.Plugins = append(out.Body.Plugins, Plugin{AppliedPlugin: p, Health: health.Of(p.Name)})
+	}
+	return out, nil
+}
+
+// QueueInput is GET /queue's query.
+type QueueInput struct {
+	Limit int `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"How many active jobs to list"`
+}
+
+// Queue is the queue's size and its first jobs.
+type Queue struct {
+	Body views.Queue
+}
+
+func (s *Server) getQueue(ctx context.Context, in *QueueInput) (*Queue, error) {
+	q, err := views.ReadQueue(ctx, s.opts.Ledger, in.Limit)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	if q.Jobs == nil {
+		q.Jobs = []views.Job{}
+	}
+	return &Queue{Body: q}, nil
+}
+
+// Health is GET /healthz's answer (spec §10.3, with the projector's lag).
+type Health struct {
+	Body struct {
+		Status             string           `json:"status" enum:"ok,degraded"`
+		UptimeSeconds      int64            `json:"uptime_seconds"`
+		QueueDepth         int64            `json:"queue_depth"`
+		PluginsLoaded      int              `json:"plugins_loaded"`
+		PluginsCircuitOpen int              `json:"plugins_circuit_open"`
+		ProjectorLag       *projections.Lag `json:"projector_lag,omitempty"`
+	}
+}
+
+func (s *Server) health(ctx context.Context, _ *struct{}) (*Health, error) {
+	out := &Health{}
+	b := &out.Body
+	b.Status = "ok"
+	b.UptimeSeconds = int64(s.opts.Now().Sub(s.opts.Started).Seconds())
+	_, applied := s.opts.Current()
+	for _, p := range applied.Plugins {
+		if p.Enabled {
+			b.PluginsLoaded++
+		}
+	}
+	q, err := views.ReadQueue(ctx, s.opts.Ledger, 1)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	b.QueueDepth = q.Counts.Total()
+	breakers, err := views.ReadBreakers(ctx, s.opts.Ledger, "", 0)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	open := map[string]bool{}
+	for _, br := range breakers {
+		if br.State != "closed" {
+			open[br.Plugin] = true
+		}
+	}
+	b.PluginsCircuitOpen = len(open)
+	if s.opts.Projector != nil {
+		lag, err := s.opts.Projector.Lag(ctx)
+		if err != nil {
+			return nil, errorOf(err)
+		}
+		b.ProjectorLag = &lag
+		if lag.LastError != "" {
+			b.Status = "degraded"
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,235 @@
+// Package api is the daemon's HTTP API (spec §9): handlers that parse a
+// request, call the shared read side (views) or a command, and format the
+// answer. Its OpenAPI 3.1 document is generated from the registered
+// operations (huma on echo).
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humaecho"
+	"github.com/labstack/echo/v4"
+
+	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/projections"
+)
+
+// Current is what the running daemon decides with now: its config and the
+// plugins it applied (its last config.applied).
+type Current func() (*config.Config, events.ConfigAppliedData)
+
+// Options configure a Server.
+type Options struct {
+	Ledger    *ledger.Ledger
+	Projector *projections.Projector // optional: /healthz reports its lag
+	Current   Current
+	// Settings are the listener's settings (config.APIServer); zero
+	// fields take config.DefaultAPIServer's.
+	Settings config.APIServer
+	// Guard checks bearer tokens; nil: every authenticated route answers
+	// 401 with a hint on making a token.
+	Guard   auth.Guard
+	Events  http.Handler // GET /events (SSE); nil: 404
+	Metrics http.Handler // GET /metrics; nil: 404
+	Logger  *slog.Logger
+	Now     func() time.Time
+	Started time.Time // when the daemon started, for /healthz
+}
+
+// Server is the HTTP API.
+type Server struct {
+	opts    Options
+	echo    *echo.Echo
+	api     huma.API
+	http    *http.Server
+	streams context.Context // canceled when Shutdown begins: ends long streams
+	stop    context.CancelFunc
+	// loopbackOnly: Serve's listener is on loopback, so only loopback
+	// Host names are served.
+	loopbackOnly bool
+}
+
+// New builds the API's routes.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Started.IsZero() {
+		opts.Started = opts.Now()
+	}
+	opts.Settings = withDefaults(opts.Settings)
+	s := &Server{opts: opts, echo: echo.New()}
+	s.streams, s.stop = context.WithCancel(context.Background())
+	s.echo.HideBanner, s.echo.HidePort = true, true
+	s.echo.HTTPErrorHandler = s.echoError
+	s.echo.Pre(s.checkHost, s.capBody)
+
+	cfg := huma.DefaultConfig("Ductile API", "1")
+	cfg.Info.Description = "Enqueue plugin commands and read jobs of a Ductile daemon (spec §9)."
+	cfg.DocsPath, cfg.SchemasPath, cfg.CreateHooks = "", "", nil
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		bearerScheme: {Type: "http", Scheme: "bearer", Description: "A token of the config's tokens file"},
+	}
+	s.api = humaecho.New(s.echo, cfg)
+	s.api.UseMiddleware(s.authorize)
+	s.register()
+	s.mount("/events", auth.EventsRO, opts.Events, true)
+	s.mount("/metrics", auth.JobsRO, opts.Metrics, false)
+
+	set := opts.Settings
+	s.http = &http.Server{
+		Handler: s.echo, ReadHeaderTimeout: set.ReadHeaderTimeout, ReadTimeout: set.ReadTimeout,
+		WriteTimeout: set.WriteTimeout, IdleTimeout: set.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+	}
+	s.http.RegisterOnShutdown(s.stop)
+	return s
+}
+
+func withDefaults(s config.APIServer) config.APIServer {
+	d := config.DefaultAPIServer()
+	if s.Listen == "" {
+		s.Listen = d.Listen
+	}
+	if s.MaxBodySize <= 0 {
+		s.MaxBodySize = d.MaxBodySize
+	}
+	for _, pair := range []struct{ set, def *time.Duration }{
+		{&s.ReadHeaderTimeout, &d.ReadHeaderTimeout}, {&s.ReadTimeout, &d.ReadTimeout},
+		{&s.WriteTimeout, &d.WriteTimeout}, {&s.IdleTimeout, &d.IdleTimeout},
+	} {
+		if *pair.set <= 0 {
+			*pair.set = *pair.def
+		}
+	}
+	return s
+}
+
+// Handler is the API as an http.Handler (the Host check needs Serve's
+// listener; without it any Host is served).
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// OpenAPI is the generated OpenAPI document.
+func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
+
+// Serve answers requests on ln until Shutdown; it returns nil after
+// Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.allowHosts(ln.Addr())
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting connections, ends the event streams and waits
+// for the requests under way to finish, or for ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	s.stop()
+	return err
+}
+
+// mount serves handler at path (GET) behind the guard; stream lifts the
+// write timeout and ends the response when Shutdown begins.
+func (s *Server) mount(path string, need auth.Scope, handler http.Handler, stream bool) {
+	s.echo.GET(path, func(c echo.Context) error {
+		if _, err := s.check(c.Request().Header.Get("Authorization"), need); err != nil {
+			return err
+		}
+		if handler == nil {
+			return newError(http.StatusNotFound, "this daemon serves no "+path, "GET "+path+" is not available")
+		}
+		w, r := c.Response().Writer, c.Request()
+		if stream {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(s.streams, cancel)()
+			r = r.WithContext(ctx)
+		}
+		handler.ServeHTTP(w, r)
+		return nil
+	})
+}
+
+// echoError writes errors of echo's router and of mounted routes in the
+// API's error shape.
+func (s *Server) echoError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	apiErr := errorOf(err)
+	if errors.As(err, &he) {
+		msg, _ := he.Message.(string)
+		apiErr = newError(he.Code, "", msg)
+		if he.Code == http.StatusNotFound {
+			apiErr.Hint = "the routes are listed at /openapi.json"
+		}
+	}
+	if apiErr.Status >= 500 {
+		s.opts.Logger.Error("api: request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	_ = c.JSON(apiErr.Status, apiErr)
+}
+
+// capBody bounds every request's body (huma bounds its operations' too).
+func (s *Server) capBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength > s.opts.Settings.MaxBodySize {
+			return newError(http.StatusRequestEntityTooLarge, "send a smaller body, or raise api.max_body_size in the config",
+				"the request body is larger than api.max_body_size")
+		}
+		r.Body = http.MaxBytesReader(c.Response().Writer, r.Body, s.opts.Settings.MaxBodySize)
+		return next(c)
+	}
+}
+
+// allowHosts sets the Host names served: on a loopback listener only
+// loopback names, so a page whose name resolves to 127.0.0.1 (DNS
+// rebinding) cannot reach the API.
+func (s *Server) allowHosts(addr net.Addr) {
+	tcp, ok := addr.(*net.TCPAddr)
+	s.loopbackOnly = ok && tcp.IP.IsLoopback()
+}
+
+// checkHost refuses a request whose Host is not a loopback name when the
+// API listens on loopback.
+func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.loopbackOnly && !loopbackHost(c.Request().Host) {
+			return newError(http.StatusForbidden, "call the API as localhost or 127.0.0.1",
+				"host "+c.Request().Host+" is not served: the API listens on loopback")
+		}
+		return next(c)
+	}
+}
+
+// loopbackHost reports whether host (host[:port]) names the loopback.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

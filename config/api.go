@@ -1,0 +1,78 @@
+package config
+
+import (
+	"net"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// API defaults.
+const (
+	DefaultAPIListen            = "127.0.0.1:8080"
+	DefaultAPIMaxBodySize       = 1 << 20 // 1 MiB
+	DefaultAPIReadHeaderTimeout = 5 * time.Second
+	DefaultAPIReadTimeout       = 30 * time.Second
+	DefaultAPIWriteTimeout      = 30 * time.Second
+	DefaultAPIIdleTimeout       = 120 * time.Second
+)
+
+// APIServer holds the HTTP API's settings (the api: section). The API
+// serves only when the config has an api: section (Enabled).
+type APIServer struct {
+	Enabled           bool
+	Listen            string // host:port
+	MaxBodySize       int64  // bytes
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+}
+
+// DefaultAPIServer returns the API's settings with every default, enabled.
+func DefaultAPIServer() APIServer {
+	return APIServer{
+		Enabled: true, Listen: DefaultAPIListen, MaxBodySize: DefaultAPIMaxBodySize,
+		ReadHeaderTimeout: DefaultAPIReadHeaderTimeout, ReadTimeout: DefaultAPIReadTimeout,
+		WriteTimeout: DefaultAPIWriteTimeout, IdleTimeout: DefaultAPIIdleTimeout,
+	}
+}
+
+// apiServer reads the api: section into cfg.APIServer; the pipeline keys
+// (max_concurrent_sync, max_sync_timeout) are left to pipelines.
+func (l *loader) apiServer(n *yaml.Node, path string, cfg *Config) {
+	cfg.API = n
+	s := DefaultAPIServer()
+	l.object(n, path, "",
+		field{"listen", func(v *yaml.Node, path string) {
+			addr, ok := l.str(v, path)
+			if !ok {
+				return
+			}
+			if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+				l.fail(v, path, "must be host:port, like 127.0.0.1:8080, got %q", addr)
+				return
+			}
+			s.Listen = addr
+		}},
+		field{"max_body_size", func(v *yaml.Node, path string) {
+			if v.Kind != yaml.ScalarNode {
+				l.fail(v, path, "must be a size like 1MiB, 512KB or 1048576")
+				return
+			}
+			size, err := ParseSize(v.Value)
+			if err != nil {
+				l.fail(v, path, "%v", err)
+				return
+			}
+			s.MaxBodySize = size
+		}},
+		field{"read_header_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.ReadHeaderTimeout) }},
+		field{"read_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.ReadTimeout) }},
+		field{"write_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.WriteTimeout) }},
+		field{"idle_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.IdleTimeout) }},
+		field{"max_concurrent_sync", func(*yaml.Node, string) {}}, // pipelines
+		field{"max_sync_timeout", func(*yaml.Node, string) {}},    // pipelines
+	)
+	cfg.APIServer = s
+}

@@ -1,0 +1,88 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ductile/ductile/api"
+	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/stream"
+)
+
+// APIOptions are what the daemon's HTTP API is built with beyond the
+// config's api: section; each nil one is the daemon's own.
+type APIOptions struct {
+	Guard   auth.Guard   // default: the tokens of the config applied now (a reload swaps them)
+	Events  http.Handler // GET /events; default: the live stream from the ledger
+	Metrics http.Handler // GET /metrics; default: the daemon's metrics
+}
+
+// appliedGuard checks tokens against the config the daemon applied last:
+// a reload that adds or revokes a token takes effect at once.
+type appliedGuard struct{ d *Daemon }
+
+func (g appliedGuard) Check(authorization string, need auth.Scope) (string, error) {
+	return g.d.current.Load().auth.Check(authorization, need)
+}
+
+// apiShutdownTimeout bounds how long Close waits for API requests under way.
+const apiShutdownTimeout = 10 * time.Second
+
+// apiServer is the daemon's running HTTP API.
+type apiServer struct {
+	server *api.Server
+	served chan error
+}
+
+// startAPI listens on api.listen and serves the API, when the config has
+// an api: section.
+func (d *Daemon) startAPI(opts APIOptions) error {
+	settings := d.Config().APIServer
+	if !settings.Enabled {
+		return nil
+	}
+	ln, err := net.Listen("tcp", settings.Listen)
+	if err != nil {
+		return fmt.Errorf("api: listen on %s (api.listen): %w", settings.Listen, err)
+	}
+	if opts.Guard == nil {
+		opts.Guard = appliedGuard{d}
+		if d.current.Load().auth.Len() == 0 {
+			d.log.Warn("api: no tokens are configured, so every request but /healthz is refused: make one with: ductile config token create NAME --scopes plugin:rw,jobs:rw, then ductile system reload")
+		}
+	}
+	if opts.Events == nil {
+		opts.Events = stream.Handler(d.Ledger, stream.Options{Logger: d.log})
+	}
+	if opts.Metrics == nil && d.Metrics != nil {
+		opts.Metrics = d.Metrics.Handler()
+	}
+	s := api.New(api.Options{
+		Ledger: d.Ledger, Projector: d.Projector, Settings: settings, Guard: opts.Guard,
+		Events: opts.Events, Metrics: opts.Metrics, Logger: d.log, Started: d.started,
+		Current: func() (*config.Config, events.ConfigAppliedData) {
+			c := d.current.Load()
+			return c.config, c.applied
+		},
+	})
+	d.api = &apiServer{server: s, served: make(chan error, 1)}
+	go func() { d.api.served <- s.Serve(ln) }()
+	d.log.Info("api: listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// stopAPI stops accepting requests and waits for those under way.
+func (d *Daemon) stopAPI() error {
+	if d.api == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), apiShutdownTimeout)
+	defer cancel()
+	return errors.Join(d.api.server.Shutdown(ctx), <-d.api.served)
+}
