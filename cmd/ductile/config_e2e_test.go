@@ -107,7 +107,7 @@ func TestDaemonWarnsOfUnusedSections(t *testing.T) {
 			paths = append(paths, l.Path+" "+l.At)
 		}
 	}
-	require.Equal(t, []string{"pipelines unused.yaml:9", "api unused.yaml:11"}, paths)
+	require.Equal(t, []string{"pipelines unused.yaml:9"}, paths)
 	require.Equal(t, 0, p.signal(t, syscall.SIGTERM))
 }
 
