@@ -385,22 +385,11 @@ func (s *Server) health(ctx context.Context, _ *struct{}) (*Health, error) {
 			b.PluginsLoaded++
 		}
 	}
-	q, err := views.ReadQueue(ctx, s.opts.Ledger, 1)
+	h, err := views.ReadHealth(ctx, s.opts.Ledger)
 	if err != nil {
 		return nil, errorOf(err)
 	}
-	b.QueueDepth = q.Counts.Total()
-	breakers, err := views.ReadBreakers(ctx, s.opts.Ledger, "", 0)
-	if err != nil {
-		return nil, errorOf(err)
-	}
-	open := map[string]bool{}
-	for _, br := range breakers {
-		if br.State != "closed" {
-			open[br.Plugin] = true
-		}
-	}
-	b.PluginsCircuitOpen = len(open)
+	b.QueueDepth, b.PluginsCircuitOpen = h.QueueDepth, h.PluginsCircuitOpen
 	if s.opts.Projector != nil {
 		lag, err := s.opts.Projector.Lag(ctx)
 		if err != nil {

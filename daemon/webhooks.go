@@ -31,7 +31,7 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 		Secrets: secrets,
 		Config:  d.Config,
 		Health: func() webhooks.Health {
-			return webhooks.Health{Started: d.started, PluginsLoaded: len(d.Plugins().List())}
+			return webhooks.Health{Started: d.started, PluginsLoaded: d.pluginsRunning()}
 		},
 		Logger: log,
 		Now:    time.Now,
@@ -48,4 +48,16 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 func defined(s auth.Secrets, name string) bool {
 	v, ok := s.Secret(name)
 	return ok && len(v) > 0
+}
+
+// pluginsRunning counts the plugins the daemon runs now: loaded and
+// enabled (a /healthz's plugins_loaded).
+func (d *Daemon) pluginsRunning() int {
+	n := 0
+	for _, p := range d.current.Load().applied.Plugins {
+		if p.Enabled {
+			n++
+		}
+	}
+	return n
 }

@@ -72,3 +72,31 @@ func fileSize(path string) int64 {
 	}
 	return 0
 }
+
+// Health is what a /healthz reads from the ledger (spec §10.3): jobs
+// waiting to run, and the plugins with a circuit breaker not closed.
+type Health struct {
+	QueueDepth         int64
+	PluginsCircuitOpen int
+}
+
+// ReadHealth reads Health in one read transaction, through indexes.
+func ReadHealth(ctx context.Context, l *ledger.Ledger) (h Health, err error) {
+	err = l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+		q, err := readQueue(conn, 1)
+		if err != nil {
+			return err
+		}
+		h.QueueDepth = q.Counts.Queued
+		open := map[string]bool{}
+		err = queries.ListBreakers(conn, func(r queries.ListBreakersRow) error {
+			if r.State != "closed" {
+				open[r.Plugin] = true
+			}
+			return nil
+		})
+		h.PluginsCircuitOpen = len(open)
+		return err
+	})
+	return h, err
+}

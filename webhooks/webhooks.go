@@ -258,19 +258,8 @@ func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	queue, err := views.ReadQueue(ctx, h.opts.Ledger, 1)
-	if err == nil {
-		report.QueueDepth = queue.Counts.Queued
-		var breakers []views.Breaker
-		breakers, err = views.ReadBreakers(ctx, h.opts.Ledger, "", 0)
-		open := map[string]bool{}
-		for _, b := range breakers {
-			if b.State != "closed" {
-				open[b.Plugin] = true
-			}
-		}
-		report.PluginsCircuitOpen = len(open)
-	}
+	counts, err := views.ReadHealth(ctx, h.opts.Ledger)
+	report.QueueDepth, report.PluginsCircuitOpen = counts.QueueDepth, counts.PluginsCircuitOpen
 	if err != nil {
 		h.log.Error("healthz: read the ledger", "err", err.Error())
 		report.Status = "unavailable"
