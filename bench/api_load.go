@@ -43,6 +43,9 @@ type APIResult struct {
 	// over all rounds of that client count, per request; zero where /proc
 	// cannot tell.
 	DaemonCPUMSPerRequest map[int]float64 `json:"daemon_cpu_ms_per_request"`
+	// Queued is how many jobs the daemon's queue held at the end: every
+	// enqueue accepted (the warm-up's too), checked.
+	Queued int64 `json:"queued"`
 }
 
 // APIFigure is one round of one client count: request latency as the
@@ -205,7 +208,8 @@ func APILoad(ctx context.Context, opts APIOptions) (APIResult, error) {
 		return res, err
 	}
 	// Warm up: connections, the daemon's statement caches.
-	if _, err := load(ctx, post, max(slices.Max(opts.Clients), 1), 1000); err != nil {
+	const warmUp = 1000
+	if _, err := load(ctx, post, max(slices.Max(opts.Clients), 1), warmUp); err != nil {
 		return res, err
 	}
 	daemonPID := cmd.Process.Pid
@@ -224,7 +228,47 @@ func APILoad(ctx context.Context, opts APIOptions) (APIResult, error) {
 			res.DaemonCPUMSPerRequest[clients] = milliseconds(cpuAfter-cpuBefore) / float64(opts.Requests*opts.Rounds)
 		}
 	}
-	return res, nil
+	want := int64(warmUp + opts.Requests*opts.Rounds*len(opts.Clients))
+	res.Queued, err = waitForQueued(ctx, client, base, key, want)
+	return res, err
+}
+
+// waitForQueued waits until the daemon's queue holds want queued jobs (its
+// projection follows the ledger) and returns how many it holds.
+func waitForQueued(ctx context.Context, client *http.Client, base, key string, want int64) (int64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/queue?limit=1", nil)
+		if err != nil {
+			return 0, err
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		r, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		var q struct {
+			Counts struct {
+				Queued int64 `json:"queued"`
+			} `json:"counts"`
+		}
+		err = json.NewDecoder(r.Body).Decode(&q)
+		r.Body.Close()
+		if err != nil {
+			return 0, err
+		}
+		if q.Counts.Queued == want {
+			return q.Counts.Queued, nil
+		}
+		if q.Counts.Queued > want || time.Now().After(deadline) {
+			return q.Counts.Queued, fmt.Errorf("the daemon's queue holds %d jobs, not the %d accepted", q.Counts.Queued, want)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // load sends n enqueues from clients concurrent clients, each waiting for

@@ -62,6 +62,7 @@ func benchAPI(c *cli.Context, asJSON bool) error {
 		fmt.Fprintf(w, "  %2d clients: p50 %s ms, p99 %s ms, %s req/s (min/median/max of %d rounds); daemon CPU %.3f ms per request\n",
 			n, spread(p50, "%.2f"), spread(p99, "%.2f"), spread(rate, "%.0f"), len(rate), res.DaemonCPUMSPerRequest[n])
 	}
+	fmt.Fprintf(w, "the daemon's queue holds all %d jobs accepted\n", res.Queued)
 	return nil
 }
 
