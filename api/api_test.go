@@ -232,8 +232,10 @@ func TestJobReads(t *testing.T) {
 
 	r = f.do("GET", "/job/"+id+"/tree", "jobs-ro", nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
-	require.Equal(t, id, r.body["job"].(map[string]any)["job_id"])
-	require.Empty(t, r.body["children"])
+	require.Equal(t, id, r.body["job_id"])
+	require.Equal(t, id, r.body["root_job_id"])
+	require.Len(t, r.body["jobs"], 1)
+	require.Equal(t, false, r.body["truncated"])
 
 	r = f.do("GET", "/job/"+id+"/events", "jobs-ro", nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))

@@ -38,8 +38,9 @@ func (s *Server) register() {
 		Errors: []int{http.StatusBadRequest},
 	}, auth.JobsRO), s.listJobs)
 	huma.Register(s.api, secured(huma.Operation{
-		OperationID: "get-job-tree", Method: http.MethodGet, Path: "/job/{id}/tree", Summary: "A job and the jobs it routed",
-		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
+		OperationID: "get-job-tree", Method: http.MethodGet, Path: "/job/{id}/tree", Summary: "A job's whole tree: its root and every job routed from it, at any depth",
+		Description: "The root is the job's topmost ancestor through parent_job_id; at most limit jobs, those nearest the root, with truncated set when there were more.",
+		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
 	}, auth.JobsRO), s.jobTree)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job-events", Method: http.MethodGet, Path: "/job/{id}/events", Summary: "A job's events, from its stream",
@@ -179,40 +180,61 @@ type ListJobsInput struct {
 	Status string `query:"status" enum:"queued,running,cancel_requested,succeeded,dead,canceled" doc:"Only jobs with this status"`
 	Plugin string `query:"plugin" maxLength:"128" doc:"Only this plugin's jobs"`
 	Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"50"`
+	Cursor string `query:"cursor" maxLength:"64" doc:"Where to go on: the next_cursor of the previous page (with the same filters)"`
 }
 
 // Jobs is a list of jobs.
 type Jobs struct {
 	Body struct {
-		Jobs []views.Job `json:"jobs"`
+		Jobs       []views.Job `json:"jobs"`
+		NextCursor string      `json:"next_cursor,omitempty" doc:"Pass it as cursor for the next page; absent on the last page"`
 	}
 }
 
 func (s *Server) listJobs(ctx context.Context, in *ListJobsInput) (*Jobs, error) {
-	jobs, err := views.ListJobs(ctx, s.opts.Ledger, views.JobFilter{Status: events.Status(in.Status), Plugin: in.Plugin, Limit: in.Limit})
+	before, err := parseCursor(in.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	// One more than the page shows: whether there is a next page.
+	jobs, err := views.ListJobs(ctx, s.opts.Ledger, views.JobFilter{Status: events.Status(in.Status), Plugin: in.Plugin, Limit: in.Limit + 1, Before: before})
 	if err != nil {
 		return nil, errorOf(err)
 	}
 	out := &Jobs{}
+	if len(jobs) > in.Limit {
+		jobs = jobs[:in.Limit]
+		out.Body.NextCursor = formatCursor(jobs[len(jobs)-1].Seq)
+	}
 	out.Body.Jobs = jobs
 	return out, nil
 }
 
-// JobTree is a job and the jobs it routed.
+// JobTreeInput is GET /job/{id}/tree's request.
+type JobTreeInput struct {
+	ID    string `path:"id" minLength:"1" maxLength:"64" doc:"A job id"`
+	Limit int    `query:"limit" minimum:"1" maximum:"10000" default:"1000" doc:"The most jobs to return"`
+}
+
+// JobTree is a job's whole tree.
 type JobTree struct {
 	Body struct {
-		Job      views.Job   `json:"job"`
-		Children []views.Job `json:"children"`
+		JobID string `json:"job_id" doc:"The job asked for"`
+		views.JobTree
 	}
 }
 
-func (s *Server) jobTree(ctx context.Context, in *jobPath) (*JobTree, error) {
-	inspection, err := views.Inspect(ctx, s.opts.Ledger, in.ID)
+func (s *Server) jobTree(ctx context.Context, in *JobTreeInput) (*JobTree, error) {
+	id, err := views.ResolveJobID(ctx, s.opts.Ledger, in.ID)
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	tree, err := views.ReadJobTree(ctx, s.opts.Ledger, id, in.Limit)
 	if err != nil {
 		return nil, errorOf(err)
 	}
 	out := &JobTree{}
-	out.Body.Job, out.Body.Children = inspection.Job, inspection.Children
+	out.Body.JobID, out.Body.JobTree = id, tree
 	return out, nil
 }
 

@@ -128,12 +128,14 @@ FROM job_queue WHERE id = CAST(@id AS TEXT);
 -- of those indexes and walk all jobs ever run.
 
 -- name: ListJobs :many
--- Any status: walks job_queue by seq, newest first.
+-- Any status: walks job_queue by seq, newest first. Every listing below
+-- starts before @before_seq (a page's cursor: the last seq it showed).
 SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq
 FROM job_queue
 WHERE (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+  AND seq < CAST(@before_seq AS INTEGER)
 ORDER BY seq DESC
 LIMIT @max_jobs;
 
@@ -144,6 +146,7 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'queued' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+  AND seq < CAST(@before_seq AS INTEGER)
 ORDER BY seq DESC
 LIMIT @max_jobs;
 
@@ -154,6 +157,7 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'running' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+  AND seq < CAST(@before_seq AS INTEGER)
 ORDER BY seq DESC
 LIMIT @max_jobs;
 
@@ -164,6 +168,7 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'cancel_requested' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+  AND seq < CAST(@before_seq AS INTEGER)
 ORDER BY seq DESC
 LIMIT @max_jobs;
 
@@ -176,6 +181,7 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'succeeded' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+  AND seq < CAST(@before_seq AS INTEGER)
 ORDER BY seq DESC
 LIMIT @max_jobs;
 
@@ -186,6 +192,7 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'dead' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+  AND seq < CAST(@before_seq AS INTEGER)
 ORDER BY seq DESC
 LIMIT @max_jobs;
 
@@ -196,6 +203,7 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'canceled' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plugin AS TEXT))
+  AND seq < CAST(@before_seq AS INTEGER)
 ORDER BY seq DESC
 LIMIT @max_jobs;
 

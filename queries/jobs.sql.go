@@ -1275,12 +1275,14 @@ SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitt
        correlation_id, updated_seq
 FROM job_queue
 WHERE (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+  AND seq < CAST(?2 AS INTEGER)
 ORDER BY seq DESC
-LIMIT ?2`
+LIMIT ?3`
 
 type ListJobsParams struct {
-	Plugin  string
-	MaxJobs int64
+	Plugin    string
+	BeforeSeq int64
+	MaxJobs   int64
 }
 
 type ListJobsRow struct {
@@ -1311,7 +1313,8 @@ type ListJobsRow struct {
 // plan_internal_test.go checks it): a listing costs what it shows, not the
 // size of the history. A status given as a parameter would defeat every one
 // of those indexes and walk all jobs ever run.
-// Any status: walks job_queue by seq, newest first.
+// Any status: walks job_queue by seq, newest first. Every listing below
+// starts before @before_seq (a page's cursor: the last seq it showed).
 func ListJobs(conn *sqlite.Conn, arg ListJobsParams, fn func(ListJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listJobs)
 	if err != nil {
@@ -1323,7 +1326,8 @@ func ListJobs(conn *sqlite.Conn, arg ListJobsParams, fn func(ListJobsRow) error)
 		}
 	}()
 	stmt.BindText(1, arg.Plugin)
-	stmt.BindInt64(2, arg.MaxJobs)
+	stmt.BindInt64(2, arg.BeforeSeq)
+	stmt.BindInt64(3, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -1387,12 +1391,14 @@ const listQueuedJobs = `SELECT id, seq, plugin, command, payload, status, attemp
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'queued' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+  AND seq < CAST(?2 AS INTEGER)
 ORDER BY seq DESC
-LIMIT ?2`
+LIMIT ?3`
 
 type ListQueuedJobsParams struct {
-	Plugin  string
-	MaxJobs int64
+	Plugin    string
+	BeforeSeq int64
+	MaxJobs   int64
 }
 
 type ListQueuedJobsRow struct {
@@ -1429,7 +1435,8 @@ func ListQueuedJobs(conn *sqlite.Conn, arg ListQueuedJobsParams, fn func(ListQue
 		}
 	}()
 	stmt.BindText(1, arg.Plugin)
-	stmt.BindInt64(2, arg.MaxJobs)
+	stmt.BindInt64(2, arg.BeforeSeq)
+	stmt.BindInt64(3, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -1493,12 +1500,14 @@ const listRunningJobs = `SELECT id, seq, plugin, command, payload, status, attem
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'running' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+  AND seq < CAST(?2 AS INTEGER)
 ORDER BY seq DESC
-LIMIT ?2`
+LIMIT ?3`
 
 type ListRunningJobsParams struct {
-	Plugin  string
-	MaxJobs int64
+	Plugin    string
+	BeforeSeq int64
+	MaxJobs   int64
 }
 
 type ListRunningJobsRow struct {
@@ -1535,7 +1544,8 @@ func ListRunningJobs(conn *sqlite.Conn, arg ListRunningJobsParams, fn func(ListR
 		}
 	}()
 	stmt.BindText(1, arg.Plugin)
-	stmt.BindInt64(2, arg.MaxJobs)
+	stmt.BindInt64(2, arg.BeforeSeq)
+	stmt.BindInt64(3, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -1599,12 +1609,14 @@ const listCancelRequestedJobs = `SELECT id, seq, plugin, command, payload, statu
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'cancel_requested' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+  AND seq < CAST(?2 AS INTEGER)
 ORDER BY seq DESC
-LIMIT ?2`
+LIMIT ?3`
 
 type ListCancelRequestedJobsParams struct {
-	Plugin  string
-	MaxJobs int64
+	Plugin    string
+	BeforeSeq int64
+	MaxJobs   int64
 }
 
 type ListCancelRequestedJobsRow struct {
@@ -1641,7 +1653,8 @@ func ListCancelRequestedJobs(conn *sqlite.Conn, arg ListCancelRequestedJobsParam
 		}
 	}()
 	stmt.BindText(1, arg.Plugin)
-	stmt.BindInt64(2, arg.MaxJobs)
+	stmt.BindInt64(2, arg.BeforeSeq)
+	stmt.BindInt64(3, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -1705,12 +1718,14 @@ const listSucceededJobs = `SELECT id, seq, plugin, command, payload, status, att
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'succeeded' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+  AND seq < CAST(?2 AS INTEGER)
 ORDER BY seq DESC
-LIMIT ?2`
+LIMIT ?3`
 
 type ListSucceededJobsParams struct {
-	Plugin  string
-	MaxJobs int64
+	Plugin    string
+	BeforeSeq int64
+	MaxJobs   int64
 }
 
 type ListSucceededJobsRow struct {
@@ -1749,7 +1764,8 @@ func ListSucceededJobs(conn *sqlite.Conn, arg ListSucceededJobsParams, fn func(L
 		}
 	}()
 	stmt.BindText(1, arg.Plugin)
-	stmt.BindInt64(2, arg.MaxJobs)
+	stmt.BindInt64(2, arg.BeforeSeq)
+	stmt.BindInt64(3, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -1813,12 +1829,14 @@ const listDeadJobs = `SELECT id, seq, plugin, command, payload, status, attempt,
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'dead' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+  AND seq < CAST(?2 AS INTEGER)
 ORDER BY seq DESC
-LIMIT ?2`
+LIMIT ?3`
 
 type ListDeadJobsParams struct {
-	Plugin  string
-	MaxJobs int64
+	Plugin    string
+	BeforeSeq int64
+	MaxJobs   int64
 }
 
 type ListDeadJobsRow struct {
@@ -1855,7 +1873,8 @@ func ListDeadJobs(conn *sqlite.Conn, arg ListDeadJobsParams, fn func(ListDeadJob
 		}
 	}()
 	stmt.BindText(1, arg.Plugin)
-	stmt.BindInt64(2, arg.MaxJobs)
+	stmt.BindInt64(2, arg.BeforeSeq)
+	stmt.BindInt64(3, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -1919,12 +1938,14 @@ const listCanceledJobs = `SELECT id, seq, plugin, command, payload, status, atte
        correlation_id, updated_seq
 FROM job_queue
 WHERE status = 'canceled' AND (CAST(?1 AS TEXT) = '' OR plugin = CAST(?1 AS TEXT))
+  AND seq < CAST(?2 AS INTEGER)
 ORDER BY seq DESC
-LIMIT ?2`
+LIMIT ?3`
 
 type ListCanceledJobsParams struct {
-	Plugin  string
-	MaxJobs int64
+	Plugin    string
+	BeforeSeq int64
+	MaxJobs   int64
 }
 
 type ListCanceledJobsRow struct {
@@ -1961,7 +1982,8 @@ func ListCanceledJobs(conn *sqlite.Conn, arg ListCanceledJobsParams, fn func(Lis
 		}
 	}()
 	stmt.BindText(1, arg.Plugin)
-	stmt.BindInt64(2, arg.MaxJobs)
+	stmt.BindInt64(2, arg.BeforeSeq)
+	stmt.BindInt64(3, arg.MaxJobs)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {

@@ -37,11 +37,12 @@ func TestDispatchQueriesUseTheActiveIndex(t *testing.T) {
 // job list read (views.ReadQueue, views.ListJobs): each status
 // is read through its own index (00007, 00008, 00010), the queue through
 // the indexes of active jobs only, and nothing is sorted apart, so a
-// listing stops at its limit. A listing of any status, and one of
+// listing stops at its limit, and starts at its cursor (a seq bound)
+// without reading the rows after it. A listing of any status, and one of
 // succeeded jobs (which no index holds), walk the seq index newest first.
 func TestJobViewsReadWhatTheyShow(t *testing.T) {
 	const bySeq = "sqlite_autoindex_job_queue_2" // UNIQUE (seq)
-	list := []any{"", 10}
+	list := []any{"", int64(1) << 62, 10}        // plugin, before_seq, max_jobs
 	checkPlans(t, []planCase{
 		{"CountQueue", countQueue, nil, []string{"job_queue_active", "job_queue_cancel_requested"}},
 		{"ListQueue", listQueue, []any{10}, []string{"job_queue_active", "job_queue_cancel_requested"}},

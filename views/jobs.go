@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"zombiezen.com/go/sqlite"
 
@@ -50,6 +51,9 @@ type JobFilter struct {
 	Status events.Status
 	Plugin string
 	Limit  int
+	// Before, when positive, lists only jobs older than the job of this
+	// seq (a page's cursor: the last seq the previous page showed).
+	Before int64
 }
 
 // ListJobs returns up to f.Limit jobs that match f, newest first (none: an
@@ -73,28 +77,31 @@ func ListJobs(ctx context.Context, l *ledger.Ledger, f JobFilter) ([]Job, error)
 // status's index; only succeeded jobs, which no index holds, are found by
 // walking the newest jobs (see ListSucceededJobs in queries/jobs.sql).
 func listJobs(conn *sqlite.Conn, f JobFilter, fn func(queries.GetJobRow) error) error {
-	plugin, limit := f.Plugin, int64(f.Limit)
+	plugin, limit, before := f.Plugin, int64(f.Limit), f.Before
+	if before <= 0 {
+		before = math.MaxInt64
+	}
 	switch f.Status {
 	case "":
-		return queries.ListJobs(conn, queries.ListJobsParams{Plugin: plugin, MaxJobs: limit},
+		return queries.ListJobs(conn, queries.ListJobsParams{Plugin: plugin, BeforeSeq: before, MaxJobs: limit},
 			func(r queries.ListJobsRow) error { return fn(queries.GetJobRow(r)) })
 	case events.StatusQueued:
-		return queries.ListQueuedJobs(conn, queries.ListQueuedJobsParams{Plugin: plugin, MaxJobs: limit},
+		return queries.ListQueuedJobs(conn, queries.ListQueuedJobsParams{Plugin: plugin, BeforeSeq: before, MaxJobs: limit},
 			func(r queries.ListQueuedJobsRow) error { return fn(queries.GetJobRow(r)) })
 	case events.StatusRunning:
-		return queries.ListRunningJobs(conn, queries.ListRunningJobsParams{Plugin: plugin, MaxJobs: limit},
+		return queries.ListRunningJobs(conn, queries.ListRunningJobsParams{Plugin: plugin, BeforeSeq: before, MaxJobs: limit},
 			func(r queries.ListRunningJobsRow) error { return fn(queries.GetJobRow(r)) })
 	case events.StatusCancelRequested:
-		return queries.ListCancelRequestedJobs(conn, queries.ListCancelRequestedJobsParams{Plugin: plugin, MaxJobs: limit},
+		return queries.ListCancelRequestedJobs(conn, queries.ListCancelRequestedJobsParams{Plugin: plugin, BeforeSeq: before, MaxJobs: limit},
 			func(r queries.ListCancelRequestedJobsRow) error { return fn(queries.GetJobRow(r)) })
 	case events.StatusSucceeded:
-		return queries.ListSucceededJobs(conn, queries.ListSucceededJobsParams{Plugin: plugin, MaxJobs: limit},
+		return queries.ListSucceededJobs(conn, queries.ListSucceededJobsParams{Plugin: plugin, BeforeSeq: before, MaxJobs: limit},
 			func(r queries.ListSucceededJobsRow) error { return fn(queries.GetJobRow(r)) })
 	case events.StatusDead:
-		return queries.ListDeadJobs(conn, queries.ListDeadJobsParams{Plugin: plugin, MaxJobs: limit},
+		return queries.ListDeadJobs(conn, queries.ListDeadJobsParams{Plugin: plugin, BeforeSeq: before, MaxJobs: limit},
 			func(r queries.ListDeadJobsRow) error { return fn(queries.GetJobRow(r)) })
 	case events.StatusCanceled:
-		return queries.ListCanceledJobs(conn, queries.ListCanceledJobsParams{Plugin: plugin, MaxJobs: limit},
+		return queries.ListCanceledJobs(conn, queries.ListCanceledJobsParams{Plugin: plugin, BeforeSeq: before, MaxJobs: limit},
 			func(r queries.ListCanceledJobsRow) error { return fn(queries.GetJobRow(r)) })
 	}
 	return fmt.Errorf("list jobs: no status %q (one of %v)", f.Status, events.JobStatuses())

@@ -29,6 +29,9 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "run `N` jobs"},
 			&cli.IntFlag{Name: "workers", Usage: "`N` workers for both measurements", DefaultText: fmt.Sprintf("the daemon's default pool, max(1, NumCPU-1) = %d; %d with --in-process", config.Default().Service.MaxWorkers, bench.DefaultInProcessWorkers)},
 			&cli.BoolFlag{Name: "cli-latency", Usage: "instead: start a daemon, enqueue jobs one at a time on it while idle, each by a ductile plugin run (then from one process that stays open), and report enqueue→start latency and the daemon's CPU per job (--jobs: how many of each, default 100)"},
+			&cli.BoolFlag{Name: "api", Usage: "instead: start a daemon with its HTTP API and load POST /plugin/bench/poll from this process with keep-alive clients: p50, p99 and requests/s (see --clients, --requests)"},
+			&cli.IntSliceFlag{Name: "clients", Usage: "with --api: the concurrent client counts to measure", DefaultText: "1 and 32"},
+			&cli.IntFlag{Name: "requests", Usage: "with --api: `N` requests per round", DefaultText: "5000"},
 			&cli.BoolFlag{Name: "in-process", Usage: "run the jobs with a built-in no-op step instead of a plugin process (the same durable path): the core's own jobs/s and CPU per job, with no raw spawn measurement"},
 			&cli.IntFlag{Name: "rounds", Value: bench.DefaultRounds, Usage: "alternate the two measurements in `N` rounds (drift weighs on both alike)"},
 			&cli.PathFlag{Name: "cpuprofile", Usage: "write a Go CPU profile of the first end-to-end round to `FILE` (go tool pprof)"},
@@ -42,6 +45,9 @@ func benchCommand() *cli.Command {
 			}
 			asJSON := c.Bool("json")
 			w := c.App.ErrWriter
+			if c.Bool("api") {
+				return benchAPI(c, asJSON)
+			}
 			if c.Bool("cli-latency") {
 				return benchCLILatency(c, asJSON)
 			}

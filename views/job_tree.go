@@ -1,0 +1,77 @@
+package views
+
+import (
+	"context"
+	"slices"
+
+	"zombiezen.com/go/sqlite"
+
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/queries"
+)
+
+// JobTree is a job's whole tree: its root (the ancestor it was routed from
+// through parent_job_id, itself if none) and every job routed from that
+// root, at any depth.
+type JobTree struct {
+	Root string `json:"root_job_id"`
+	// Jobs are the tree's jobs in enqueue order (seq), the root first.
+	Jobs []Job `json:"jobs"`
+	// Truncated: the tree holds more than the cap; Jobs are the ones
+	// nearest the root (breadth first).
+	Truncated bool `json:"truncated"`
+}
+
+// ReadJobTree reads the tree of job id (a full id; ResolveJobID first), at
+// most limit jobs (at least 1). The root is found by walking parent_job_id
+// up, not from correlation_id: a retry of a root job shares its
+// correlation_id but is a root of its own (it has no parent), so the walk
+// keeps the job asked for in its tree. A job that routed none and was
+// routed by none is a tree of one; no such job is a *JobNotFoundError.
+func ReadJobTree(ctx context.Context, l *ledger.Ledger, id string, limit int) (JobTree, error) {
+	limit = max(limit, 1)
+	tree := JobTree{Jobs: []Job{}}
+	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+		root, err := rootOf(conn, id)
+		if err != nil {
+			return err
+		}
+		tree.Root = root
+		return queries.ListJobTree(conn, queries.ListJobTreeParams{RootID: tree.Root, MaxJobs: int64(limit) + 1},
+			func(r queries.ListJobTreeRow) error {
+				tree.Jobs = append(tree.Jobs, jobOf(queries.GetJobRow(r)))
+				return nil
+			})
+	})
+	if err != nil {
+		return JobTree{}, err
+	}
+	if len(tree.Jobs) > limit {
+		tree.Jobs, tree.Truncated = tree.Jobs[:limit], true
+	}
+	slices.SortFunc(tree.Jobs, func(a, b Job) int { return int(a.Seq - b.Seq) })
+	return tree, nil
+}
+
+// maxTreeDepth bounds the walk up a tree (routing depth is bounded far
+// below it; a cycle, which no event sequence makes, would end here).
+const maxTreeDepth = 10_000
+
+// rootOf is the topmost ancestor of job id through parent_job_id.
+func rootOf(conn *sqlite.Conn, id string) (string, error) {
+	for range maxTreeDepth {
+		found := false
+		var parent *string
+		if err := queries.GetJob(conn, id, func(r queries.GetJobRow) error { found, parent = true, r.ParentJobID; return nil }); err != nil {
+			return "", err
+		}
+		if !found {
+			return "", &JobNotFoundError{ID: id}
+		}
+		if parent == nil {
+			return id, nil
+		}
+		id = *parent
+	}
+	return id, nil
+}
