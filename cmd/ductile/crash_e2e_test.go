@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"slices"
@@ -257,7 +258,7 @@ func jobCounts(t *testing.T, l *ledger.Ledger) map[string]int64 {
 	t.Helper()
 	counts := map[string]int64{}
 	err := l.Read(context.Background(), func(conn *sqlite.Conn) error {
-		return queries.ListJobs(conn, queries.ListJobsParams{Plugin: "", MaxJobs: 1 << 20}, func(r queries.ListJobsRow) error {
+		return queries.ListJobs(conn, queries.ListJobsParams{Plugin: "", BeforeSeq: math.MaxInt64, MaxJobs: 1 << 20}, func(r queries.ListJobsRow) error {
 			counts[r.Plugin+" "+r.Status]++
 			return nil
 		})
