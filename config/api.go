@@ -17,12 +17,16 @@ const (
 	DefaultAPIIdleTimeout       = 120 * time.Second
 )
 
-// APIServer holds the HTTP API's settings (the api: section). The API
-// serves only when the config has an api: section (Enabled).
+// APIServer holds the HTTP API's settings (the api: section). The API is
+// on by default (api.enabled: false turns it off).
 type APIServer struct {
-	Enabled           bool
-	Listen            string // host:port
-	MaxBodySize       int64  // bytes
+	Enabled bool
+	Listen  string // host:port
+	// ListenSet says api.listen was written: a daemon that cannot listen
+	// there fails to start, while one on the default address runs on
+	// without the API (and says so).
+	ListenSet         bool
+	MaxBodySize       int64 // bytes
 	ReadHeaderTimeout time.Duration
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
@@ -44,6 +48,7 @@ func (l *loader) apiServer(n *yaml.Node, path string, cfg *Config) {
 	cfg.API = n
 	s := DefaultAPIServer()
 	l.object(n, path, "",
+		field{"enabled", func(v *yaml.Node, path string) { l.boolean(v, path, &s.Enabled) }},
 		field{"listen", func(v *yaml.Node, path string) {
 			addr, ok := l.str(v, path)
 			if !ok {
@@ -53,7 +58,7 @@ func (l *loader) apiServer(n *yaml.Node, path string, cfg *Config) {
 				l.fail(v, path, "must be host:port, like 127.0.0.1:8080, got %q", addr)
 				return
 			}
-			s.Listen = addr
+			s.Listen, s.ListenSet = addr, true
 		}},
 		field{"max_body_size", func(v *yaml.Node, path string) {
 			if v.Kind != yaml.ScalarNode {

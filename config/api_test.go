@@ -19,7 +19,10 @@ func TestAPISection(t *testing.T) {
 	}
 	cfg, err := config.Load(write("service: {}\n"))
 	require.NoError(t, err)
-	require.False(t, cfg.APIServer.Enabled, "no api: section, no API")
+	require.Equal(t, config.DefaultAPIServer(), cfg.APIServer, "no api: section: the API on its defaults")
+	cfg, err = config.Load(write("api: {enabled: false}\n"))
+	require.NoError(t, err)
+	require.False(t, cfg.APIServer.Enabled)
 
 	cfg, err = config.Load(write("api: {}\n"))
 	require.NoError(t, err)

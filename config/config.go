@@ -173,6 +173,7 @@ func Default() *Config {
 		Plugins:         map[string]PluginConfig{},
 		Routes:          []Route{},
 		WebhookSettings: WebhookSettings{Listen: DefaultWebhookListen},
+		APIServer:       DefaultAPIServer(),
 	}
 }
 

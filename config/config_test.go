@@ -74,6 +74,7 @@ func TestDefault(t *testing.T) {
 		Plugins:         map[string]config.PluginConfig{},
 		Routes:          []config.Route{},
 		WebhookSettings: config.WebhookSettings{Listen: "127.0.0.1:8081"},
+		APIServer:       config.DefaultAPIServer(),
 	}
 	require.Equal(t, want, config.Default())
 

@@ -48,7 +48,12 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 		return nil
 	}
 	ln, err := net.Listen("tcp", settings.Listen)
-	if err != nil {
+	switch {
+	case err != nil && !settings.ListenSet:
+		d.log.Warn("api: its default address is not free: running without the HTTP API", "addr", settings.Listen, "err", err.Error(),
+			"fix", "set api.listen to a free address (or api.enabled: false), then restart")
+		return nil
+	case err != nil:
 		return fmt.Errorf("api: listen on %s (api.listen): %w", settings.Listen, err)
 	}
 	if opts.Guard == nil {

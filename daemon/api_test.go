@@ -25,12 +25,13 @@ func freeAddr(t *testing.T) string {
 }
 
 // The API serves while the daemon runs, with no tokens answers 401 with a
-// hint, and is gone after Close; a taken address fails Open.
+// hint, and is gone after Close; a taken address fails Open when api.listen
+// names it, and only turns the API off when it is the default.
 func TestDaemonServesTheAPI(t *testing.T) {
 	addr := freeAddr(t)
 	cfg := config.Default()
 	cfg.APIServer = config.DefaultAPIServer()
-	cfg.APIServer.Listen = addr
+	cfg.APIServer.Listen, cfg.APIServer.ListenSet = addr, true
 	d, err := daemon.Open(context.Background(), daemon.Options{StateDir: t.TempDir(), Config: cfg, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 
@@ -50,6 +51,11 @@ func TestDaemonServesTheAPI(t *testing.T) {
 
 	_, err = daemon.Open(context.Background(), daemon.Options{StateDir: t.TempDir(), Config: cfg, Logger: slog.New(slog.DiscardHandler)})
 	require.ErrorContains(t, err, "api.listen")
+	fallback := *cfg
+	fallback.APIServer.ListenSet = false // the default address, taken
+	other, err := daemon.Open(context.Background(), daemon.Options{StateDir: t.TempDir(), Config: &fallback, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err, "the default address taken: the daemon runs without its API")
+	require.NoError(t, other.Close())
 
 	require.NoError(t, d.Close())
 	_, err = http.Get("http://" + addr + "/healthz")
