@@ -59,7 +59,7 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	if opts.Guard == nil {
 		opts.Guard = appliedGuard{d}
 		if d.current.Load().auth.Len() == 0 {
-			d.log.Warn("api: no tokens are configured, so every request but /healthz is refused: make one with: ductile config token create NAME --scopes plugin:rw,jobs:rw, then ductile system reload")
+			d.log.Warn("api: no tokens are configured, so every request but /healthz is refused: make one with: ductile --config FILE config token create NAME --scopes plugin:rw,jobs:rw (tokens live in a file the config includes; with no config yet, write an empty config.yaml and start the daemon with --config), then ductile system reload")
 		}
 	}
 	if opts.Events == nil {
