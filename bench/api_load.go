@@ -16,10 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"github.com/ductile/ductile/daemon"
 )
 
 // APIOptions configure APILoad.
@@ -138,33 +135,11 @@ func APILoad(ctx context.Context, opts APIOptions) (APIResult, error) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	key := strings.TrimSpace(lines[len(lines)-1])
 
-	daemonCtx, stopDaemon := context.WithCancel(ctx)
-	defer stopDaemon()
-	cmd := exec.CommandContext(daemonCtx, opts.Binary, args("system", "start")...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("start the daemon: %w", err)
+	proc, err := startDaemonProcess(ctx, opts.Binary, stateDir, args("system", "start"))
+	if err != nil {
+		return res, err
 	}
-	defer func() {
-		stopDaemon()
-		_ = cmd.Wait()
-	}()
-	for {
-		if h, err := daemon.Holder(stateDir); err == nil && h.Daemon() {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if cmd.Process.Signal(syscall.Signal(0)) != nil {
-			return res, fmt.Errorf("the daemon exited: %s", stderr.String())
-		}
-	}
+	defer proc.Stop()
 
 	base := "http://" + addr
 	transport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
@@ -212,7 +187,7 @@ func APILoad(ctx context.Context, opts APIOptions) (APIResult, error) {
 	if _, err := load(ctx, post, max(slices.Max(opts.Clients), 1), warmUp); err != nil {
 		return res, err
 	}
-	daemonPID := cmd.Process.Pid
+	daemonPID := proc.PID()
 	for _, clients := range opts.Clients {
 		cpuBefore, cpuKnown := processCPUOf(daemonPID)
 		for round := range opts.Rounds {

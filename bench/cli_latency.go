@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ductile/ductile/commands"
@@ -94,34 +92,11 @@ func CLILatency(ctx context.Context, opts CLIOptions) (CLIResult, error) {
 		return append([]string{"--config", configPath, "--state-dir", stateDir}, a...)
 	}
 
-	daemonCtx, stopDaemon := context.WithCancel(ctx)
-	defer stopDaemon()
-	cmd := exec.CommandContext(daemonCtx, opts.Binary, args("system", "start")...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("start the daemon: %w", err)
+	proc, err := startDaemonProcess(ctx, opts.Binary, stateDir, args("system", "start"))
+	if err != nil {
+		return res, err
 	}
-	defer func() {
-		stopDaemon()
-		_ = cmd.Wait()
-	}()
-	// The daemon holds the lock as a daemon once it is ready.
-	for {
-		if h, err := daemon.Holder(stateDir); err == nil && h.Daemon() {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if cmd.ProcessState != nil || (cmd.Process != nil && cmd.Process.Signal(syscall.Signal(0)) != nil) {
-			return res, fmt.Errorf("the daemon exited: %s", stderr.String())
-		}
-	}
+	defer proc.Stop()
 	l, err := ledger.Open(ctx, daemon.DBPath(stateDir), ledger.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return res, err
@@ -145,7 +120,7 @@ func CLILatency(ctx context.Context, opts CLIOptions) (CLIResult, error) {
 		r, err := commands.EnqueueJob(ctx, l, commands.JobFor(cfg, "bench", "poll", commands.ByCLI))
 		return r.JobID, err
 	}
-	daemonPID := cmd.Process.Pid
+	daemonPID := proc.PID()
 	if _, err := measureLatency(ctx, l, daemonPID, 1, opts.Idle, byCLI); err != nil { // warm up
 		return res, err
 	}

@@ -265,7 +265,7 @@ func printStatus(e *env, out statusOutput) {
 	fmt.Fprintf(w, "queue     %d queued, %d running, %d cancel requested\n", q.Queued, q.Running, q.CancelRequested)
 	lg := out.Ledger
 	fmt.Fprintf(w, "ledger    %s (WAL %s, archives %s); head seq %d, projector lag %d\n",
-		bytesText(lg.FileBytes), bytesText(lg.WALBytes), bytesText(lg.ArchiveBytes), lg.Head, lg.Lag)
+		humanBytes(lg.FileBytes), humanBytes(lg.WALBytes), humanBytes(lg.ArchiveBytes), lg.Head, lg.Lag)
 	if len(out.Plugins) == 0 {
 		fmt.Fprintln(w, "no plugins")
 		return
@@ -304,18 +304,4 @@ func shortHash(h string) string {
 		return h[:len("blake3:")+12] + "…"
 	}
 	return h
-}
-
-// bytesText is n bytes for people: 512 B, 3.1 KB, 12.4 MB.
-func bytesText(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
 }
