@@ -1,15 +1,8 @@
 package queries
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
-
-	"github.com/ductile/ductile/migrations"
 )
 
 // TestLookupsSearchTheStreamIndex checks that a job id prefix, the last
@@ -20,15 +13,7 @@ import (
 // primary keys of archived_streams and archived_stream_types, never by a
 // scan of them (one row per archived stream and type).
 func TestLookupsSearchTheStreamIndex(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "plan.db")
-	if _, err := migrations.Up(context.Background(), path); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := planDB(t)
 	for _, tc := range []struct {
 		name, query string
 		args        []any
@@ -40,17 +25,7 @@ func TestLookupsSearchTheStreamIndex(t *testing.T) {
 		{"ReadStreamAfter", readStreamAfter, []any{"job/0195", 100, "", 1000}, nil},
 		{"ReadStreamAfter of a type", readStreamAfter, []any{"job/0195", 100, "job.started", 1000}, nil},
 	} {
-		var plan []string
-		err := sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+tc.query, &sqlitex.ExecOptions{
-			Args: tc.args,
-			ResultFunc: func(stmt *sqlite.Stmt) error {
-				plan = append(plan, stmt.ColumnText(3))
-				return nil
-			},
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		plan := explain(t, conn, tc.name, tc.query, tc.args...)
 		text := strings.Join(plan, "; ")
 		if !strings.Contains(text, "SEARCH events USING") || !strings.Contains(text, "INDEX sqlite_autoindex_events_1 (stream") ||
 			strings.Contains(text, "SCAN events") || strings.Contains(text, "TEMP B-TREE") {

@@ -1,15 +1,8 @@
 package queries
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"zombiezen.com/go/sqlite"
-	"zombiezen.com/go/sqlite/sqlitex"
-
-	"github.com/ductile/ductile/migrations"
 )
 
 // TestJobCountsReadTheStatusIndexes checks that the count of jobs by plugin
@@ -17,25 +10,7 @@ import (
 // index, never job_queue itself, whose size is the whole history. Grouping
 // sorts apart only the rows of those statuses.
 func TestJobCountsReadTheStatusIndexes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "plan.db")
-	if _, err := migrations.Up(context.Background(), path); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	var plan []string
-	err = sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+countJobsByPluginAndStatus, &sqlitex.ExecOptions{
-		ResultFunc: func(stmt *sqlite.Stmt) error {
-			plan = append(plan, stmt.ColumnText(3))
-			return nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := explain(t, planDB(t), "CountJobsByPluginAndStatus", countJobsByPluginAndStatus)
 	text := strings.Join(plan, "; ")
 	reads := 0
 	for _, step := range plan {

@@ -60,27 +60,9 @@ func TestJobViewsReadWhatTheyShow(t *testing.T) {
 // indexes named, to use every one of them, and to sort nothing apart.
 func checkPlans(t *testing.T, cases []planCase) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "plan.db")
-	if _, err := migrations.Up(context.Background(), path); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := planDB(t)
 	for _, tc := range cases {
-		var plan []string
-		err := sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+tc.query, &sqlitex.ExecOptions{
-			Args: tc.args,
-			ResultFunc: func(stmt *sqlite.Stmt) error {
-				plan = append(plan, stmt.ColumnText(3))
-				return nil
-			},
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
+		plan := explain(t, conn, tc.name, tc.query, tc.args...)
 		text := strings.Join(plan, "; ")
 		for _, step := range plan {
 			if (strings.HasPrefix(step, "SCAN job_queue") || strings.HasPrefix(step, "SEARCH job_queue")) &&
@@ -99,4 +81,38 @@ func checkPlans(t *testing.T, cases []planCase) {
 			}
 		}
 	}
+}
+
+// planDB is a fresh, migrated database whose plans the tests read (closed
+// by the test's cleanup).
+func planDB(t *testing.T) *sqlite.Conn {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.db")
+	if _, err := migrations.Up(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sqlite.OpenConn(path, sqlite.OpenReadWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// explain returns the steps of query's plan (EXPLAIN QUERY PLAN's detail
+// column) with args bound.
+func explain(t *testing.T, conn *sqlite.Conn, name, query string, args ...any) []string {
+	t.Helper()
+	var plan []string
+	err := sqlitex.ExecuteTransient(conn, "EXPLAIN QUERY PLAN "+query, &sqlitex.ExecOptions{
+		Args: args,
+		ResultFunc: func(stmt *sqlite.Stmt) error {
+			plan = append(plan, stmt.ColumnText(3))
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return plan
 }
