@@ -1,14 +1,13 @@
 package metrics_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ductile/ductile/internal/ledgertest"
 	"io"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -99,7 +98,7 @@ func historyLedger(b *testing.B, finished int) *ledger.Ledger {
 		case 50:
 			template = canceled
 		}
-		batch = append(batch, repeatLifecycle(b, template, uuid.Must(uuid.NewV7()).String())...)
+		batch = append(batch, ledgertest.RepeatLifecycle(b, template, uuid.Must(uuid.NewV7()).String())...)
 		if len(batch) >= 4096 {
 			flush()
 		}
@@ -110,23 +109,4 @@ func historyLedger(b *testing.B, finished int) *ledger.Ledger {
 	}
 	must(projections.Rebuild(ctx, l, 0))
 	return l
-}
-
-// repeatLifecycle returns the events of a recorded job lifecycle as new
-// events of the job id.
-func repeatLifecycle(b *testing.B, recorded []ledger.Event, id string) []ledger.NewEvent {
-	old := events.JobIDFromStream(recorded[0].Stream)
-	out := make([]ledger.NewEvent, len(recorded))
-	for i, ev := range recorded {
-		var meta ledger.Meta
-		if err := json.Unmarshal(bytes.ReplaceAll(ev.Meta, []byte(old), []byte(id)), &meta); err != nil {
-			b.Fatal(err)
-		}
-		out[i] = ledger.NewEvent{Stream: strings.ReplaceAll(ev.Stream, old, id), ExpectedVersion: ledger.AnyVersion, Type: ev.Type,
-			Data: json.RawMessage(bytes.ReplaceAll(ev.Data, []byte(old), []byte(id))), Meta: meta}
-		if strings.HasPrefix(ev.Stream, "job/") {
-			out[i].ExpectedVersion = ev.Version - 1
-		}
-	}
-	return out
 }
