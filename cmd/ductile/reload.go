@@ -111,7 +111,7 @@ func systemReload(c *cli.Context) error {
 	case err != nil:
 		return waitError(err, h.PID, c.Duration("timeout"))
 	}
-	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, nonNil(a.Changes)
+	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, orEmpty(a.Changes)
 	out.Added, out.Removed = pluginChanges(applied, a)
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
@@ -154,7 +154,7 @@ func reloadDryRun(c *cli.Context, e *env, l *ledger.Ledger, applied events.Confi
 		return err
 	}
 	a := daemon.Applied(reg, cfg, "reload")
-	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, nonNil(a.Settings.Diff(applied.Settings))
+	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, orEmpty(a.Settings.Diff(applied.Settings))
 	out.Added, out.Removed = pluginChanges(applied, a)
 	out.Ends = map[string]int{}
 	for _, name := range out.Removed {
@@ -234,11 +234,12 @@ func showValue(v any) string {
 	return string(b)
 }
 
-func nonNil(ds []config.Difference) []config.Difference {
-	if ds == nil {
-		return []config.Difference{}
+// orEmpty is s, or an empty slice for nil: JSON shows [] rather than null.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return ds
+	return s
 }
 
 func orDefaults(source string) string {

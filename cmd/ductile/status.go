@@ -176,7 +176,7 @@ func systemStatus(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	out := statusOutput{Daemon: side.status, Plugins: []pluginStatus{}, Queue: st.Queue, Ledger: st.Ledger, Warnings: nonNilStrings(warnings)}
+	out := statusOutput{Daemon: side.status, Plugins: []pluginStatus{}, Queue: st.Queue, Ledger: st.Ledger, Warnings: orEmpty(warnings)}
 	for _, p := range side.plugins {
 		ps := pluginStatus{Name: p.Name, Version: p.Version, Enabled: p.Enabled, Health: st.Health.Of(p.Name), Breakers: []views.Breaker{}}
 		for _, b := range breakers {
@@ -219,13 +219,6 @@ func configDrift(cfg *config.Config, side daemonSide) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // runHealthChecks runs every plugin's health command and records the
