@@ -47,7 +47,13 @@ type Enqueue struct {
 	RetryOf          string // the dead or canceled job this one retries
 	// Depth is how many routes lie between the job and its root (0: a root).
 	Depth int
-	Now   time.Time
+	// Pipeline, Context, ReplayOf and HookDepth are recorded as given
+	// (events.Enqueued).
+	Pipeline  *events.PipelineStep
+	Context   json.RawMessage
+	ReplayOf  string
+	HookDepth int
+	Now       time.Time
 
 	prepared *preparedEnqueue // set by prepare
 }
@@ -184,7 +190,7 @@ func (cmd *Enqueue) prepare() error {
 		MaxAttempts: cmd.MaxAttempts, BackoffBaseMS: cmd.BackoffBase.Milliseconds(),
 		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
 		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: cmd.Event, RetryOf: cmd.RetryOf,
-		Depth: cmd.Depth,
+		Depth: cmd.Depth, Pipeline: cmd.Pipeline, Context: cmd.Context, ReplayOf: cmd.ReplayOf, HookDepth: cmd.HookDepth,
 	}
 	encoded, err := ledger.EncodeData(data)
 	if err != nil {

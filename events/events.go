@@ -166,6 +166,18 @@ type Enqueued struct {
 	// Depth is how many routes lie between the job and its root: 0 for a
 	// job a producer enqueued, the parent's depth + 1 for a routed child.
 	Depth int `json:"depth,omitempty"`
+	// Pipeline is where the job stands in a pipeline run; nil for a job
+	// outside any pipeline.
+	Pipeline *PipelineStep `json:"pipeline,omitempty"`
+	// Context is the baggage the job's plugin receives as request.context:
+	// the durable context accumulated along its pipeline (absent: {}).
+	Context json.RawMessage `json:"context,omitempty"`
+	// ReplayOf is the job this one replays (job replay): the same event and
+	// context, run again as one step.
+	ReplayOf string `json:"replay_of,omitempty"`
+	// HookDepth is how many lifecycle hooks lie between the job and a job
+	// no hook started (0).
+	HookDepth int `json:"hook_depth,omitempty"`
 }
 
 // Envelope is the event a job's plugin receives as request.event: what a

@@ -1,0 +1,64 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/ductile/ductile/config"
+)
+
+// The functions below are the contract between the compiler and the
+// runtime. Their bodies are filled in by the compiler's change.
+
+var errNotBuilt = errors.New("pipelines: not built yet")
+
+// Compile compiles cfg.Pipelines. check, when not nil, says whether a
+// plugin command exists (nil error) or why not; it is called for every
+// uses node. Errors are a *config.ValidationError naming the file, line,
+// pipeline, step and the fix. A config without pipelines gives an empty
+// Set.
+func Compile(cfg *config.Config, check func(plugin, command string) error) (*Set, error) {
+	return &Set{Pipelines: map[string]*Pipeline{}}, nil
+}
+
+// Triggered returns the pipelines whose on is eventType, by name.
+func (s *Set) Triggered(eventType string) []*Pipeline { return nil }
+
+// Hooked returns the pipelines whose on-hook is signal, by name.
+func (s *Set) Hooked(signal string) []*Pipeline { return nil }
+
+// Scope is what a condition, a template and a claim read: the input
+// event's payload, the inherited context and the node's plugin config, each
+// a JSON object (nil: {}).
+type Scope struct {
+	Payload json.RawMessage
+	Context json.RawMessage
+	Config  json.RawMessage
+}
+
+// Eval says whether the condition holds in scope. An error is a condition
+// that cannot be evaluated (a regex that does not compile is a compile
+// error, not this).
+func (c *Condition) Eval(scope Scope) (bool, error) { return false, errNotBuilt }
+
+// Input is the payload the node's job receives: the incoming payload, or,
+// when the node has with:, the object its templates make from scope.
+func (n *Node) Input(scope Scope) (json.RawMessage, error) { return scope.Payload, nil }
+
+// Accrete returns the context after the node's baggage claims, evaluated
+// against scope (payload.* and the inherited context.*): a new path is
+// added, the same value again is fine, a different value for an inherited
+// path is a *BaggageError. Without claims it returns scope.Context as is.
+func (n *Node) Accrete(scope Scope) (json.RawMessage, error) { return scope.Context, errNotBuilt }
+
+// BaggageError is a claim that would rewrite an inherited context path.
+type BaggageError struct {
+	Node string
+	Path string
+	Old  json.RawMessage
+	New  json.RawMessage
+}
+
+func (e *BaggageError) Error() string {
+	return "step " + e.Node + ": baggage claim would change context." + e.Path + " from " + string(e.Old) + " to " + string(e.New) + ": inherited baggage is immutable (claim a new path instead)"
+}
