@@ -107,9 +107,12 @@ func withDefaults(s config.APIServer) config.APIServer {
 	if s.MaxBodySize <= 0 {
 		s.MaxBodySize = d.MaxBodySize
 	}
+	if s.MaxConcurrentSync <= 0 {
+		s.MaxConcurrentSync = d.MaxConcurrentSync
+	}
 	for _, pair := range []struct{ set, def *time.Duration }{
 		{&s.ReadHeaderTimeout, &d.ReadHeaderTimeout}, {&s.ReadTimeout, &d.ReadTimeout},
-		{&s.WriteTimeout, &d.WriteTimeout}, {&s.IdleTimeout, &d.IdleTimeout},
+		{&s.WriteTimeout, &d.WriteTimeout}, {&s.IdleTimeout, &d.IdleTimeout}, {&s.MaxSyncTimeout, &d.MaxSyncTimeout},
 	} {
 		if *pair.set <= 0 {
 			*pair.set = *pair.def
