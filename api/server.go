@@ -33,6 +33,10 @@ type Options struct {
 	Ledger    *ledger.Ledger
 	Projector *projections.Projector // optional: /healthz reports its lag
 	Current   Current
+	// Pipelines is the daemon's current compiled pipelines (nil: none).
+	Pipelines Pipelines
+	// StartPipeline starts a run; nil: commands.StartPipeline.
+	StartPipeline StartPipeline
 	// Settings are the listener's settings (config.APIServer); zero
 	// fields take config.DefaultAPIServer's.
 	Settings config.APIServer
@@ -57,6 +61,9 @@ type Server struct {
 	// loopbackOnly: Serve's listener is on loopback, so only loopback
 	// Host names are served.
 	loopbackOnly bool
+	// syncSlots holds one token per synchronous pipeline caller waiting
+	// (api.max_concurrent_sync).
+	syncSlots chan struct{}
 }
 
 // New builds the API's routes.
