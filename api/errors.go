@@ -20,6 +20,7 @@ const (
 	CodeConflict     = "conflict"      // 409
 	CodeTooLarge     = "too_large"     // 413
 	CodeUnavailable  = "unavailable"   // 503
+	CodeTooManySync  = "too_many_sync" // 503: api.max_concurrent_sync callers wait already
 	CodeError        = "error"         // 500 and anything else
 )
 
@@ -27,7 +28,7 @@ const (
 // what to do next.
 type Error struct {
 	Status  int                 `json:"-"`
-	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,too_large,unavailable,error" doc:"Stable error code"`
+	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,too_large,unavailable,too_many_sync,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
 	Errors  []*huma.ErrorDetail `json:"errors,omitempty" doc:"Details of invalid input"`

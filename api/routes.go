@@ -67,6 +67,7 @@ func (s *Server) register() {
 		OperationID: "get-queue", Method: http.MethodGet, Path: "/queue", Summary: "The queue's size and its first jobs",
 		Errors: []int{http.StatusBadRequest},
 	}, auth.JobsRO), s.getQueue)
+	s.registerPipelines()
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
 	}, s.health)

@@ -33,6 +33,10 @@ type Options struct {
 	Ledger    *ledger.Ledger
 	Projector *projections.Projector // optional: /healthz reports its lag
 	Current   Current
+	// Pipelines is the daemon's current compiled pipelines (nil: none).
+	Pipelines Pipelines
+	// StartPipeline starts a run; nil: commands.StartPipeline.
+	StartPipeline StartPipeline
 	// Settings are the listener's settings (config.APIServer); zero
 	// fields take config.DefaultAPIServer's.
 	Settings config.APIServer
@@ -57,6 +61,9 @@ type Server struct {
 	// loopbackOnly: Serve's listener is on loopback, so only loopback
 	// Host names are served.
 	loopbackOnly bool
+	// syncSlots holds one token per synchronous pipeline caller waiting
+	// (api.max_concurrent_sync).
+	syncSlots chan struct{}
 }
 
 // New builds the API's routes.
@@ -107,9 +114,12 @@ func withDefaults(s config.APIServer) config.APIServer {
 	if s.MaxBodySize <= 0 {
 		s.MaxBodySize = d.MaxBodySize
 	}
+	if s.MaxConcurrentSync <= 0 {
+		s.MaxConcurrentSync = d.MaxConcurrentSync
+	}
 	for _, pair := range []struct{ set, def *time.Duration }{
 		{&s.ReadHeaderTimeout, &d.ReadHeaderTimeout}, {&s.ReadTimeout, &d.ReadTimeout},
-		{&s.WriteTimeout, &d.WriteTimeout}, {&s.IdleTimeout, &d.IdleTimeout},
+		{&s.WriteTimeout, &d.WriteTimeout}, {&s.IdleTimeout, &d.IdleTimeout}, {&s.MaxSyncTimeout, &d.MaxSyncTimeout},
 	} {
 		if *pair.set <= 0 {
 			*pair.set = *pair.def

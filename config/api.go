@@ -15,6 +15,8 @@ const (
 	DefaultAPIReadTimeout       = 30 * time.Second
 	DefaultAPIWriteTimeout      = 30 * time.Second
 	DefaultAPIIdleTimeout       = 120 * time.Second
+	DefaultAPIMaxConcurrentSync = 10
+	DefaultAPIMaxSyncTimeout    = 5 * time.Minute
 )
 
 // APIServer holds the HTTP API's settings (the api: section). The API is
@@ -31,6 +33,12 @@ type APIServer struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
+	// MaxConcurrentSync is how many callers of a synchronous pipeline may
+	// wait at once; one more is answered 503.
+	MaxConcurrentSync int
+	// MaxSyncTimeout caps how long a synchronous caller waits (a
+	// pipeline's own timeout may be shorter).
+	MaxSyncTimeout time.Duration
 }
 
 // DefaultAPIServer returns the API's settings with every default, enabled.
@@ -39,11 +47,11 @@ func DefaultAPIServer() APIServer {
 		Enabled: true, Listen: DefaultAPIListen, MaxBodySize: DefaultAPIMaxBodySize,
 		ReadHeaderTimeout: DefaultAPIReadHeaderTimeout, ReadTimeout: DefaultAPIReadTimeout,
 		WriteTimeout: DefaultAPIWriteTimeout, IdleTimeout: DefaultAPIIdleTimeout,
+		MaxConcurrentSync: DefaultAPIMaxConcurrentSync, MaxSyncTimeout: DefaultAPIMaxSyncTimeout,
 	}
 }
 
-// apiServer reads the api: section into cfg.APIServer; the pipeline keys
-// (max_concurrent_sync, max_sync_timeout) are left to pipelines.
+// apiServer reads the api: section into cfg.APIServer.
 func (l *loader) apiServer(n *yaml.Node, path string, cfg *Config) {
 	cfg.API = n
 	s := DefaultAPIServer()
@@ -76,8 +84,16 @@ func (l *loader) apiServer(n *yaml.Node, path string, cfg *Config) {
 		field{"read_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.ReadTimeout) }},
 		field{"write_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.WriteTimeout) }},
 		field{"idle_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.IdleTimeout) }},
-		field{"max_concurrent_sync", func(*yaml.Node, string) {}}, // pipelines
-		field{"max_sync_timeout", func(*yaml.Node, string) {}},    // pipelines
+		field{"max_concurrent_sync", func(v *yaml.Node, path string) {
+			if i, ok := l.integer(v, path); ok {
+				if i < 1 {
+					l.fail(v, path, "must be ≥ 1, got %d (how many callers of synchronous pipelines may wait at once)", i)
+					return
+				}
+				s.MaxConcurrentSync = i
+			}
+		}},
+		field{"max_sync_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.MaxSyncTimeout) }},
 	)
 	cfg.APIServer = s
 }

@@ -33,6 +33,20 @@ func TestAPISection(t *testing.T) {
 	require.Equal(t, "127.0.0.1:9090", cfg.APIServer.Listen)
 	require.Equal(t, int64(2000), cfg.APIServer.MaxBodySize)
 	require.Equal(t, 5*time.Second, cfg.APIServer.WriteTimeout)
+	require.Equal(t, 3, cfg.APIServer.MaxConcurrentSync)
+	require.Equal(t, config.DefaultAPIMaxSyncTimeout, cfg.APIServer.MaxSyncTimeout, "not written: the default")
+
+	cfg, err = config.Load(write("api:\n  max_sync_timeout: 90s\n"))
+	require.NoError(t, err)
+	require.Equal(t, 90*time.Second, cfg.APIServer.MaxSyncTimeout)
+	require.Equal(t, config.DefaultAPIMaxConcurrentSync, cfg.APIServer.MaxConcurrentSync, "not written: the default")
+
+	_, err = config.Load(write("api:\n  max_concurrent_sync: 0\n  max_sync_timeout: 0s\n"))
+	require.ErrorContains(t, err, "api.max_concurrent_sync: must be ≥ 1, got 0")
+	require.ErrorContains(t, err, "api.max_sync_timeout: must be greater than 0")
+	_, err = config.Load(write("api:\n  max_concurrent_sync: lots\n  max_sync_timeout: 300\n"))
+	require.ErrorContains(t, err, "api.max_concurrent_sync: must be a whole number")
+	require.ErrorContains(t, err, "api.max_sync_timeout: must be a duration with a unit")
 
 	_, err = config.Load(write("api:\n  listen: nowhere\n  max_body_size: lots\n  lisen: x\n"))
 	require.ErrorContains(t, err, "api.listen: must be host:port")

@@ -1,0 +1,194 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humaecho"
+
+	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pipeline"
+	"github.com/ductile/ductile/views"
+)
+
+// Pipelines is the compiled pipeline set the daemon runs now (a reload
+// swaps it); nil, or a nil set, is no pipelines.
+type Pipelines func() *pipeline.Set
+
+// StartPipeline starts a run of a pipeline: commands.StartPipeline, which a
+// test replaces with its own.
+type StartPipeline func(ctx context.Context, l *ledger.Ledger, cmd commands.StartRun) (commands.RunStartedResult, error)
+
+// syncRetryAfter is the Retry-After of a 503 too_many_sync, in seconds.
+const syncRetryAfter = 1
+
+// registerPipelines adds POST /pipeline/{name}.
+func (s *Server) registerPipelines() {
+	s.syncSlots = make(chan struct{}, s.opts.Settings.MaxConcurrentSync)
+	if s.opts.StartPipeline == nil {
+		s.opts.StartPipeline = commands.StartPipeline
+	}
+	path := "/pipeline/{name}"
+	huma.Register(s.api, secured(huma.Operation{
+		OperationID: "run-pipeline", Method: http.MethodPost, Path: path,
+		Summary: "Run a pipeline",
+		Description: "Starts a run of the pipeline with the body as the payload of its first step's event (ductile.pipeline). " +
+			"An async pipeline answers 202 once the run is durable. A synchronous one waits for the run to finish, up to the " +
+			"pipeline's timeout capped by api.max_sync_timeout: 200 with its status and results, or 202 with status running " +
+			"past it (the run goes on: see its first job with GET /job/{id}/tree). At most api.max_concurrent_sync callers wait " +
+			"at once: one more is answered 503 too_many_sync with Retry-After, and nothing is started. " +
+			"Idempotency-Key is not supported for pipelines yet: a request with it is refused (400).",
+		MaxBodyBytes: s.opts.Settings.MaxBodySize + 1, SkipValidateBody: true,
+		RequestBody: &huma.RequestBody{Description: "The payload: a JSON object, or no body ({})",
+			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
+		Middlewares: huma.Middlewares{s.liftWriteDeadline},
+		Errors:      []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable},
+	}, auth.PluginRW), s.runPipeline)
+	op := s.api.OpenAPI().Paths[path].Post
+	op.RequestBody.Required = false
+	delete(op.RequestBody.Content, "application/octet-stream")
+	ok := op.Responses["200"]
+	ok.Description = "A synchronous pipeline's run finished within the wait: its status and results"
+	op.Responses["202"] = &huma.Response{
+		Description: "The run started (an async pipeline), or a synchronous one is still running past the wait: status running",
+		Content:     ok.Content,
+	}
+	op.Responses["503"].Headers = map[string]*huma.Param{"Retry-After": {
+		Description: "Seconds to wait before calling again", Schema: &huma.Schema{Type: huma.TypeInteger},
+	}}
+}
+
+// liftWriteDeadline lets a synchronous caller's answer be written after
+// api.write_timeout: its wait may last up to api.max_sync_timeout.
+func (s *Server) liftWriteDeadline(ctx huma.Context, next func(huma.Context)) {
+	set := s.opts.Settings
+	w := humaecho.Unwrap(ctx).Response().Writer
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(set.MaxSyncTimeout + set.WriteTimeout))
+	next(ctx)
+}
+
+// RunPipelineInput is POST /pipeline/{name}'s request.
+type RunPipelineInput struct {
+	Name           string `path:"name" maxLength:"128" doc:"A pipeline's name"`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"256" doc:"Not supported for pipelines yet: a request with it is refused (400)"`
+	RawBody        []byte
+}
+
+// PipelineRun is the answer to a pipeline run: 200 when a synchronous
+// run finished within the wait, 202 otherwise.
+type PipelineRun struct {
+	Status int
+	Body   struct {
+		RunID   string             `json:"run_id"`
+		JobID   string             `json:"job_id" doc:"The run's first job"`
+		Status  string             `json:"status" enum:"running,succeeded,failed" doc:"running (202), or how the run finished (200)"`
+		Error   string             `json:"error,omitempty" doc:"Why the run failed"`
+		Results []events.RunResult `json:"results,omitempty" doc:"When it finished: the jobs that ended a path of the run, in the order they ended"`
+	}
+}
+
+func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*PipelineRun, error) {
+	p, err := s.pipeline(in.Name)
+	if err != nil {
+		return nil, err
+	}
+	if in.IdempotencyKey != "" {
+		return nil, newError(http.StatusBadRequest, "send the request without it; a pipeline run cannot be deduplicated yet",
+			"Idempotency-Key is not supported for pipelines yet")
+	}
+	payload := json.RawMessage(`{}`)
+	if len(in.RawBody) > 0 {
+		var object map[string]json.RawMessage
+		if err := json.Unmarshal(in.RawBody, &object); err != nil || object == nil {
+			return nil, newError(http.StatusBadRequest, `send the payload as a JSON object, like {"url": "…"}, or no body`,
+				"the body is not a JSON object")
+		}
+		payload = in.RawBody
+	}
+	synchronous := p.ExecutionMode == pipeline.ModeSynchronous
+	if synchronous {
+		select {
+		case s.syncSlots <- struct{}{}:
+			defer func() { <-s.syncSlots }()
+		default:
+			return nil, s.tooManySync()
+		}
+	}
+	cfg, _ := s.opts.Current()
+	started, err := s.opts.StartPipeline(ctx, s.opts.Ledger, commands.StartRun{
+		Pipeline: p, Trigger: "api", Payload: payload, SubmittedBy: commands.ByAPI, Config: cfg, Now: s.opts.Now(),
+	})
+	if err != nil {
+		return nil, errorOf(err)
+	}
+	out := &PipelineRun{Status: http.StatusAccepted}
+	out.Body.RunID, out.Body.JobID, out.Body.Status = started.RunID, started.JobID, events.RunRunning
+	if !synchronous {
+		return out, nil
+	}
+	wait := p.Timeout
+	if wait <= 0 {
+		wait = pipeline.DefaultTimeout
+	}
+	wait = min(wait, s.opts.Settings.MaxSyncTimeout)
+	waitCtx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	defer context.AfterFunc(s.streams, cancel)() // Shutdown: answer now, the run goes on
+	finished, err := views.WaitRun(waitCtx, s.opts.Ledger, started.RunID)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // the caller is gone: nobody reads the answer
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		return out, nil
+	default:
+		return nil, errorOf(err)
+	}
+	out.Status = http.StatusOK
+	out.Body.Status, out.Body.Error, out.Body.Results = finished.Status, finished.Error, finished.Results
+	return out, nil
+}
+
+// pipeline is the current pipeline named name, or a 404 naming the known
+// ones.
+func (s *Server) pipeline(name string) (*pipeline.Pipeline, error) {
+	var set *pipeline.Set
+	if s.opts.Pipelines != nil {
+		set = s.opts.Pipelines()
+	}
+	if set != nil {
+		if p, ok := set.Pipelines[name]; ok {
+			return p, nil
+		}
+	}
+	var known []string
+	if set != nil {
+		for n := range set.Pipelines {
+			known = append(known, n)
+		}
+	}
+	slices.Sort(known)
+	return nil, newError(http.StatusNotFound, "its pipelines: "+joinOrNone(known)+"; see: ductile pipeline list",
+		fmt.Sprintf("no pipeline %q", name))
+}
+
+// tooManySync is the 503 of a synchronous call beyond
+// api.max_concurrent_sync.
+func (s *Server) tooManySync() error {
+	n := s.opts.Settings.MaxConcurrentSync
+	e := &Error{Status: http.StatusServiceUnavailable, Code: CodeTooManySync,
+		Message: fmt.Sprintf("%d synchronous pipeline calls are waiting already (api.max_concurrent_sync)", n),
+		Hint: fmt.Sprintf("call again after Retry-After seconds (nothing was started); or raise api.max_concurrent_sync "+
+			"(now %d) in the config and restart the daemon", n)}
+	return huma.ErrorWithHeaders(e, http.Header{"Retry-After": {strconv.Itoa(syncRetryAfter)}})
+}
