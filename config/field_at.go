@@ -12,3 +12,9 @@ func (c *Config) FieldAt(n *yaml.Node, path, msg string) FieldError {
 	}
 	return fe
 }
+
+// SortErrors orders errs by file (in load order), then line, as Load and
+// Check report theirs.
+func (c *Config) SortErrors(errs []FieldError) {
+	sortFieldErrors(errs, c.Files, c.Dir)
+}

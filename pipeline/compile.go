@@ -66,7 +66,7 @@ func compile(cfg *config.Config, check func(plugin, command string) error) (*Set
 			continue
 		}
 		if first, ok := c.defs[name.Value]; ok {
-			c.fail(name, path+".name", fmt.Sprintf("duplicate pipeline name %q (first at %s): rename one of them", name.Value, cfg.Position(first)))
+			c.fail(name, "pipelines["+name.Value+"].name", fmt.Sprintf("duplicate pipeline name %q (first at %s): rename one of them", name.Value, cfg.Position(first)))
 			continue
 		}
 		c.defs[name.Value] = n
@@ -78,6 +78,7 @@ func compile(cfg *config.Config, check func(plugin, command string) error) (*Set
 		}
 	}
 	if len(c.errs) > 0 {
+		cfg.SortErrors(c.errs)
 		return nil, &config.ValidationError{Errors: c.errs}
 	}
 	set.index()
@@ -214,9 +215,8 @@ func (b *build) step(n *yaml.Node, derived, prefix string) (string, func(next st
 		b.fail(n, path, "must be a mapping with one of uses:, call:, split: or steps:")
 		return "", noop
 	}
-	fields := b.keys(n, path, stepKeys, "a step takes id, one of uses/call/split/steps, and if, with, baggage (continue_on_error on a split)")
 	id := derived
-	if v := fields["id"]; v != nil {
+	if v := value(n, "id"); v != nil {
 		if v.Kind != yaml.ScalarNode || !idPattern.MatchString(v.Value) {
 			b.fail(v, path+".id", fmt.Sprintf("invalid step id %q: use letters, digits, _, - and . (starting with a letter or digit)", v.Value))
 		} else {
@@ -225,6 +225,7 @@ func (b *build) step(n *yaml.Node, derived, prefix string) (string, func(next st
 	}
 	full := prefix + id
 	path = b.stepPath(full)
+	fields := b.keys(n, path, stepKeys, "a step takes id, one of uses/call/split/steps, and if, with, baggage (continue_on_error on a split)")
 	b.claimID(full, n, path)
 
 	var kinds []string
@@ -234,11 +235,11 @@ func (b *build) step(n *yaml.Node, derived, prefix string) (string, func(next st
 		}
 	}
 	if len(kinds) != 1 {
-		what := "none"
-		if len(kinds) > 1 {
-			what = strings.Join(kinds, " and ")
+		if len(kinds) == 0 {
+			b.fail(n, path, "a step has exactly one of uses:, call:, split: or steps:, this one has none: add one, e.g. uses: myplugin")
+		} else {
+			b.fail(n, path, fmt.Sprintf("a step has exactly one of uses:, call:, split: or steps:, this one has %s: make them separate steps", strings.Join(kinds, " and ")))
 		}
-		b.fail(n, path, fmt.Sprintf("a step has exactly one of uses:, call:, split: or steps:, this one has %s: split it into steps, one each", what))
 		return "", noop
 	}
 	if v := fields["continue_on_error"]; v != nil && kinds[0] != "split" {

@@ -97,20 +97,19 @@ func (d *dryRun) walk(id string, s dryState, depth int) (dryState, bool) {
 				step.Outcome, step.Reason = DrySkipped, "its if is false: the step is bypassed with the same input"
 			}
 		}
+		step.Context, step.Pending = s.context, s.describePending()
 		if step.Outcome == DrySkipped {
-			step.Context = s.context
 			d.steps = append(d.steps, step)
 			id = n.Bypass()
 			continue
 		}
 		if step.Outcome == DryFails {
-			step.Context = s.context
 			d.steps = append(d.steps, step)
 			return s, false
 		}
 		after, err := s.accrete(n, scope)
 		if err != nil {
-			step.Outcome, step.Reason, step.Context = DryFails, err.Error(), s.context
+			step.Outcome, step.Reason = DryFails, err.Error()
 			d.steps = append(d.steps, step)
 			return s, false
 		}
