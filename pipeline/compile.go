@@ -308,7 +308,7 @@ func (b *build) group(n *yaml.Node, path, entry string, link func(string), cond 
 		return link
 	}
 	if cond != nil && first.If != nil {
-		b.fail(n, path+".if", fmt.Sprintf("its first step %q has an if of its own, and a group's if is tested on its first step: move one of the two conditions to a step of its own (a steps: group inside this one)", entry))
+		b.fail(n, path+".if", fmt.Sprintf("its first step %q has an if of its own, and a group's if gates the group at its first step: put the group's if on its steps one by one, or, if the first step should run only when both hold, combine them in the group's if with all: [...]", entry))
 	}
 	if with != nil && first.With != nil {
 		b.fail(n, path+".with", fmt.Sprintf("its first step %q has a with of its own: write one with (on the group or on the step)", entry))

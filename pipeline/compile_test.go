@@ -337,6 +337,21 @@ pipelines:
 			`config.yaml:13: pipelines[q].timeout: invalid duration "soon": use a duration like 30s, 3m or 1h`,
 			`config.yaml:14: pipelines[q].max_depth: must be a whole number of steps of 1 or more, got "0" (default 20)`,
 		}},
+		{"group if on a gated first step, and a bad id", `
+pipelines:
+  - name: p
+    steps:
+      - id: g
+        if: {path: payload.a, op: exists}
+        steps:
+          - uses: echo
+            if: {path: payload.b, op: exists}
+      - id: "a/b"
+        uses: echo
+`, []string{
+			`config.yaml:5: pipelines[p].steps[g].if: its first step "g.1" has an if of its own, and a group's if gates the group at its first step: put the group's if on its steps one by one, or, if the first step should run only when both hold, combine them in the group's if with all: [...]`,
+			`config.yaml:10: pipelines[p].steps[step2].id: invalid step id "a/b": use letters, digits, _, - and . (starting with a letter or digit)`,
+		}},
 		{"a called pipeline that does not compile", `
 pipelines:
   - name: p
