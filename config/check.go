@@ -158,18 +158,11 @@ func (c *Config) undeclaredKeys(name string, declared []string, at func(*yaml.No
 }
 
 // Unused returns a warning for each section the config sets that nothing
-// in this version reads yet: pipelines are accepted
-// (they are part of the spec) and kept for the features that will use them.
+// in this version reads yet. There is none now (pipelines are compiled by
+// package pipeline, and config check reports their errors); it stays for
+// the sections the spec adds before their features.
 func (c *Config) Unused() []FieldError {
-	var out []FieldError
-	add := func(n *yaml.Node, path, msg string) {
-		if n != nil && !isNull(n) {
-			out = append(out, FieldError{File: c.origin[n], Line: n.Line, Path: path, Msg: "accepted but not used yet: " + msg})
-		}
-	}
-	add(c.Pipelines, "pipelines", "this version runs no pipelines (use routes)")
-	sortFieldErrors(out, c.Files, c.Dir)
-	return out
+	return nil
 }
 
 // didYouMean is ": did you mean X?" for the name in names closest to word,

@@ -2,15 +2,12 @@ package pipeline
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/ductile/ductile/config"
 )
 
 // The functions below are the contract between the compiler and the
-// runtime. Their bodies are filled in by the compiler's change.
-
-var errNotBuilt = errors.New("pipelines: not built yet")
+// runtime.
 
 // Compile compiles cfg.Pipelines. check, when not nil, says whether a
 // plugin command exists (nil error) or why not; it is called for every
@@ -18,14 +15,24 @@ var errNotBuilt = errors.New("pipelines: not built yet")
 // pipeline, step and the fix. A config without pipelines gives an empty
 // Set.
 func Compile(cfg *config.Config, check func(plugin, command string) error) (*Set, error) {
-	return &Set{Pipelines: map[string]*Pipeline{}}, nil
+	return compile(cfg, check)
 }
 
 // Triggered returns the pipelines whose on is eventType, by name.
-func (s *Set) Triggered(eventType string) []*Pipeline { return nil }
+func (s *Set) Triggered(eventType string) []*Pipeline {
+	if s.byEvent == nil {
+		return s.scan(eventType, func(p *Pipeline) string { return p.On })
+	}
+	return s.byEvent[eventType]
+}
 
 // Hooked returns the pipelines whose on-hook is signal, by name.
-func (s *Set) Hooked(signal string) []*Pipeline { return nil }
+func (s *Set) Hooked(signal string) []*Pipeline {
+	if s.byHook == nil {
+		return s.scan(signal, func(p *Pipeline) string { return p.OnHook })
+	}
+	return s.byHook[signal]
+}
 
 // Scope is what a condition, a template and a claim read: the input
 // event's payload, the inherited context and the node's plugin config, each
@@ -39,17 +46,17 @@ type Scope struct {
 // Eval says whether the condition holds in scope. An error is a condition
 // that cannot be evaluated (a regex that does not compile is a compile
 // error, not this).
-func (c *Condition) Eval(scope Scope) (bool, error) { return false, errNotBuilt }
+func (c *Condition) Eval(scope Scope) (bool, error) { return c.eval(scope) }
 
 // Input is the payload the node's job receives: the incoming payload, or,
 // when the node has with:, the object its templates make from scope.
-func (n *Node) Input(scope Scope) (json.RawMessage, error) { return scope.Payload, nil }
+func (n *Node) Input(scope Scope) (json.RawMessage, error) { return n.input(scope) }
 
 // Accrete returns the context after the node's baggage claims, evaluated
 // against scope (payload.* and the inherited context.*): a new path is
 // added, the same value again is fine, a different value for an inherited
 // path is a *BaggageError. Without claims it returns scope.Context as is.
-func (n *Node) Accrete(scope Scope) (json.RawMessage, error) { return scope.Context, errNotBuilt }
+func (n *Node) Accrete(scope Scope) (json.RawMessage, error) { return n.accrete(scope) }
 
 // BaggageError is a claim that would rewrite an inherited context path.
 type BaggageError struct {

@@ -6,6 +6,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"regexp"
 	"time"
 )
 
@@ -33,6 +34,9 @@ const (
 // Set is the compiled pipelines of one config.
 type Set struct {
 	Pipelines map[string]*Pipeline `json:"pipelines"` // by name
+
+	byEvent map[string][]*Pipeline // on → pipelines, sorted by name
+	byHook  map[string][]*Pipeline // on-hook → pipelines, sorted by name
 }
 
 // Pipeline is one compiled pipeline. Calls are inlined, so a pipeline's
@@ -77,6 +81,10 @@ type Node struct {
 	// Next is the node after this one in its sequence ("": the end of its
 	// branch, or of the pipeline). For a split, Next is its join.
 	Next string `json:"next,omitempty"`
+	// Skip, when set, is where a false If goes instead of Next: the node
+	// after the call or steps: group this node is the first of (the if
+	// was written on the group). "" with If set means Next.
+	Skip string `json:"skip,omitempty"`
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 }
@@ -97,4 +105,6 @@ type Condition struct {
 	Path  string          `json:"path,omitempty"`  // payload.x | context.y | config.z
 	Value json.RawMessage `json:"value,omitempty"` // the operand
 	Of    []*Condition    `json:"of,omitempty"`    // for all, any, not
+
+	re *regexp.Regexp // the compiled regex operand (nil when loaded from JSON: Eval compiles it)
 }

@@ -147,7 +147,11 @@ func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
 		out.Errors = append(out.Errors, "skipped "+p.Error())
 	}
 	errs, warnings := cfg.Check(installed, skipped)
-	for _, fe := range errs {
+	pipelineErrs, err := pipelineErrors(cfg, installed, skipped)
+	if err != nil {
+		return err
+	}
+	for _, fe := range append(errs, pipelineErrs...) {
 		out.Errors = append(out.Errors, fe.Error())
 	}
 	for _, fe := range append(append(cfg.Unused(), cfg.IntegrityWarnings...), warnings...) {

@@ -42,9 +42,12 @@ func TestConfigCheck(t *testing.T) {
 				`mistakes.yaml:7: plugins.echo.config.mdoe: plugin "echo" does not declare this key: did you mean mode? (its config_keys: mode); it is passed on, but the plugin may never read it`,
 				`mistakes.yaml:14: routes[4].to: plugin "sink" is disabled (plugins.sink.enabled: false): jobs this route makes fail at once`,
 			}},
-		{file: "unused.yaml", code: 0,
-			warnings: []string{
-				"unused.yaml:9: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
+		{file: "unused.yaml", code: 0},
+		{file: "pipelines.yaml", code: 1,
+			errors: []string{
+				`pipelines.yaml:12: pipelines[bad].steps[step1].uses: plugin "sink" has no command "poll" (its commands: handle): write uses: plugin (runs handle) or plugin.command, naming one that is installed (see: ductile plugin list)`,
+				`pipelines.yaml:13: pipelines[bad].steps[step2].uses: no plugin named "snik" was found (did you mean sink?): write uses: plugin (runs handle) or plugin.command, naming one that is installed (see: ductile plugin list)`,
+				"pipelines.yaml:17: pipelines[bad].steps[gated].if.value: invalid regex \"(\": missing closing ): `(`: fix the pattern (Go RE2 syntax, see https://pkg.go.dev/regexp/syntax)",
 			}},
 		{file: "misspelt.yaml", code: 1,
 			errors: []string{
@@ -107,7 +110,7 @@ func TestDaemonWarnsOfUnusedSections(t *testing.T) {
 			paths = append(paths, l.Path+" "+l.At)
 		}
 	}
-	require.Equal(t, []string{"pipelines unused.yaml:9"}, paths)
+	require.Empty(t, paths, "every section is read now (pipelines are compiled)")
 	require.Equal(t, 0, p.signal(t, syscall.SIGTERM))
 }
 

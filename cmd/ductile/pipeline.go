@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/pipeline"
+)
+
+// pipelineCommand reads the config's pipelines, compiled: what the daemon
+// would run. Each subcommand is one entry of its list.
+func pipelineCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "pipeline",
+		Usage: "inspect the config's pipelines: list, show, graph and dry-run them",
+		Subcommands: []*cli.Command{
+			{
+				Name:   "list",
+				Usage:  "list the pipelines: trigger, mode, steps and hash",
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: pipelineList,
+			},
+			{
+				Name:      "show",
+				Usage:     "print a pipeline's compiled form, its nodes in order (calls inlined)",
+				ArgsUsage: "PIPELINE",
+				Flags:     []cli.Flag{jsonFlag()},
+				Action:    pipelineShow,
+			},
+			{
+				Name:      "graph",
+				Usage:     "print a pipeline as a Mermaid flowchart",
+				ArgsUsage: "PIPELINE",
+				Action:    pipelineGraph,
+			},
+			{
+				Name:  "dry-run",
+				Usage: "walk a pipeline from its first step without running anything: which steps run, with what input and context",
+				Description: "The first step's if, with and baggage are evaluated against --payload; a later step's\n" +
+					"input is the output of the step before it, unknown here, so what reads payload.* there\n" +
+					"is reported as depending on that output, while context.* and config.* are evaluated.",
+				ArgsUsage: "PIPELINE",
+				Flags: []cli.Flag{jsonFlag(),
+					&cli.StringFlag{Name: "payload", Usage: "`JSON` payload of the triggering event (default {}); @FILE reads it from FILE, - from stdin"}},
+				Action: pipelineDryRun,
+			},
+		},
+	}
+}
+
+// loadPipelines loads the config and compiles its pipelines (the plugins
+// are not looked up: ductile config check does that).
+func loadPipelines(c *cli.Context) (*env, *pipeline.Set, error) {
+	e, err := loadEnv(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := pipeline.Compile(e.cfg, nil)
+	if err != nil {
+		return nil, nil, withHint(codeInvalidConfig, err, "fix the pipelines: section, then check the file with: ductile config check")
+	}
+	return e, set, nil
+}
+
+// namedPipeline is the pipeline named by the command's argument.
+func namedPipeline(c *cli.Context) (*env, *pipeline.Pipeline, error) {
+	e, set, err := loadPipelines(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	name := c.Args().First()
+	p, ok := set.Pipelines[name]
+	if !ok {
+		names := pipelineNames(set)
+		suggestion := ""
+		if s := config.Suggest(name, names); s != "" {
+			suggestion = ": did you mean " + s + "?"
+		}
+		return nil, nil, hintf(codeNotFound, "see: ductile pipeline list", "no pipeline named %q in the config%s", name, suggestion)
+	}
+	return e, p, nil
+}
+
+func pipelineNames(set *pipeline.Set) []string {
+	names := make([]string, 0, len(set.Pipelines))
+	for name := range set.Pipelines {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// pipelineSummary is one line of pipeline list.
+type pipelineSummary struct {
+	Name          string `json:"name"`
+	On            string `json:"on,omitempty"`
+	OnHook        string `json:"on_hook,omitempty"`
+	ExecutionMode string `json:"execution_mode"`
+	Timeout       string `json:"timeout"`
+	MaxDepth      int    `json:"max_depth"`
+	Steps         int    `json:"steps"`
+	Hash          string `json:"hash"`
+	File          string `json:"file,omitempty"`
+	Line          int    `json:"line,omitempty"`
+}
+
+func pipelineList(c *cli.Context) error {
+	e, set, err := loadPipelines(c)
+	if err != nil {
+		return err
+	}
+	out := []pipelineSummary{}
+	for _, name := range pipelineNames(set) {
+		p := set.Pipelines[name]
+		out = append(out, pipelineSummary{Name: p.Name, On: p.On, OnHook: p.OnHook, ExecutionMode: p.ExecutionMode,
+			Timeout: p.Timeout.String(), MaxDepth: p.MaxDepth, Steps: len(p.Nodes), Hash: p.Hash, File: p.File, Line: p.Line})
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, struct {
+			Pipelines []pipelineSummary `json:"pipelines"`
+		}{out})
+	}
+	if len(out) == 0 {
+		fmt.Fprintln(e.stdout, "no pipelines in the config (add a pipelines: section; see docs/pipelines.md)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTRIGGER\tMODE\tSTEPS\tHASH")
+	for i, s := range out {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Name, set.Pipelines[out[i].Name].Trigger(), s.ExecutionMode, s.Steps, shortHash(s.Hash))
+	}
+	return tw.Flush()
+}
+
+// pipelineShown is pipeline show's JSON: the compiled form, nodes in order.
+type pipelineShown struct {
+	*pipeline.Pipeline
+	Nodes []*pipeline.Node `json:"nodes"`
+}
+
+func pipelineShow(c *cli.Context) error {
+	e, p, err := namedPipeline(c)
+	if err != nil {
+		return err
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, pipelineShown{Pipeline: p, Nodes: p.Order()})
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "pipeline %s (%s:%d)\n", p.Name, p.File, p.Line)
+	fmt.Fprintf(w, "  trigger         %s\n", p.Trigger())
+	fmt.Fprintf(w, "  execution_mode  %s (timeout %s)\n", p.ExecutionMode, p.Timeout)
+	fmt.Fprintf(w, "  max_depth       %d\n", p.MaxDepth)
+	fmt.Fprintf(w, "  hash            %s\n", p.Hash)
+	fmt.Fprintf(w, "nodes (entry %s):\n", p.Entry)
+	for _, n := range p.Order() {
+		what := n.Plugin + "." + n.Command
+		if n.Kind == pipeline.KindSplit {
+			what = "split [" + strings.Join(n.Branches, ", ") + "]"
+			if n.ContinueOnError {
+				what += " continue_on_error"
+			}
+		}
+		fmt.Fprintf(w, "  %s: %s", n.ID, what)
+		next := n.Next
+		if next == "" {
+			next = "(end)"
+		}
+		if n.Kind == pipeline.KindSplit {
+			fmt.Fprintf(w, " -> join %s\n", next)
+		} else {
+			fmt.Fprintf(w, " -> %s\n", next)
+		}
+		if n.If != nil {
+			bypass := n.Bypass()
+			if bypass == "" {
+				bypass = "(end)"
+			}
+			fmt.Fprintf(w, "      if %s (false: %s)\n", n.If, bypass)
+		}
+		for _, k := range slices.Sorted(maps.Keys(n.With)) {
+			fmt.Fprintf(w, "      with %s = %s\n", k, n.With[k])
+		}
+		for _, cl := range n.Baggage {
+			if cl.Namespace != "" {
+				fmt.Fprintf(w, "      baggage context.%s <- %s (bulk)\n", cl.Namespace, cl.From)
+			} else {
+				fmt.Fprintf(w, "      baggage context.%s <- %s\n", cl.Path, cl.From)
+			}
+		}
+	}
+	return nil
+}
+
+func pipelineGraph(c *cli.Context) error {
+	e, p, err := namedPipeline(c)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(e.stdout, p.Mermaid())
+	return err
+}
+
+func pipelineDryRun(c *cli.Context) error {
+	e, p, err := namedPipeline(c)
+	if err != nil {
+		return err
+	}
+	payload, err := readPayload(c)
+	if err != nil {
+		return err
+	}
+	steps, err := p.DryRun(payload, func(plugin string) json.RawMessage {
+		b, err := json.Marshal(e.cfg.Plugin(plugin).Config)
+		if err != nil {
+			return nil
+		}
+		return b
+	})
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if c.Bool("json") {
+		return printJSON(e.stdout, struct {
+			Pipeline string             `json:"pipeline"`
+			Hash     string             `json:"hash"`
+			Steps    []pipeline.DryStep `json:"steps"`
+		}{p.Name, p.Hash, steps})
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "dry run of pipeline %s (nothing is enqueued)\n", p.Name)
+	for _, s := range steps {
+		indent := strings.Repeat("  ", s.Depth+1)
+		what := s.Plugin + "." + s.Command
+		if s.Kind != pipeline.KindUses {
+			what = s.Kind
+		}
+		fmt.Fprintf(w, "%s%s (%s): %s", indent, s.Node, what, s.Outcome)
+		if s.Reason != "" {
+			fmt.Fprintf(w, ": %s", s.Reason)
+		}
+		fmt.Fprintln(w)
+		switch {
+		case s.Input != nil:
+			fmt.Fprintf(w, "%s  input   %s\n", indent, compactJSON(s.Input))
+		case s.InputFrom != "":
+			fmt.Fprintf(w, "%s  input   depends on %s\n", indent, s.InputFrom)
+		}
+		fmt.Fprintf(w, "%s  context %s\n", indent, compactJSON(s.Context))
+		for _, pending := range s.Pending {
+			fmt.Fprintf(w, "%s  pending context.%s\n", indent, pending)
+		}
+	}
+	return nil
+}
+
+// compactJSON is raw on one line.
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// pipelineCheck is the check config check gives pipeline.Compile: whether
+// a plugin command exists among the plugins discovery loaded.
+func pipelineCheck(installed map[string]config.InstalledPlugin, skipped []string) func(plugin, command string) error {
+	loaded := make([]string, 0, len(installed))
+	for name := range installed {
+		loaded = append(loaded, name)
+	}
+	sort.Strings(loaded)
+	return func(plugin, command string) error {
+		p, ok := installed[plugin]
+		switch {
+		case !ok && slices.Contains(skipped, plugin):
+			return fmt.Errorf("plugin %q was skipped (the reason is among the errors)", plugin)
+		case !ok:
+			suggestion := ""
+			if s := config.Suggest(plugin, loaded); s != "" {
+				suggestion = " (did you mean " + s + "?)"
+			}
+			return fmt.Errorf("no plugin named %q was found%s", plugin, suggestion)
+		case !slices.Contains(p.Commands, command):
+			return fmt.Errorf("plugin %q has no command %q (its commands: %s)", plugin, command, strings.Join(p.Commands, ", "))
+		}
+		return nil
+	}
+}
+
+// pipelineErrors are the pipelines' compile errors for config check.
+func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string) ([]config.FieldError, error) {
+	_, err := pipeline.Compile(cfg, pipelineCheck(installed, skipped))
+	var ve *config.ValidationError
+	switch {
+	case err == nil:
+		return nil, nil
+	case errors.As(err, &ve):
+		return ve.Errors, nil
+	}
+	return nil, err
+}
