@@ -24,6 +24,7 @@ func pipelineCommand() *cli.Command {
 		Name:  "pipeline",
 		Usage: "inspect the config's pipelines: list, show, graph and dry-run them",
 		Subcommands: []*cli.Command{
+			pipelineRunCommand(),
 			{
 				Name:   "list",
 				Usage:  "list the pipelines: trigger, mode, steps and hash",
