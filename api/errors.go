@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -18,6 +19,7 @@ const (
 	CodeForbidden    = "forbidden"     // 403
 	CodeNotFound     = "not_found"     // 404
 	CodeConflict     = "conflict"      // 409
+	CodeArchived     = "archived"      // 410: the moment asked for was archived
 	CodeTooLarge     = "too_large"     // 413
 	CodeUnavailable  = "unavailable"   // 503
 	CodeTooManySync  = "too_many_sync" // 503: api.max_concurrent_sync callers wait already
@@ -28,7 +30,7 @@ const (
 // what to do next.
 type Error struct {
 	Status  int                 `json:"-"`
-	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,too_large,unavailable,too_many_sync,error" doc:"Stable error code"`
+	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,archived,too_large,unavailable,too_many_sync,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
 	Errors  []*huma.ErrorDetail `json:"errors,omitempty" doc:"Details of invalid input"`
@@ -52,6 +54,8 @@ func codeOf(status int) string {
 		return CodeNotFound
 	case http.StatusConflict:
 		return CodeConflict
+	case http.StatusGone:
+		return CodeArchived
 	case http.StatusRequestEntityTooLarge:
 		return CodeTooLarge
 	case http.StatusServiceUnavailable:
@@ -114,6 +118,8 @@ func errorOf(err error) *Error {
 		transition *commands.TransitionError
 		retried    *commands.RetriedError
 		ambiguous  *views.AmbiguousIDError
+		badCut     *views.CutError
+		archived   *views.ArchivedError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -136,6 +142,10 @@ func errorOf(err error) *Error {
 		return newError(http.StatusConflict, "retry job "+retried.RetryJobID+" instead", retried.Error())
 	case errors.As(err, &transition):
 		return newError(http.StatusConflict, "see: GET /job/"+transition.JobID, transition.Error())
+	case errors.As(err, &badCut):
+		return newError(http.StatusBadRequest, "give at as a seq (digits) or an RFC 3339 time", "at: "+badCut.Error())
+	case errors.As(err, &archived):
+		return newError(http.StatusGone, fmt.Sprintf("ask for a later moment (after seq %d)", archived.Through), archived.Error())
 	case errors.As(err, &ambiguous):
 		return newError(http.StatusBadRequest, "give the whole job id", ambiguous.Error())
 	case errors.Is(err, commands.ErrJobNotFound):

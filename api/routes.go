@@ -39,8 +39,10 @@ func (s *Server) register() {
 	}, auth.JobsRO), s.listJobs)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job-tree", Method: http.MethodGet, Path: "/job/{id}/tree", Summary: "A job's whole tree: its root and every job routed from it, at any depth",
-		Description: "The root is the job's topmost ancestor through parent_job_id; at most limit jobs, those nearest the root, with truncated set when there were more.",
-		Errors:      []int{http.StatusBadRequest, http.StatusNotFound},
+		Description: "The root is the job's topmost ancestor through parent_job_id; at most limit jobs, those nearest the root, with truncated set when there were more. " +
+			"With at (a seq, or an RFC 3339 time: the last seq recorded at or before it), the tree as it was then: the jobs enqueued by then, each with the status, attempt and context its events up to that seq give; " +
+			"404 if the root was not enqueued yet, 410 (code archived) if that moment's events were archived.",
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusGone},
 	}, auth.JobsRO), s.jobTree)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job-events", Method: http.MethodGet, Path: "/job/{id}/events", Summary: "A job's events, from its stream",
@@ -215,13 +217,14 @@ func (s *Server) listJobs(ctx context.Context, in *ListJobsInput) (*Jobs, error)
 type JobTreeInput struct {
 	ID    string `path:"id" minLength:"1" maxLength:"64" doc:"A job id"`
 	Limit int    `query:"limit" minimum:"1" maximum:"10000" default:"1000" doc:"The most jobs to return"`
+	At    string `query:"at" maxLength:"64" doc:"Show the tree as it was at this moment: a seq, or an RFC 3339 time"`
 }
 
-// JobTree is a job's whole tree.
+// JobTree is a job's whole tree, now or at a moment.
 type JobTree struct {
 	Body struct {
 		JobID string `json:"job_id" doc:"The job asked for"`
-		views.JobTree
+		views.JobTreeAt
 	}
 }
 
@@ -230,12 +233,23 @@ func (s *Server) jobTree(ctx context.Context, in *JobTreeInput) (*JobTree, error
 	if err != nil {
 		return nil, errorOf(err)
 	}
+	out := &JobTree{}
+	out.Body.JobID = id
+	if in.At != "" {
+		cut, err := views.ParseCut(in.At)
+		if err != nil {
+			return nil, errorOf(err)
+		}
+		if out.Body.JobTreeAt, err = views.ReadJobTreeAt(ctx, s.opts.Ledger, id, cut, in.Limit); err != nil {
+			return nil, errorOf(err)
+		}
+		return out, nil
+	}
 	tree, err := views.ReadJobTree(ctx, s.opts.Ledger, id, in.Limit)
 	if err != nil {
 		return nil, errorOf(err)
 	}
-	out := &JobTree{}
-	out.Body.JobID, out.Body.JobTree = id, tree
+	out.Body.JobTreeAt = views.TreeNow(tree)
 	return out, nil
 }
 

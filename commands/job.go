@@ -50,6 +50,7 @@ type Job struct {
 	LastError   string
 	NextRetryAt time.Time // zero unless waiting for a retry
 	RetriedAs   string    // the job that retries this one (job.retried), if any
+	ReplayedAs  []string  // the jobs that replay this one (job.replayed), oldest first
 }
 
 // Terminal reports whether the job can no longer change.
@@ -142,6 +143,12 @@ func (j *Job) apply(ev ledger.Event) error {
 			return err
 		}
 		j.RetriedAs = d.RetryJobID
+	case events.JobReplayed:
+		var d events.Replayed
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		j.ReplayedAs = append(j.ReplayedAs, d.ReplayJobID)
 	default:
 		return fmt.Errorf("unknown job event type %q", ev.Type)
 	}

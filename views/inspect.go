@@ -34,7 +34,10 @@ type Inspection struct {
 	Cancel    *Cancel `json:"cancel,omitempty"`
 	RetryOf   string  `json:"retry_of,omitempty"`   // the job this one retries
 	RetriedAs string  `json:"retried_as,omitempty"` // the job that retries this one
-	Depth     int     `json:"depth,omitempty"`      // routes between the job and its root (0: a root)
+	// ReplayOf is the job this one replays, ReplayedAs the jobs that replay it.
+	ReplayOf   string   `json:"replay_of,omitempty"`
+	ReplayedAs []string `json:"replayed_as,omitempty"`
+	Depth      int      `json:"depth,omitempty"` // routes between the job and its root (0: a root)
 	// DroppedRoutes are the routed jobs its success did not enqueue, and why.
 	DroppedRoutes []events.DroppedRoute `json:"dropped_routes,omitempty"`
 	Attempts      []Attempt             `json:"attempts"`
@@ -113,7 +116,7 @@ func (in *Inspection) linksFromEvents(evs []ledger.Event) {
 		case events.JobEnqueued:
 			var d events.Enqueued
 			if json.Unmarshal(ev.Data, &d) == nil {
-				in.RetryOf, in.Depth = d.RetryOf, d.Depth
+				in.RetryOf, in.Depth, in.ReplayOf = d.RetryOf, d.Depth, d.ReplayOf
 			}
 		case events.JobSucceeded:
 			var d struct {
@@ -121,6 +124,11 @@ func (in *Inspection) linksFromEvents(evs []ledger.Event) {
 			}
 			if json.Unmarshal(ev.Data, &d) == nil {
 				in.DroppedRoutes = d.DroppedRoutes
+			}
+		case events.JobReplayed:
+			var d events.Replayed
+			if json.Unmarshal(ev.Data, &d) == nil {
+				in.ReplayedAs = append(in.ReplayedAs, d.ReplayJobID)
 			}
 		case events.JobRetried:
 			var d events.Retried

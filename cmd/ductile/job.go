@@ -44,9 +44,13 @@ func jobCommand() *cli.Command {
 				Name:      "inspect",
 				Usage:     "show a job: its state, attempts, events and children (JOB_ID may be a unique prefix)",
 				ArgsUsage: "JOB_ID",
-				Flags:     []cli.Flag{jsonFlag()},
-				Action:    withReadLedger(jobInspect),
+				Description: "With -v (--verbose), also its baggage: its context, its parent's, and the paths\n" +
+					"this step added (--json: context, parent_context, added_paths).",
+				Flags:  []cli.Flag{jsonFlag()},
+				Action: withReadLedger(jobInspect),
 			},
+			jobTreeCommand(),
+			jobReplayCommand(),
 			{
 				Name:      "cancel",
 				Usage:     "cancel a job: a queued one at once, a running one by stopping its plugin",
@@ -135,7 +139,22 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err != nil {
 		return jobError(err)
 	}
+	var baggage *views.Baggage
+	if c.Bool("verbose") { // the global -v, wherever it is given
+
+		b, err := views.ReadBaggage(c.Context, l, in.Job.ID)
+		if err != nil {
+			return jobError(err)
+		}
+		baggage = &b
+	}
 	if c.Bool("json") {
+		if baggage != nil {
+			return printJSON(e.stdout, struct {
+				*views.Inspection
+				*views.Baggage
+			}{in, baggage})
+		}
 		return printJSON(e.stdout, in)
 	}
 	j := in.Job
@@ -170,6 +189,12 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if in.RetriedAs != "" {
 		fmt.Fprintf(w, "retried as %s\n", in.RetriedAs)
 	}
+	if in.ReplayOf != "" {
+		fmt.Fprintf(w, "replay of  %s\n", in.ReplayOf)
+	}
+	for _, r := range in.ReplayedAs {
+		fmt.Fprintf(w, "replayed as %s\n", r)
+	}
 	if j.ParentJobID != nil {
 		fmt.Fprintf(w, "parent     %s (event %s)\n", *j.ParentJobID, deref(j.SourceEventID))
 	}
@@ -202,6 +227,9 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	fmt.Fprintf(w, "events:\n")
 	for _, ev := range in.Events {
 		fmt.Fprintf(w, "  %8d  %s  v%-3d %s\n", ev.Seq, ev.RecordedAt, ev.Version, ev.Type)
+	}
+	if baggage != nil {
+		printBaggage(e, *baggage)
 	}
 	if len(in.Children) > 0 {
 		fmt.Fprintf(w, "children:\n")
