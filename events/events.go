@@ -251,6 +251,9 @@ type RetryScheduled struct {
 type Dead struct {
 	Attempt int    `json:"attempt"`
 	Reason  string `json:"reason"`
+	// DroppedHooks are the on-hook pipelines its end did not start (past
+	// service.max_hook_depth).
+	DroppedHooks []DroppedRoute `json:"dropped_hooks,omitempty"`
 }
 
 // Recovered is the data of job.recovered: the attempt that was running when
