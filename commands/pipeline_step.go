@@ -490,10 +490,10 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at position, fail error) error {
 	scope := pipeline.Scope{Payload: in.payload, Context: ctx, Config: s.pluginConfig(n.Plugin)}
 	newCtx, payload := ctx, in.payload
-	if fail == nil {
+	if fail == nil && len(n.Baggage) > 0 {
 		newCtx, fail = n.Accrete(scope)
 	}
-	if fail == nil {
+	if fail == nil && len(n.With) > 0 {
 		payload, fail = n.Input(scope)
 	}
 	if fail != nil {
