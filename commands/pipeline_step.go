@@ -78,9 +78,15 @@ func (p *Pipelines) lookup(tx *ledger.Tx, name, hash string) (*pipeline.Pipeline
 	if pl, ok := compiled.Load(hash); ok {
 		return pl.(*pipeline.Pipeline), nil
 	}
+	// The newest version first: an archive keeps it in the main file.
 	evs, err := tx.ReadStream(events.PipelineStream(name))
 	if err != nil {
 		return nil, err
+	}
+	if last, ok, err := tx.LastEvent(events.PipelineStream(name)); err != nil {
+		return nil, err
+	} else if ok {
+		evs = append(evs, last)
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Type != events.PipelineCompiled {

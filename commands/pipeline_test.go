@@ -16,6 +16,8 @@ import (
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
+	"github.com/ductile/ductile/projections"
+	"github.com/ductile/ductile/views"
 )
 
 // Pipelines here are built by hand as their compiled form: the runtime's
@@ -505,4 +507,54 @@ func TestPipelineBaggageViolation(t *testing.T) {
 	require.Equal(t, events.StatusDead, jb.Status)
 	require.Contains(t, jb.LastError, "inherited baggage is immutable")
 	require.Equal(t, events.RunFailed, finished(t, b, run.RunID).Status)
+}
+
+func TestPipelineProjectionsReplayEqual(t *testing.T) {
+	b := setup(t)
+	pr := projections.New(b.l, projections.Options{})
+	pr.Start(b.ctx)
+	defer pr.Stop()
+
+	// A mixed run: a split whose branches succeed, fail and are canceled,
+	// a join, and a linear run that fails.
+	run := startRun(t, b, fanout(true), `{"k":1}`)
+	jobs := map[string]string{}
+	for _, j := range progress(t, b, run.RunID).Enqueued {
+		jobs[j.Node] = j.JobID
+	}
+	runOne(t, b, jobs["b0"], ok(`"zero"`), nil)
+	runOne(t, b, jobs["b1"], dead("boom"), nil)
+	_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: jobs["b2"], Reason: "stop", Now: now})
+	require.NoError(t, err)
+	runOne(t, b, enqueuedAt(t, b, run.RunID, "join"), ok(`"joined"`), nil)
+	other := startRun(t, b, linear(), `{}`)
+	runOne(t, b, other.JobID, dead("no"), nil)
+	running := startRun(t, b, linear(), `{}`)
+
+	head, err := b.l.LastSeq(b.ctx)
+	require.NoError(t, err)
+	require.NoError(t, pr.WaitFor(b.ctx, head))
+	scratch, err := ledger.Open(b.ctx, filepath.Join(t.TempDir(), "scratch.db"), ledger.Options{Synchronous: "NORMAL"})
+	require.NoError(t, err)
+	defer scratch.Close()
+	mismatch, err := projections.Compare(b.ctx, b.l, scratch, nil)
+	require.NoError(t, err)
+	require.Nil(t, mismatch)
+
+	got, err := views.ReadRun(b.ctx, b.l, run.RunID)
+	require.NoError(t, err)
+	require.Equal(t, events.RunSucceeded, got.Status)
+	require.Equal(t, run.JobID, got.JobID)
+	require.Len(t, got.Results, 1)
+	got, err = views.ReadRun(b.ctx, b.l, other.RunID)
+	require.NoError(t, err)
+	require.Equal(t, events.RunFailed, got.Status)
+	require.Equal(t, "no", got.Error)
+	runs, err := views.ListRuns(b.ctx, b.l, views.RunFilter{Pipeline: "linear"})
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	require.Equal(t, running.RunID, runs[0].RunID)
+	require.Equal(t, events.RunRunning, runs[0].Status)
+	_, err = views.ReadRun(b.ctx, b.l, "nope")
+	require.ErrorIs(t, err, views.ErrRunNotFound)
 }
