@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"bytes"
 	"io"
 
 	"zombiezen.com/go/sqlite"
@@ -20,8 +21,8 @@ func (EventContext) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	if ev.Type == events.LedgerArchived {
 		return forgetArchived(conn, ev, queries.DeleteArchivedEventContext)
 	}
-	if ev.Type != events.JobEnqueued {
-		return nil
+	if ev.Type != events.JobEnqueued || !bytes.Contains(ev.Data, []byte(`"pipeline":{`)) {
+		return nil // not a pipeline job: no need to decode it
 	}
 	var d events.Enqueued
 	if err := decodeData(ev.Data, &d); err != nil {
