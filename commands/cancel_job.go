@@ -16,6 +16,9 @@ type Cancel struct {
 	Reason string
 	Actor  string
 	Now    time.Time
+	// Pipelines moves the run of a canceled pipeline job on (nil: found
+	// in the ledger; see Pipelines).
+	Pipelines *Pipelines
 }
 
 // CancelJob appends the cancellation and returns the job's new status.
@@ -28,7 +31,11 @@ func CancelJob(ctx context.Context, l *ledger.Ledger, cmd Cancel) (events.Status
 		}
 		var evs []ledger.NewEvent
 		evs, status, err = cmd.decide(j)
-		return evs, err
+		if err != nil || status != events.StatusCanceled || len(evs) == 0 {
+			return evs, err
+		}
+		more, _, err := cmd.Pipelines.afterEnd(tx, j, jobEnd{Status: status, Error: cmd.Reason, Now: cmd.Now})
+		return append(evs, more...), err
 	})
 	if err != nil {
 		return "", fmt.Errorf("cancel job: %w", err)

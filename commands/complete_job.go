@@ -82,6 +82,9 @@ type Complete struct {
 	// Jitter returns random(0, base) for the backoff (default math/rand).
 	Jitter func(base time.Duration) time.Duration
 	Now    time.Time
+	// Pipelines moves the job's pipeline run on and starts the runs its
+	// events and its end trigger (pipeline_step.go); nil: no triggers.
+	Pipelines *Pipelines
 
 	dropped []events.DroppedRoute // set by prepare: what the success records
 }
@@ -292,6 +295,18 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			res.Status = events.StatusDead
 		}
 	}
+	if res.Status.Terminal() {
+		end := jobEnd{Status: res.Status, Timeout: out.Kind == events.OutcomeTimeout, Error: out.Error, Response: out.Response, Now: cmd.Now}
+		if r := cmd.Routing; r != nil && res.Status == events.StatusSucceeded {
+			end.Emitted = r.Events
+		}
+		more, dropped, err := cmd.Pipelines.afterEnd(tx, j, end)
+		if err != nil {
+			return nil, res, err
+		}
+		withDroppedHooks(evs, j.JobID, dropped)
+		evs = append(evs, more...)
+	}
 	breaker, err := breakerEvents(tx, j, res.Status, out.Error, cmd.Breaker, cmd.Now)
 	if err != nil {
 		return nil, res, err
@@ -325,6 +340,7 @@ func (cmd Complete) Refused(err error) Complete {
 	}
 	return Complete{
 		JobID: cmd.JobID, Attempt: cmd.Attempt, MaxStateBytes: cmd.MaxStateBytes, Breaker: cmd.Breaker, Jitter: cmd.Jitter, Now: cmd.Now,
+		Pipelines: cmd.Pipelines,
 		Outcome: Outcome{
 			Kind: events.OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration,
 			Error: fmt.Sprintf("the ledger refused to record the attempt's outcome (%s): %v; it is recorded without the plugin's output", what, err),

@@ -169,6 +169,9 @@ func (cmd *Enqueue) prepare() error {
 		return fmt.Errorf("%w: event nests %d levels deep; an event may nest at most %d", ErrInvalidCommand, d, events.MaxJSONDepth-1)
 	}
 	var err error
+	if err := checkContext(cmd.Context); err != nil {
+		return err
+	}
 	if cmd.Payload, err = asStored(cmd.Payload); err != nil {
 		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalidCommand)
 	}
@@ -190,7 +193,7 @@ func (cmd *Enqueue) prepare() error {
 		MaxAttempts: cmd.MaxAttempts, BackoffBaseMS: cmd.BackoffBase.Milliseconds(),
 		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
 		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: cmd.Event, RetryOf: cmd.RetryOf,
-		Depth: cmd.Depth, Pipeline: cmd.Pipeline, Context: cmd.Context, ReplayOf: cmd.ReplayOf, HookDepth: cmd.HookDepth,
+		Depth: cmd.Depth, Pipeline: cmd.Pipeline, Context: storedContext(cmd.Context), ReplayOf: cmd.ReplayOf, HookDepth: cmd.HookDepth,
 	}
 	encoded, err := ledger.EncodeData(data)
 	if err != nil {

@@ -3,10 +3,13 @@ package commands
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
 )
@@ -21,7 +24,25 @@ type StartRun struct {
 	SubmittedBy string
 	Config      *config.Config
 	Now         time.Time
+	// EventType is the first step's input event type (default
+	// ductile.pipeline): the on event's type, or the hook's signal.
+	EventType string
+	// ParentJobID, Depth, Correlation and HookDepth place the run's first
+	// jobs: an on trigger's run is a child of the emitting job, one deeper,
+	// in its tree; the zero values make a fresh root.
+	ParentJobID string
+	Depth       int
+	Correlation string
+	HookDepth   int
 }
+
+// Triggers, as run_started records them.
+const (
+	TriggerAPI   = "api"
+	TriggerCLI   = "cli"
+	TriggerEvent = "event"
+	TriggerHook  = "hook"
+)
 
 // RunStartedResult is a started run: its id and its first job.
 type RunStartedResult struct {
@@ -31,7 +52,105 @@ type RunStartedResult struct {
 }
 
 // StartPipeline records pipeline.run_started and enqueues the run's first
-// step(s), in one durable decision. (Body filled in by the runtime change.)
+// step(s), in one durable decision: entering its entry node (a uses node
+// makes a job, a split opens an instance and enters each branch, an if
+// that is false bypasses the node). The pipeline's compiled form is
+// recorded on pipeline/<name> the first time its hash runs. A run whose
+// every step is bypassed finishes in the same decision.
 func StartPipeline(ctx context.Context, l *ledger.Ledger, cmd StartRun) (RunStartedResult, error) {
-	return RunStartedResult{}, errors.New("pipelines: not built yet")
+	if err := cmd.validate(); err != nil {
+		return RunStartedResult{}, fmt.Errorf("start pipeline: %w", err)
+	}
+	var res RunStartedResult
+	seqs, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		p := &Pipelines{Config: cmd.Config}
+		evs, r, err := p.startRun(tx, cmd, map[string]bool{})
+		res = r
+		return evs, err
+	})
+	if err != nil {
+		return RunStartedResult{}, fmt.Errorf("start pipeline: %w", err)
+	}
+	if len(seqs) > 0 {
+		res.Seq = seqs[0]
+	}
+	return res, nil
+}
+
+func (cmd *StartRun) validate() error {
+	switch {
+	case cmd.Pipeline == nil:
+		return fmt.Errorf("%w: no pipeline given", ErrInvalidCommand)
+	case cmd.Pipeline.Entry == "" || cmd.Pipeline.Nodes[cmd.Pipeline.Entry] == nil:
+		return fmt.Errorf("%w: pipeline %s has no entry step", ErrInvalidCommand, cmd.Pipeline.Name)
+	case cmd.Trigger == "":
+		return fmt.Errorf("%w: trigger is required", ErrInvalidCommand)
+	}
+	if len(cmd.Payload) == 0 {
+		cmd.Payload = json.RawMessage("{}")
+	}
+	if !json.Valid(cmd.Payload) {
+		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalidCommand)
+	}
+	if cmd.SubmittedBy == "" {
+		cmd.SubmittedBy = cmd.Trigger
+	}
+	if cmd.Now.IsZero() {
+		cmd.Now = time.Now()
+	}
+	return nil
+}
+
+// startRun starts a run of cmd.Pipeline inside a decision: the events of
+// its start (pipeline.compiled once per hash, run_started, the first jobs,
+// run_finished if nothing is outstanding).
+func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) ([]ledger.NewEvent, RunStartedResult, error) {
+	if err := cmd.validate(); err != nil {
+		return nil, RunStartedResult{}, err
+	}
+	pl := cmd.Pipeline
+	u, err := uuid.NewV7()
+	if err != nil {
+		return nil, RunStartedResult{}, err
+	}
+	runID := u.String()
+	evs, err := compiledEvent(tx, pl, seen)
+	if err != nil {
+		return nil, RunStartedResult{}, err
+	}
+	var state events.RunState
+	cfg := cmd.Config
+	if cfg == nil {
+		cfg = p.config()
+	}
+	s := &stepper{tx: tx, pl: pl, cfg: cfg, runID: runID, state: &state, now: cmd.Now,
+		correlation: cmd.Correlation, hookDepth: cmd.HookDepth, seen: seen}
+	at := position{depth: cmd.Depth, parent: cmd.ParentJobID}
+	s.here = at
+	typ := cmd.EventType
+	if typ == "" {
+		typ = EventPipeline
+	}
+	if _, err := s.enter(pl.Entry, input{typ: typ, payload: cmd.Payload}, nil, at, nil); err != nil {
+		return nil, RunStartedResult{}, err
+	}
+	if err := s.closeReady(); err != nil {
+		return nil, RunStartedResult{}, err
+	}
+	mode := pl.ExecutionMode
+	if mode == "" {
+		mode = pipeline.ModeAsync
+	}
+	s.progress.State = state
+	correlation := s.correlation
+	if correlation == "" {
+		correlation = runID
+	}
+	meta := ledger.Meta{CorrelationID: correlation, Actor: cmd.SubmittedBy}
+	evs = append(evs, ledger.NewEvent{Stream: events.RunStream(runID), ExpectedVersion: 0, Type: events.PipelineRunStarted, Meta: meta,
+		Data: events.RunStarted{RunStartedData: events.RunStartedData{RunID: runID, Pipeline: pl.Name, Hash: pl.Hash, Mode: mode,
+			Trigger: cmd.Trigger, JobID: s.firstJob, SubmittedBy: cmd.SubmittedBy}, RunProgress: s.progress}})
+	evs = append(evs, s.evs...)
+	evs = append(evs, s.finished(1, meta)...)
+	return evs, RunStartedResult{RunID: runID, JobID: s.firstJob}, nil
 }

@@ -16,6 +16,9 @@ type Recover struct {
 	JobID  string
 	Reason string
 	Now    time.Time
+	// Pipelines moves the run of a pipeline job that ends here on (nil:
+	// found in the ledger; see Pipelines).
+	Pipelines *Pipelines
 }
 
 // RecoverResult says what became of an orphan.
@@ -36,7 +39,12 @@ func RecoverJob(ctx context.Context, l *ledger.Ledger, cmd Recover) (RecoverResu
 		}
 		var evs []ledger.NewEvent
 		evs, res = cmd.decide(j)
-		return evs, nil
+		if !res.Status.Terminal() || !res.Recovered {
+			return evs, nil
+		}
+		more, dropped, err := cmd.Pipelines.afterEnd(tx, j, jobEnd{Status: res.Status, Error: j.LastError, Now: cmd.Now})
+		withDroppedHooks(evs, j.JobID, dropped)
+		return append(evs, more...), err
 	})
 	if err != nil {
 		return RecoverResult{}, fmt.Errorf("recover job: %w", err)

@@ -22,6 +22,7 @@ const (
 	DefaultInitTimeout     = 30 * time.Second
 	DefaultRouteCommand    = "handle"
 	DefaultMaxRouteDepth   = 20
+	DefaultMaxHookDepth    = 3
 )
 
 // Config is the merged, validated configuration. Treat it as read-only once
@@ -97,6 +98,9 @@ type Service struct {
 	// MaxRouteDepth is the deepest a routed job may be (its root is 0):
 	// a route that would make a deeper one is dropped.
 	MaxRouteDepth int
+	// MaxHookDepth is how many lifecycle hooks may chain (a hook's run's
+	// job firing a hook…): past it no hook fires.
+	MaxHookDepth int
 }
 
 // PluginConfig is the operator's settings for one plugin.
@@ -112,6 +116,9 @@ type PluginConfig struct {
 	MaxOutstandingPolls int
 	// CircuitBreaker guards the plugin's scheduled jobs (spec §5.8).
 	CircuitBreaker CircuitBreaker
+	// NotifyOnComplete makes the end of each of its jobs fire the on-hook
+	// pipelines of the signal (job.completed, job.failed, job.timed_out).
+	NotifyOnComplete bool
 	// Config is passed to the plugin as is (never nil). Values filled from
 	// ${VAR} are strings.
 	Config map[string]any
@@ -169,6 +176,7 @@ func Default() *Config {
 			DedupeTTL:       DefaultDedupeTTL,
 			JobLogRetention: DefaultJobLogRetention,
 			MaxRouteDepth:   DefaultMaxRouteDepth,
+			MaxHookDepth:    DefaultMaxHookDepth,
 		},
 		Plugins:         map[string]PluginConfig{},
 		Routes:          []Route{},

@@ -70,6 +70,7 @@ func TestDefault(t *testing.T) {
 			DedupeTTL:       24 * time.Hour,
 			JobLogRetention: 30 * 24 * time.Hour,
 			MaxRouteDepth:   20,
+			MaxHookDepth:    3,
 		},
 		Plugins:         map[string]config.PluginConfig{},
 		Routes:          []config.Route{},
@@ -174,6 +175,7 @@ func TestLoad(t *testing.T) {
 					JobLogRetention: 36 * time.Hour, // 1d12h
 					AllowSymlinks:   true,
 					MaxRouteDepth:   20,
+					MaxHookDepth:    3,
 				}, c.Service)
 
 				echo := c.Plugin("echo")
@@ -368,11 +370,11 @@ func TestLoadErrors(t *testing.T) {
 			name: "typo",
 			want: []string{
 				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, tokens, webhooks)",
-				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_route_depth, max_workers)",
-				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
-				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_hook_depth, max_route_depth, max_workers)",
+				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:9: plugins.echo.timeouts.sync: unknown key (valid keys: handle, health, init, poll); commands other than poll, health and init use handle's timeout",
-				"config.yaml:11: plugins.other.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:11: plugins.other.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:12: plugins.other.retry.backoff: unknown key: did you mean backoff_base? (valid keys: backoff_base, max_attempts)",
 				"config.yaml:12: plugins.other.retry.Max-Attempts: unknown key: did you mean max_attempts? (valid keys: backoff_base, max_attempts)",
 			},
@@ -469,7 +471,7 @@ func TestFieldError(t *testing.T) {
 		File: "config.yaml",
 		Line: 4,
 		Path: "service.max_worker",
-		Msg:  "unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_route_depth, max_workers)",
+		Msg:  "unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_hook_depth, max_route_depth, max_workers)",
 	}, ve.Errors[1])
 }
 

@@ -94,6 +94,15 @@ func (l *loader) service(n *yaml.Node, path string, s *Service) {
 				s.MaxRouteDepth = i
 			}
 		}},
+		field{"max_hook_depth", func(v *yaml.Node, path string) {
+			if i, ok := l.integer(v, path); ok {
+				if i < 1 {
+					l.fail(v, path, "must be ≥ 1, got %d (how many lifecycle hooks may chain; a job no hook started is depth 0)", i)
+					return
+				}
+				s.MaxHookDepth = i
+			}
+		}},
 	)
 }
 
@@ -165,6 +174,7 @@ func (l *loader) plugins(n *yaml.Node, path string, cfg *Config) {
 			}},
 			field{"schedules", func(v *yaml.Node, path string) { l.schedules(v, path, name, &p, cfg) }},
 			field{"circuit_breaker", func(v *yaml.Node, path string) { l.circuitBreaker(v, path, &p.CircuitBreaker) }},
+			field{"notify_on_complete", func(v *yaml.Node, path string) { l.boolean(v, path, &p.NotifyOnComplete) }},
 		)
 		l.checkPollGuard(ppath, p, cfg.schedules[name])
 		cfg.Plugins[name] = p

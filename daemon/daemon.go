@@ -23,6 +23,7 @@ import (
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/metrics"
+	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/projections"
@@ -96,10 +97,11 @@ type Daemon struct {
 
 // current is what the daemon runs with: a reload replaces it whole.
 type current struct {
-	config  *config.Config
-	plugins *pluginhost.Registry
-	applied events.ConfigAppliedData
-	auth    *auth.Registry // the API's tokens and the webhooks' secrets, from config
+	config    *config.Config
+	plugins   *pluginhost.Registry
+	pipelines *pipeline.Set
+	applied   events.ConfigAppliedData
+	auth      *auth.Registry // the API's tokens and the webhooks' secrets, from config
 }
 
 // Config is the config the daemon runs with now (read-only).
@@ -163,9 +165,14 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		}
 		p.Step = step
 	}
+	set, err := CompilePipelines(cfg, reg)
+	if err != nil {
+		return nil, err
+	}
 	applied := Applied(reg, cfg, "start")
 	applied.StartedAt = commands.Time(d.started)
-	d.current.Store(&current{config: cfg, plugins: reg, applied: applied, auth: auth.New(cfg)})
+	applied.Pipelines = appliedPipelines(set)
+	d.current.Store(&current{config: cfg, plugins: reg, pipelines: set, applied: applied, auth: auth.New(cfg)})
 	if !opts.NoDispatch {
 		// The schedules the previous daemon ran count on where unchanged.
 		prev, ok, err := LastApplied(ctx, d.Ledger)
@@ -210,7 +217,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		observer = d.Metrics
 	}
 	d.dispatch = dispatch.Options{
-		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: reg, Logger: log,
+		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: reg, Pipelines: set, Logger: log,
 		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout, Observer: observer,
 	}
 	if !opts.NoDispatch {
@@ -360,7 +367,7 @@ func (d *Daemon) recoverOrphans(ctx context.Context) error {
 		return fmt.Errorf("find orphaned jobs: %w", err)
 	}
 	for _, id := range ids {
-		res, err := commands.RecoverJob(ctx, d.Ledger, commands.Recover{JobID: id, Now: time.Now()})
+		res, err := commands.RecoverJob(ctx, d.Ledger, commands.Recover{JobID: id, Now: time.Now(), Pipelines: d.pipelineRuntime()})
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/views"
 )
@@ -40,7 +41,7 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	if err != nil {
 		return events.ConfigAppliedData{}, err
 	}
-	cfg, reg, err := d.loadForReload()
+	cfg, reg, set, err := d.loadForReload()
 	if err != nil {
 		d.log.Error("config reload failed: keeping the config in use", "err", err.Error())
 		_, rerr := d.Ledger.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
@@ -50,6 +51,7 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	}
 	old := d.current.Load().applied
 	a := Applied(reg, cfg, "reload")
+	a.Pipelines = appliedPipelines(set)
 	a.Through, a.StartedAt = through, old.StartedAt
 	a.Changes = a.Settings.Diff(old.Settings)
 	// A plugin new to the daemon, or whose config changed, runs init before
@@ -66,9 +68,9 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
 	}
 	if d.Dispatcher != nil {
-		d.Dispatcher.Apply(cfg, reg)
+		d.Dispatcher.ApplyPipelines(cfg, reg, set)
 	}
-	d.current.Store(&current{config: cfg, plugins: reg, applied: a, auth: auth.New(cfg)})
+	d.current.Store(&current{config: cfg, plugins: reg, pipelines: set, applied: a, auth: auth.New(cfg)})
 	d.applySchedules(time.Now())
 	d.log.Info("config reloaded", "changes", len(a.Changes), "plugins", len(a.Plugins), "skipped", len(a.Skipped), "seq", seq)
 	if err := d.endOrphanedQueuedJobs(ctx, old, a, seq); err != nil {
@@ -77,11 +79,12 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	return a, nil
 }
 
-// loadForReload loads the config file again and discovers plugins for it.
-func (d *Daemon) loadForReload() (*config.Config, *pluginhost.Registry, error) {
+// loadForReload loads the config file again, discovers plugins for it and
+// compiles its pipelines.
+func (d *Daemon) loadForReload() (*config.Config, *pluginhost.Registry, *pipeline.Set, error) {
 	cfg, err := LoadConfig(d.Config().Source)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for _, fe := range cfg.IntegrityWarnings {
 		d.log.Warn("config file does not match .checksums", "file", fe.File, "detail", fe.Msg)
@@ -92,14 +95,18 @@ func (d *Daemon) loadForReload() (*config.Config, *pluginhost.Registry, error) {
 	}
 	reg, err := LoadPlugins(d.StateDir, cfg, d.log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for name, step := range d.steps {
 		if p, ok := reg.Get(name); ok {
 			p.Step = step
 		}
 	}
-	return cfg, reg, nil
+	set, err := CompilePipelines(cfg, reg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, reg, set, nil
 }
 
 // endOrphanedQueuedJobs cancels the queued jobs of the plugins old ran
@@ -148,7 +155,8 @@ func (d *Daemon) cancelQueued(ctx context.Context, plugin, reason string, seq in
 			return err
 		}
 		for _, j := range queued {
-			_, err := commands.CancelJob(ctx, d.Ledger, commands.Cancel{JobID: j.ID, Reason: reason, Actor: "daemon", Now: time.Now()})
+			_, err := commands.CancelJob(ctx, d.Ledger, commands.Cancel{JobID: j.ID, Reason: reason, Actor: "daemon", Now: time.Now(),
+				Pipelines: d.pipelineRuntime()})
 			if err != nil && !errors.Is(err, commands.ErrInvalidTransition) {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/projections"
 )
@@ -20,6 +21,8 @@ type Options struct {
 	Projector *projections.Projector // the dispatch loop's wake-ups; RunJob needs none
 	Config    *config.Config
 	Plugins   *pluginhost.Registry
+	// Pipelines are Config's compiled pipelines (nil: none).
+	Pipelines *pipeline.Set
 	Logger    *slog.Logger
 	// MaxWorkers overrides config service.max_workers.
 	MaxWorkers int
@@ -64,7 +67,14 @@ func (o Options) workers(cfg *config.Config) int {
 // with what it started with. Shrinking the pool stops no running job: the
 // slots free as they finish.
 func (d *Dispatcher) Apply(cfg *config.Config, reg *pluginhost.Registry) {
-	d.runner.current.Store(newSettings(cfg, reg))
+	d.ApplyPipelines(cfg, reg, d.runner.current.Load().pipelines.Set)
+}
+
+// ApplyPipelines is Apply with cfg's compiled pipelines, swapped with the
+// rest at once: runs started from now on use them; a run already going
+// finishes on the version it recorded (commands.Pipelines).
+func (d *Dispatcher) ApplyPipelines(cfg *config.Config, reg *pluginhost.Registry, set *pipeline.Set) {
+	d.runner.current.Store(newSettings(cfg, reg, set))
 	d.mu.Lock()
 	d.slots.max = d.opts.workers(cfg)
 	d.queue.forceRead()

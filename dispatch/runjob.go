@@ -134,7 +134,8 @@ func watchCancel(ctx context.Context, l *ledger.Ledger, log *slog.Logger, id str
 // cancelQueued cancels a queued job RunJob will not start, for reason; one
 // that ended meanwhile is left as it is.
 func cancelQueued(ctx context.Context, opts Options, id, reason string) error {
-	_, err := commands.CancelJob(ctx, opts.Ledger, commands.Cancel{JobID: id, Reason: reason, Now: opts.Now()})
+	_, err := commands.CancelJob(ctx, opts.Ledger, commands.Cancel{JobID: id, Reason: reason, Now: opts.Now(),
+		Pipelines: &commands.Pipelines{Set: opts.Pipelines, Config: opts.Config}})
 	if errors.Is(err, commands.ErrInvalidTransition) {
 		return nil // it ended meanwhile
 	}

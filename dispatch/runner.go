@@ -39,7 +39,7 @@ func newRunner(opts Options, stopped context.Context) *runner {
 		grace: opts.Grace, now: opts.Now, pause: newStartPause(log, opts.Now), stopped: stopped,
 		observe: opts.Observer,
 	}
-	r.current.Store(newSettings(opts.Config, opts.Plugins))
+	r.current.Store(newSettings(opts.Config, opts.Plugins, opts.Pipelines))
 	return r
 }
 
@@ -128,7 +128,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 			}
 			return pluginhost.Request{
 				Protocol: pluginhost.ProtocolVersion, JobID: st.JobID, Command: st.Command,
-				Config: cfgJSON, State: st.State, Context: json.RawMessage("{}"), Event: st.Event,
+				Config: cfgJSON, State: st.State, Context: requestContext(st.Job), Event: st.Event,
 				DeadlineAt: r.now().Add(timeout),
 			}, nil
 		}, pluginhost.RunOptions{Timeout: timeout, Grace: r.grace, OnStderr: func(lines pluginhost.StderrLines) {
@@ -167,8 +167,9 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 		r.observe.AttemptEnded(c.plugin, c.command, outcome.Kind, outcome.Duration)
 	}
 	job := st.Job
+	current := r.current.Load()
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: r.now(),
-		Breaker: r.current.Load().config.Plugin(job.Plugin).CircuitBreaker}
+		Breaker: current.config.Plugin(job.Plugin).CircuitBreaker, Pipelines: current.pipelines}
 	if outcome.Kind == events.OutcomeOK {
 		r.addFactsAndRouting(&complete, set, job, res)
 	}
@@ -220,4 +221,13 @@ func runnable(s *settings, c candidate) (*pluginhost.Plugin, json.RawMessage, st
 		return nil, nil, "encode plugin config: " + err.Error()
 	}
 	return p, cfgJSON, ""
+}
+
+// requestContext is the baggage a job's plugin receives as request.context:
+// the context its pipeline step recorded, {} when none.
+func requestContext(j *commands.Job) json.RawMessage {
+	if j == nil || len(j.Context) == 0 || string(j.Context) == "null" {
+		return json.RawMessage("{}")
+	}
+	return j.Context
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/pluginhost"
 )
 
@@ -14,13 +16,17 @@ import (
 type settings struct {
 	config  *config.Config
 	plugins *pluginhost.Registry
+	// pipelines are the compiled pipelines of config, with it: the
+	// completions a job's end moves runs on with and the runs it triggers.
+	pipelines *commands.Pipelines
 
 	mu      sync.Mutex
 	configs map[string]json.RawMessage // plugin configs as JSON, encoded once
 }
 
-func newSettings(cfg *config.Config, reg *pluginhost.Registry) *settings {
-	return &settings{config: cfg, plugins: reg, configs: map[string]json.RawMessage{}}
+func newSettings(cfg *config.Config, reg *pluginhost.Registry, set *pipeline.Set) *settings {
+	return &settings{config: cfg, plugins: reg, configs: map[string]json.RawMessage{},
+		pipelines: &commands.Pipelines{Set: set, Config: cfg}}
 }
 
 // pluginConfig is a plugin's config as JSON, encoded once: settings do not

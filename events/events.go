@@ -251,6 +251,9 @@ type RetryScheduled struct {
 type Dead struct {
 	Attempt int    `json:"attempt"`
 	Reason  string `json:"reason"`
+	// DroppedHooks are the on-hook pipelines its end did not start (past
+	// service.max_hook_depth).
+	DroppedHooks []DroppedRoute `json:"dropped_hooks,omitempty"`
 }
 
 // Recovered is the data of job.recovered: the attempt that was running when
@@ -328,6 +331,14 @@ type ConfigAppliedData struct {
 	// Changes are the settings that differ from the previous record's, for
 	// a reload.
 	Changes []config.Difference `json:"changes,omitempty"`
+	// Pipelines are the compiled pipelines it runs, by name and hash.
+	Pipelines []AppliedPipeline `json:"pipelines,omitempty"`
+}
+
+// AppliedPipeline is one compiled pipeline a daemon runs.
+type AppliedPipeline struct {
+	Name string `json:"name"`
+	Hash string `json:"hash"`
 }
 
 // ReloadFailedData is the data of config.reload_failed: a reload the daemon

@@ -12,6 +12,8 @@ type PipelineStep struct {
 	Hash     string   `json:"hash"`
 	Node     string   `json:"node"`
 	Splits   []string `json:"splits,omitempty"`
+	// Branches is the job's branch in each of Splits (same order).
+	Branches []int `json:"branches,omitempty"`
 }
 
 // RunStream is the stream of one pipeline run: its start, its progress
@@ -61,4 +63,136 @@ type RunResult struct {
 	Status  Status          `json:"status"`
 	Result  json.RawMessage `json:"result,omitempty"` // the response's result
 	Error   string          `json:"error,omitempty"`
+}
+
+// Further pipeline event types: a step's end on the run's stream, and a
+// compiled pipeline on its own stream (PipelineStream).
+const (
+	PipelineStepEnded = "pipeline.step_ended"
+	PipelineCompiled  = "pipeline.compiled"
+)
+
+// PipelineStream is the stream of one pipeline's compiled versions.
+func PipelineStream(name string) string { return "pipeline/" + name }
+
+// StatusSkipped is a branch entry that ran no job: every step of the
+// branch was bypassed by its if.
+const StatusSkipped Status = "skipped"
+
+// CompiledData is the data of pipeline.compiled: one compiled version of a
+// pipeline, recorded once per hash, so that a run started on it finishes
+// on it after a reload or a restart.
+type CompiledData struct {
+	Name     string          `json:"name"`
+	Hash     string          `json:"hash"`
+	Pipeline json.RawMessage `json:"pipeline"` // the compiled form (pipeline.Pipeline as JSON)
+}
+
+// RunProgress is what one decision did to a run: the jobs it enqueued, the
+// steps it bypassed or dropped, the split instances it opened and closed,
+// and the run's bookkeeping after it (State).
+type RunProgress struct {
+	Enqueued []RunJob      `json:"enqueued,omitempty"`
+	Skipped  []SkippedStep `json:"skipped,omitempty"`
+	Dropped  []DroppedStep `json:"dropped,omitempty"`
+	Opened   []string      `json:"opened,omitempty"` // split instance ids
+	Closed   []ClosedSplit `json:"closed,omitempty"`
+	State    RunState      `json:"state"`
+}
+
+// RunJob is a job a run enqueued at a node.
+type RunJob struct {
+	JobID string `json:"job_id"`
+	Node  string `json:"node"`
+	// Error, when set, is why the job was recorded dead at once (a baggage
+	// claim that would change inherited context).
+	Error string `json:"error,omitempty"`
+}
+
+// SkippedStep is a step bypassed because its if was false.
+type SkippedStep struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// DroppedStep is a step not entered: past the pipeline's max_depth, or
+// its if could not be evaluated. It fails its path.
+type DroppedStep struct {
+	Node   string `json:"node"`
+	Depth  int    `json:"depth,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// ClosedSplit is a split instance with nothing outstanding: joined (its
+// join step entered), ended (it had no join step) or failed (a branch
+// failed and continue_on_error is off: the join is not run).
+type ClosedSplit struct {
+	Split  string `json:"split"`
+	Node   string `json:"node"`
+	Status string `json:"status"` // joined | ended | failed
+	Error  string `json:"error,omitempty"`
+}
+
+// Split instance ends.
+const (
+	SplitJoined = "joined"
+	SplitEnded  = "ended"
+	SplitFailed = "failed"
+)
+
+// RunState is a run's bookkeeping as its stream's newest event leaves it:
+// the jobs not yet terminal, the open split instances and the results so
+// far. Each decision on the run reads it from that one event.
+type RunState struct {
+	Outstanding int         `json:"outstanding"`
+	Splits      []OpenSplit `json:"splits,omitempty"` // open split instances, outer before inner
+	Results     []RunResult `json:"results,omitempty"`
+	Failed      bool        `json:"failed,omitempty"`
+	Error       string      `json:"error,omitempty"`
+}
+
+// OpenSplit is an open split instance: where it stands, the context its
+// branches started with, its jobs not yet terminal (in any branch, nested
+// splits included) and the entries of its branches that ended.
+type OpenSplit struct {
+	ID          string          `json:"id"`
+	Node        string          `json:"node"`
+	Outer       []string        `json:"outer,omitempty"`        // the splits enclosing it
+	OuterBranch []int           `json:"outer_branch,omitempty"` // its branch in each of them
+	Context     json.RawMessage `json:"context,omitempty"`
+	Outstanding int             `json:"outstanding"`
+	Branches    []BranchEnd     `json:"branches,omitempty"`
+}
+
+// BranchEnd is one job that ended a branch of a split instance (or a
+// branch that ran no job, or failed without one).
+type BranchEnd struct {
+	Branch  int               `json:"branch"`
+	Node    string            `json:"node"`
+	JobID   string            `json:"job_id,omitempty"`
+	Plugin  string            `json:"plugin,omitempty"`
+	Command string            `json:"command,omitempty"`
+	Status  Status            `json:"status"`
+	Result  json.RawMessage   `json:"result,omitempty"`
+	Events  []json.RawMessage `json:"events,omitempty"`
+	Error   string            `json:"error,omitempty"`
+	Context json.RawMessage   `json:"context,omitempty"`
+}
+
+// StepEndedData is the data of pipeline.step_ended: a job of the run
+// reached a terminal state, and what that did to the run.
+type StepEndedData struct {
+	RunID  string `json:"run_id"`
+	JobID  string `json:"job_id"`
+	Node   string `json:"node"`
+	Status Status `json:"status"`
+	RunProgress
+}
+
+// RunStarted is the data of pipeline.run_started as recorded: the run, and
+// what entering its first step did (the jobs enqueued, the steps bypassed).
+type RunStarted struct {
+	RunStartedData
+	RunProgress
 }
