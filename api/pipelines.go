@@ -15,6 +15,7 @@ import (
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
@@ -191,4 +192,18 @@ func (s *Server) tooManySync() error {
 		Hint: fmt.Sprintf("call again after Retry-After seconds (nothing was started); or raise api.max_concurrent_sync "+
 			"(now %d) in the config and restart the daemon", n)}
 	return huma.ErrorWithHeaders(e, http.Header{"Retry-After": {strconv.Itoa(syncRetryAfter)}})
+}
+
+// pipelineRuntime is what a job the API ends moves its pipeline run on with:
+// the daemon's current pipelines and config.
+func (s *Server) pipelineRuntime() *commands.Pipelines {
+	var cfg *config.Config
+	if s.opts.Current != nil {
+		cfg, _ = s.opts.Current()
+	}
+	var set *pipeline.Set
+	if s.opts.Pipelines != nil {
+		set = s.opts.Pipelines()
+	}
+	return &commands.Pipelines{Set: set, Config: cfg}
 }

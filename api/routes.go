@@ -314,7 +314,8 @@ func (s *Server) cancelJob(ctx context.Context, in *CancelInput) (*Canceled, err
 	if reason == "" {
 		reason = "canceled through the API"
 	}
-	status, err := commands.CancelJob(ctx, s.opts.Ledger, commands.Cancel{JobID: id, Reason: reason, Actor: commands.ByAPI, Now: s.opts.Now()})
+	status, err := commands.CancelJob(ctx, s.opts.Ledger, commands.Cancel{JobID: id, Reason: reason, Actor: commands.ByAPI, Now: s.opts.Now(),
+		Pipelines: s.pipelineRuntime()})
 	if err != nil {
 		return nil, errorOf(err)
 	}

@@ -150,8 +150,8 @@ func (e *jobEnd) parse() response {
 func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEvent, []events.DroppedRoute, error) {
 	set := p.set()
 	hasSet := set != nil && len(set.Pipelines) > 0
-	if j.Pipeline == nil && !hasSet {
-		return nil, nil, nil // the common case: nothing to do
+	if j.Pipeline == nil && !hasSet || j.ReplayOf != "" {
+		return nil, nil, nil // the common case, and a replay: one step, nothing follows it
 	}
 	var evs []ledger.NewEvent
 	var res response
@@ -163,7 +163,7 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 		return res
 	}
 	seen := map[string]bool{} // pipeline versions recorded by this decision
-	if j.Pipeline != nil && j.ReplayOf == "" {
+	if j.Pipeline != nil {
 		more, err := p.stepEnded(tx, j, end, parse(), seen)
 		if err != nil {
 			return nil, nil, err
@@ -473,7 +473,7 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 			}
 			if !ok {
 				s.progress.Skipped = append(s.progress.Skipped, events.SkippedStep{Node: n.ID, Reason: "if was false"})
-				id = n.Next
+				id = n.Bypass() // a gated group or call is skipped whole
 				continue
 			}
 		}

@@ -68,8 +68,8 @@ func (r *runner) addFactsAndRouting(complete *commands.Complete, s *settings, jo
 			complete.Facts = append(complete.Facts, commands.FactRule{FactType: fo.FactType, View: string(fo.CompatibilityView), From: fo.From})
 		}
 	}
-	if res.Response == nil || len(res.Response.Events) == 0 {
-		return
+	if res.Response == nil || len(res.Response.Events) == 0 || job.ReplayOf != "" {
+		return // a replay is one step: what it emits is recorded, not routed
 	}
 	evs := make([]router.Event, len(res.Response.Events))
 	for i, e := range res.Response.Events {
