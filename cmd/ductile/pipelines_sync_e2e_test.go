@@ -307,7 +307,9 @@ func waitRun(t *testing.T, s *pipelineSyncWorld, runID string) events.RunFinishe
 }
 
 // TestPipelineSyncRunWaitJSONE2E: pipeline run NAME --wait --json prints
-// the finished run with its results, and exits 1 for a failed run.
+// the finished run with its results, and exits 1 for a failed run; without
+// --json a result that is a string is printed as text, as plugin run --wait
+// prints it.
 func TestPipelineSyncRunWaitJSONE2E(t *testing.T) {
 	t.Parallel()
 	s := newPipelineSyncWorld(t)
@@ -327,9 +329,13 @@ func TestPipelineSyncRunWaitJSONE2E(t *testing.T) {
 	require.Equal(t, out.JobID, out.Results[0].JobID)
 	require.JSONEq(t, `"sunk"`, string(out.Results[0].Result))
 
+	r := s.run("pipeline", "run", "quick", "--wait", "--timeout", "1m")
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Regexp(t, `(?m)^  step1: sink handle, job \S+ succeeded: sunk$`, r.stdout)
+
 	require.NoError(t, os.WriteFile(s.broken, nil, 0o644))
 	out.Results = nil
-	r := s.runJSON(1, &out, "pipeline", "run", "broken", "--wait", "--timeout", "1m", "--json")
+	r = s.runJSON(1, &out, "pipeline", "run", "broken", "--wait", "--timeout", "1m", "--json")
 	require.Equal(t, "broken", out.Pipeline)
 	require.Equal(t, events.RunFailed, out.Status, r.stdout)
 	require.NotEmpty(t, out.Error, r.stdout)
