@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -171,11 +173,25 @@ func printPipelineRun(e *env, out pipelineRunOutput) {
 		case r.Error != "":
 			fmt.Fprintf(e.stdout, ": %s", r.Error)
 		case len(r.Result) > 0:
-			fmt.Fprintf(e.stdout, ": %s", quote(string(r.Result)))
+			fmt.Fprintf(e.stdout, ": %s", resultText(r.Result))
 		}
 		fmt.Fprintln(e.stdout)
 	}
 	fmt.Fprintf(e.stdout, "details: ductile job tree %s\n", out.JobID)
+}
+
+// resultText is a step's result as one line: a string as its text (as
+// plugin run --wait prints it), anything else as its JSON; cut past 80 bytes.
+func resultText(result json.RawMessage) string {
+	text := string(result)
+	var s string
+	if json.Unmarshal(result, &s) == nil {
+		text = s
+	}
+	if q := quote(text); q != strconv.Quote(text) || strings.ContainsAny(text, "\n\r") {
+		return q // long, or several lines: quoted and cut
+	}
+	return text
 }
 
 // configPipeline compiles the config's pipelines, checking each step's
