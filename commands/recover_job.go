@@ -42,7 +42,7 @@ func RecoverJob(ctx context.Context, l *ledger.Ledger, cmd Recover) (RecoverResu
 		if !res.Status.Terminal() || !res.Recovered {
 			return evs, nil
 		}
-		more, dropped, err := cmd.Pipelines.afterEnd(tx, j, jobEnd{Status: res.Status, Error: j.LastError, Now: cmd.Now})
+		more, dropped, err := cmd.Pipelines.afterEnd(tx, j, jobEnd{Status: res.Status, Error: endReason(evs, j.LastError), Now: cmd.Now})
 		withDroppedHooks(evs, j.JobID, dropped)
 		return append(evs, more...), err
 	})
@@ -50,6 +50,21 @@ func RecoverJob(ctx context.Context, l *ledger.Ledger, cmd Recover) (RecoverResu
 		return RecoverResult{}, fmt.Errorf("recover job: %w", err)
 	}
 	return res, nil
+}
+
+// endReason is the reason the job's dead or canceled event among evs
+// records (the run's error and a hook's error say why it ended), else
+// fallback.
+func endReason(evs []ledger.NewEvent, fallback string) string {
+	for _, ev := range evs {
+		switch d := ev.Data.(type) {
+		case events.Dead:
+			return d.Reason
+		case events.Canceled:
+			return d.Reason
+		}
+	}
+	return fallback
 }
 
 func (cmd Recover) decide(j *Job) ([]ledger.NewEvent, RecoverResult) {
