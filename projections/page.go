@@ -129,11 +129,27 @@ func (p *pendingRows[K, R]) flushOne(k K, write func(*R) error) error {
 	return write(r)
 }
 
-// applyPage folds each job the page enqueues into one row of job_queue; the
-// events of other jobs go through Apply.
+// totalKey names a row of job_totals.
+type totalKey struct {
+	plugin string
+	status events.Status
+}
+
+// applyPage folds each job the page enqueues into one row of job_queue, and
+// the jobs of those that reach a terminal status into one addition per row
+// of job_totals; the events of other jobs go through Apply.
 func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 	var rows pendingRows[string, queries.InsertJobRowParams]
 	write := func(r *queries.InsertJobRowParams) error { return queries.InsertJobRow(conn, *r) }
+	var totals pendingRows[totalKey, queries.AddJobTotalParams]
+	finished := func(plugin string, status events.Status) {
+		k := totalKey{plugin, status}
+		if t := totals.byKey[k]; t != nil {
+			t.N++
+			return
+		}
+		totals.add(k, &queries.AddJobTotalParams{Plugin: plugin, Status: string(status), N: 1})
+	}
 	for i, ev := range pg.events {
 		id := events.JobIDFromStream(ev.Stream)
 		if id == "" {
@@ -177,6 +193,9 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 			})
 			continue
 		}
+		if status, ok := terminal[ev.Type]; ok {
+			finished(row.Plugin, status)
+		}
 		if !foldJob(row, ev, d) {
 			// Not one the fold knows (or a second job.enqueued): write the
 			// row as it stands and apply the event to it, as Apply would.
@@ -188,7 +207,15 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 			}
 		}
 	}
-	return rows.flush(write)
+	if err := rows.flush(write); err != nil {
+		return err
+	}
+	return totals.flush(func(t *queries.AddJobTotalParams) error { return queries.AddJobTotal(conn, *t) })
+}
+
+// terminal maps the events that end a job to the status they end it in.
+var terminal = map[string]events.Status{
+	events.JobSucceeded: events.StatusSucceeded, events.JobDead: events.StatusDead, events.JobCanceled: events.StatusCanceled,
 }
 
 // foldJob applies a job event to its row as JobQueue.Apply's statement for
