@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -23,6 +25,7 @@ func TestConfigCheck(t *testing.T) {
 		code     int
 		errors   []string
 		warnings []string
+		locked   bool // it holds webhooks: run from a locked copy (lockedCopy)
 	}{
 		{file: "ok.yaml", code: 0, warnings: []string{
 			// ok.yaml routes echo back to itself: a warning, not an error.
@@ -42,7 +45,7 @@ func TestConfigCheck(t *testing.T) {
 				`mistakes.yaml:7: plugins.echo.config.mdoe: plugin "echo" does not declare this key: did you mean mode? (its config_keys: mode); it is passed on, but the plugin may never read it`,
 				`mistakes.yaml:14: routes[4].to: plugin "sink" is disabled (plugins.sink.enabled: false): jobs this route makes fail at once`,
 			}},
-		{file: "unused.yaml", code: 0,
+		{file: "unused.yaml", code: 0, locked: true,
 			warnings: []string{
 				"unused.yaml:9: pipelines: accepted but not used yet: this version runs no pipelines (use routes)",
 			}},
@@ -59,7 +62,11 @@ func TestConfigCheck(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
-			args := []string{"config", "check", "--config", filepath.Join(dir, tc.file), "--state-dir", t.TempDir()}
+			path := filepath.Join(dir, tc.file)
+			if tc.locked {
+				path = lockedCopy(t, path)
+			}
+			args := []string{"config", "check", "--config", path, "--state-dir", t.TempDir()}
 			r := ductile(t, nil, append(args, "--json")...)
 			require.Equal(t, tc.code, r.code, "%s", r)
 			var out struct {
@@ -94,7 +101,7 @@ func TestDaemonWarnsOfUnusedSections(t *testing.T) {
 	t.Parallel()
 	cfg, err := filepath.Abs(filepath.Join("testdata", "config", "check", "unused.yaml"))
 	require.NoError(t, err)
-	p := start(t, nil, "system", "start", "--config", cfg, "--state-dir", t.TempDir())
+	p := start(t, nil, "system", "start", "--config", lockedCopy(t, cfg), "--state-dir", t.TempDir())
 	_, started := p.waitLine(t, 0, messageIs("ductile started"))
 	lines, _ := p.snapshot()
 	var paths []string
@@ -115,7 +122,7 @@ func TestDaemonWarnsOfUnusedSections(t *testing.T) {
 // credentials inside URLs and DSNs and keeps the rest readable.
 func TestConfigShowRedactsCredentials(t *testing.T) {
 	t.Parallel()
-	cfg := filepath.Join("testdata", "config", "show-secrets.yaml")
+	cfg := lockedCopy(t, filepath.Join("testdata", "config", "show-secrets.yaml"))
 	for _, args := range [][]string{{"config", "show"}, {"config", "show", "--json"}} {
 		r := mustRun(t, nil, append(args, "--config", cfg, "--state-dir", t.TempDir())...)
 		for _, secret := range []string{"s3cret", "pa55word", "pr0xy", "l1bpq", "fwdpass", "app:", "user:", "proxyuser", "hook:", "sup3rsecret"} {
@@ -126,4 +133,21 @@ func TestConfigShowRedactsCredentials(t *testing.T) {
 			require.Contains(t, r.stdout, kept, "%v", args)
 		}
 	}
+}
+
+// lockedCopy copies the config file src (one file, no includes) to a
+// temporary directory, 0600 as ductile writes files, its relative
+// plugin_roots ../../plugins made absolute, and runs config lock on it as
+// a user would: a config holding webhooks: or secrets: loads only locked,
+// and a checkout's file modes are whatever its umask gave.
+func lockedCopy(t *testing.T, src string) string {
+	t.Helper()
+	body, err := os.ReadFile(src)
+	require.NoError(t, err)
+	plugins, err := filepath.Abs(filepath.Join("testdata", "plugins"))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(string(body), "../../plugins", plugins)), 0o600))
+	mustRun(t, nil, "config", "lock", "--config", path)
+	return path
 }
