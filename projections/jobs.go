@@ -20,7 +20,15 @@ type JobQueue struct{}
 
 func (JobQueue) Name() string { return "job_queue" }
 
-func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
+func (q JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
+	return q.apply(conn, ev, func(plugin string, status events.Status) error {
+		return queries.AddJobTotal(conn, queries.AddJobTotalParams{Plugin: plugin, Status: string(status), N: 1})
+	})
+}
+
+// apply is Apply, handing each job that ends to finished (applyPage adds
+// them up per page).
+func (JobQueue) apply(conn *sqlite.Conn, ev ledger.Event, finished func(plugin string, status events.Status) error) error {
 	id := events.JobIDFromStream(ev.Stream)
 	if id == "" {
 		if ev.Type == events.LedgerArchived {
@@ -53,7 +61,7 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: int64(d.Attempt), At: &at, Seq: ev.Seq, ID: id})
 	case events.JobSucceeded:
 		plugin, err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusSucceeded), At: &at, Seq: ev.Seq, ID: id})
-		return countFinished(conn, plugin, events.StatusSucceeded, err)
+		return countFinished(plugin, events.StatusSucceeded, err, finished)
 	case events.JobFailed, events.JobTimedOut:
 		var d struct { // only the error of events.AttemptEnded, not its output
 			Error string `json:"error"`
@@ -74,7 +82,7 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 			return err
 		}
 		plugin, err := queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: strPtr(d.Reason), Seq: ev.Seq, ID: id})
-		return countFinished(conn, plugin, events.StatusDead, err)
+		return countFinished(plugin, events.StatusDead, err, finished)
 	case events.JobRecovered:
 		var d events.Recovered
 		if err := decodeData(ev.Data, &d); err != nil {
@@ -92,22 +100,22 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 			return err
 		}
 		plugin, err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusCanceled), At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id})
-		return countFinished(conn, plugin, events.StatusCanceled, err)
+		return countFinished(plugin, events.StatusCanceled, err, finished)
 	}
 	return nil
 }
 
-// countFinished adds a job of plugin that reached status to job_totals,
+// countFinished hands a job of plugin that reached status to finished,
 // given what the statement that ended its row returned (ErrNoRows: there
 // is no such job, and nothing to count).
-func countFinished(conn *sqlite.Conn, plugin string, status events.Status, err error) error {
+func countFinished(plugin string, status events.Status, err error, finished func(string, events.Status) error) error {
 	if errors.Is(err, queries.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return queries.AddJobTotal(conn, queries.AddJobTotalParams{Plugin: plugin, Status: string(status), N: 1})
+	return finished(plugin, status)
 }
 
 // Reset empties job_queue and job_totals.

@@ -136,19 +136,21 @@ type totalKey struct {
 }
 
 // applyPage folds each job the page enqueues into one row of job_queue, and
-// the jobs of those that reach a terminal status into one addition per row
-// of job_totals; the events of other jobs go through Apply.
+// the page's jobs that reach a terminal status into one addition per row of
+// job_totals; the events of other jobs go through Apply (apply, their
+// totals added up with the page's).
 func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 	var rows pendingRows[string, queries.InsertJobRowParams]
 	write := func(r *queries.InsertJobRowParams) error { return queries.InsertJobRow(conn, *r) }
 	var totals pendingRows[totalKey, queries.AddJobTotalParams]
-	finished := func(plugin string, status events.Status) {
+	finished := func(plugin string, status events.Status) error {
 		k := totalKey{plugin, status}
 		if t := totals.byKey[k]; t != nil {
 			t.N++
-			return
+			return nil
 		}
 		totals.add(k, &queries.AddJobTotalParams{Plugin: plugin, Status: string(status), N: 1})
+		return nil
 	}
 	for i, ev := range pg.events {
 		id := events.JobIDFromStream(ev.Stream)
@@ -158,7 +160,7 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 				if err := rows.flush(write); err != nil {
 					return err
 				}
-				if err := q.Apply(conn, ev); err != nil {
+				if err := q.apply(conn, ev, finished); err != nil {
 					return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
 				}
 			}
@@ -166,7 +168,7 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 		}
 		row := rows.byKey[id]
 		if row == nil && ev.Type != events.JobEnqueued {
-			if err := q.Apply(conn, ev); err != nil {
+			if err := q.apply(conn, ev, finished); err != nil {
 				return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
 			}
 			continue
@@ -194,7 +196,7 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 			continue
 		}
 		if status, ok := terminal[ev.Type]; ok {
-			finished(row.Plugin, status)
+			_ = finished(row.Plugin, status) // it only adds up
 		}
 		if !foldJob(row, ev, d) {
 			// Not one the fold knows (or a second job.enqueued): write the
@@ -202,7 +204,7 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 			if err := rows.flushOne(id, write); err != nil {
 				return err
 			}
-			if err := q.Apply(conn, ev); err != nil {
+			if err := q.apply(conn, ev, finished); err != nil {
 				return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
 			}
 		}
