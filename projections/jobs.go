@@ -60,8 +60,10 @@ func (JobQueue) apply(conn *sqlite.Conn, ev ledger.Event, finished func(plugin s
 		}
 		return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: int64(d.Attempt), At: &at, Seq: ev.Seq, ID: id})
 	case events.JobSucceeded:
-		plugin, err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusSucceeded), At: &at, Seq: ev.Seq, ID: id})
-		return countFinished(plugin, events.StatusSucceeded, err, finished)
+		if err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusSucceeded), At: &at, Seq: ev.Seq, ID: id}); err != nil {
+			return err
+		}
+		return countFinished(conn, id, events.StatusSucceeded, finished)
 	case events.JobFailed, events.JobTimedOut:
 		var d struct { // only the error of events.AttemptEnded, not its output
 			Error string `json:"error"`
@@ -81,8 +83,10 @@ func (JobQueue) apply(conn *sqlite.Conn, ev ledger.Event, finished func(plugin s
 		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
-		plugin, err := queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: strPtr(d.Reason), Seq: ev.Seq, ID: id})
-		return countFinished(plugin, events.StatusDead, err, finished)
+		if err := queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: strPtr(d.Reason), Seq: ev.Seq, ID: id}); err != nil {
+			return err
+		}
+		return countFinished(conn, id, events.StatusDead, finished)
 	case events.JobRecovered:
 		var d events.Recovered
 		if err := decodeData(ev.Data, &d); err != nil {
@@ -99,16 +103,19 @@ func (JobQueue) apply(conn *sqlite.Conn, ev ledger.Event, finished func(plugin s
 		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
-		plugin, err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusCanceled), At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id})
-		return countFinished(plugin, events.StatusCanceled, err, finished)
+		if err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusCanceled), At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id}); err != nil {
+			return err
+		}
+		return countFinished(conn, id, events.StatusCanceled, finished)
 	}
 	return nil
 }
 
-// countFinished hands a job of plugin that reached status to finished,
-// given what the statement that ended its row returned (ErrNoRows: there
-// is no such job, and nothing to count).
-func countFinished(plugin string, status events.Status, err error, finished func(string, events.Status) error) error {
+// countFinished hands job id, which reached status, to finished with its
+// plugin (a job job_queue does not hold is not counted, as its row was not
+// ended).
+func countFinished(conn *sqlite.Conn, id string, status events.Status, finished func(string, events.Status) error) error {
+	plugin, err := queries.GetJobPlugin(conn, id)
 	if errors.Is(err, queries.ErrNoRows) {
 		return nil
 	}

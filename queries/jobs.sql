@@ -21,13 +21,11 @@ UPDATE job_queue
 SET status = 'running', attempt = @attempt, started_at = @at, next_retry_at = NULL, updated_seq = @seq
 WHERE id = CAST(@id AS TEXT);
 
--- name: SetJobEnded :one
--- A terminal status: succeeded, dead or canceled. It returns the plugin,
--- for job_totals (no row: no such job).
+-- name: SetJobEnded :exec
+-- A terminal status: succeeded, dead or canceled.
 UPDATE job_queue
 SET status = @status, completed_at = @at, last_error = @last_error, next_retry_at = NULL, updated_seq = @seq
-WHERE id = CAST(@id AS TEXT)
-RETURNING plugin;
+WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobRetry :exec
 UPDATE job_queue
@@ -36,11 +34,10 @@ SET status = 'queued', attempt = @attempt, next_retry_at = @next_retry_at,
     updated_seq = @seq
 WHERE id = CAST(@id AS TEXT);
 
--- name: SetJobDead :one
+-- name: SetJobDead :exec
 UPDATE job_queue
 SET status = 'dead', completed_at = @at, last_error = coalesce(last_error, @reason), next_retry_at = NULL, updated_seq = @seq
-WHERE id = CAST(@id AS TEXT)
-RETURNING plugin;
+WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobLastError :exec
 UPDATE job_queue SET last_error = @last_error, updated_seq = @seq WHERE id = CAST(@id AS TEXT);

@@ -231,8 +231,7 @@ func SetJobStarted(conn *sqlite.Conn, arg SetJobStartedParams) (err error) {
 
 const setJobEnded = `UPDATE job_queue
 SET status = ?1, completed_at = ?2, last_error = ?3, next_retry_at = NULL, updated_seq = ?4
-WHERE id = CAST(?5 AS TEXT)
-RETURNING plugin`
+WHERE id = CAST(?5 AS TEXT)`
 
 type SetJobEndedParams struct {
 	Status    string
@@ -242,12 +241,11 @@ type SetJobEndedParams struct {
 	ID        string
 }
 
-// A terminal status: succeeded, dead or canceled. It returns the plugin,
-// for job_totals (no row: no such job).
-func SetJobEnded(conn *sqlite.Conn, arg SetJobEndedParams) (v string, err error) {
+// A terminal status: succeeded, dead or canceled.
+func SetJobEnded(conn *sqlite.Conn, arg SetJobEndedParams) (err error) {
 	stmt, err := conn.Prepare(setJobEnded)
 	if err != nil {
-		return v, fmt.Errorf("SetJobEnded: %w", err)
+		return fmt.Errorf("SetJobEnded: %w", err)
 	}
 	defer func() {
 		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
@@ -267,15 +265,16 @@ func SetJobEnded(conn *sqlite.Conn, arg SetJobEndedParams) (v string, err error)
 	}
 	stmt.BindInt64(4, arg.Seq)
 	stmt.BindText(5, arg.ID)
-	hasRow, err := stmt.Step()
-	if err != nil {
-		return v, fmt.Errorf("SetJobEnded: %w", err)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("SetJobEnded: %w", err)
+		}
+		if !hasRow {
+			break
+		}
 	}
-	if !hasRow {
-		return v, ErrNoRows
-	}
-	v = stmt.ColumnText(0)
-	return v, nil
+	return nil
 }
 
 const setJobRetry = `UPDATE job_queue
@@ -325,8 +324,7 @@ func SetJobRetry(conn *sqlite.Conn, arg SetJobRetryParams) (err error) {
 
 const setJobDead = `UPDATE job_queue
 SET status = 'dead', completed_at = ?1, last_error = coalesce(last_error, ?2), next_retry_at = NULL, updated_seq = ?3
-WHERE id = CAST(?4 AS TEXT)
-RETURNING plugin`
+WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobDeadParams struct {
 	At     *string
@@ -335,10 +333,10 @@ type SetJobDeadParams struct {
 	ID     string
 }
 
-func SetJobDead(conn *sqlite.Conn, arg SetJobDeadParams) (v string, err error) {
+func SetJobDead(conn *sqlite.Conn, arg SetJobDeadParams) (err error) {
 	stmt, err := conn.Prepare(setJobDead)
 	if err != nil {
-		return v, fmt.Errorf("SetJobDead: %w", err)
+		return fmt.Errorf("SetJobDead: %w", err)
 	}
 	defer func() {
 		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
@@ -357,15 +355,16 @@ func SetJobDead(conn *sqlite.Conn, arg SetJobDeadParams) (v string, err error) {
 	}
 	stmt.BindInt64(3, arg.Seq)
 	stmt.BindText(4, arg.ID)
-	hasRow, err := stmt.Step()
-	if err != nil {
-		return v, fmt.Errorf("SetJobDead: %w", err)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("SetJobDead: %w", err)
+		}
+		if !hasRow {
+			break
+		}
 	}
-	if !hasRow {
-		return v, ErrNoRows
-	}
-	v = stmt.ColumnText(0)
-	return v, nil
+	return nil
 }
 
 const setJobLastError = `UPDATE job_queue SET last_error = ?1, updated_seq = ?2 WHERE id = CAST(?3 AS TEXT)`

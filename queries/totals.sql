@@ -9,3 +9,7 @@ SELECT plugin, status, n FROM job_totals ORDER BY plugin, status;
 
 -- name: DeleteJobTotals :exec
 DELETE FROM job_totals;
+
+-- name: GetJobPlugin :one
+-- The plugin of a job (job_queue), for job_totals.
+SELECT plugin FROM job_queue WHERE id = CAST(@id AS TEXT);

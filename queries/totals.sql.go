@@ -107,3 +107,28 @@ func DeleteJobTotals(conn *sqlite.Conn) (err error) {
 	}
 	return nil
 }
+
+const getJobPlugin = `SELECT plugin FROM job_queue WHERE id = CAST(?1 AS TEXT)`
+
+// The plugin of a job (job_queue), for job_totals.
+func GetJobPlugin(conn *sqlite.Conn, id string) (v string, err error) {
+	stmt, err := conn.Prepare(getJobPlugin)
+	if err != nil {
+		return v, fmt.Errorf("GetJobPlugin: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("GetJobPlugin: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, id)
+	hasRow, err := stmt.Step()
+	if err != nil {
+		return v, fmt.Errorf("GetJobPlugin: %w", err)
+	}
+	if !hasRow {
+		return v, ErrNoRows
+	}
+	v = stmt.ColumnText(0)
+	return v, nil
+}
