@@ -25,6 +25,9 @@ func loadTokens(t *testing.T, tokens map[string]string) *config.Config {
 	}
 	file += "secrets:\n  github: s3cret\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(file), 0o600))
+	// As a user does before starting the daemon: ductile config lock.
+	_, _, err := config.Lock(filepath.Join(dir, "config.yaml"))
+	require.NoError(t, err)
 	cfg, err := config.Load(filepath.Join(dir, "config.yaml"))
 	require.NoError(t, err)
 	return cfg

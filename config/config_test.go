@@ -91,7 +91,7 @@ func TestDefault(t *testing.T) {
 
 func TestTimeout(t *testing.T) {
 	t.Parallel()
-	c, err := config.Load(fixture(t, "full", "config.yaml"))
+	c, err := config.Load(loadable(t, "full"))
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		plugin, command string
@@ -162,7 +162,7 @@ func TestLoad(t *testing.T) {
 		{
 			name: "full",
 			check: func(t *testing.T, c *config.Config) {
-				dir := fixture(t, "full")
+				dir := c.Dir // a locked copy of testdata/full (loadable)
 				require.Equal(t, filepath.Join(dir, "state"), c.StateDir)
 				require.Equal(t, []string{
 					filepath.Join(dir, "plugins"),
@@ -306,7 +306,7 @@ func TestLoad(t *testing.T) {
 			for _, k := range tc.unset {
 				unsetenv(t, k)
 			}
-			c, err := config.Load(fixture(t, tc.name, "config.yaml"))
+			c, err := config.Load(loadable(t, tc.name))
 			require.NoError(t, err)
 			tc.check(t, c)
 		})
@@ -485,7 +485,7 @@ func TestLoadMissingFile(t *testing.T) {
 
 func TestRedacted(t *testing.T) {
 	t.Setenv("DUCTILE_TEST_REDACT", "from-env")
-	c, err := config.Load(fixture(t, "redact", "config.yaml"))
+	c, err := config.Load(loadable(t, "redact"))
 	require.NoError(t, err)
 	r := c.Redacted()
 
@@ -612,13 +612,13 @@ func TestMarshalRoundTrip(t *testing.T) {
 	for _, name := range []string{"defaults", "full", "include", "anchors", "schedules"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c, err := config.Load(fixture(t, name, "config.yaml"))
+			c, err := config.Load(loadable(t, name))
 			require.NoError(t, err)
 			y, err := yaml.Marshal(c)
 			require.NoError(t, err)
 			path := filepath.Join(t.TempDir(), "config.yaml")
 			require.NoError(t, os.WriteFile(path, y, 0o600))
-			back, err := config.Load(path)
+			back, err := lockAndLoad(t, path)
 			require.NoError(t, err, string(y))
 			require.JSONEq(t, mustJSON(t, c), mustJSON(t, back))
 		})
@@ -860,7 +860,7 @@ func TestSuggest(t *testing.T) {
 // are not there; Check finds them, file and line, with a suggestion.
 func TestCheck(t *testing.T) {
 	t.Parallel()
-	c, err := config.Load(fixture(t, "check", "config.yaml"))
+	c, err := config.Load(loadable(t, "check"))
 	require.NoError(t, err)
 	installed := map[string]config.InstalledPlugin{
 		"echo":  {Commands: []string{"poll", "handle", "health"}, ConfigKeys: []string{"mode"}, Emits: []string{"echo.poll", "echo.handle"}},

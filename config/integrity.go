@@ -19,7 +19,14 @@ import (
 // verify it too. Load verifies the files it lists: a changed or unlisted
 // high-security file (one holding tokens:, secrets: or webhooks:, or a
 // scopes file) fails the load; any other changed or unlisted file is an
-// IntegrityWarning. Without .checksums nothing is verified.
+// IntegrityWarning. A config that loads a high-security file must have a
+// .checksums: without one the load fails (run ductile config lock); a
+// config with none has nothing to verify.
+//
+// Permissions (spec §13.2: config and lock files 0600, relaxed only on
+// purpose): a high-security file or .checksums that a group or others may
+// write fails the load, since whoever can write it can add a token; one
+// they may read is an IntegrityWarning.
 
 // ChecksumsName is the name of the checksums file beside the config file.
 const ChecksumsName = ".checksums"
@@ -27,8 +34,8 @@ const ChecksumsName = ".checksums"
 // ChecksumsPath is the checksums file of the config at c.Source.
 func (c *Config) ChecksumsPath() string { return filepath.Join(c.Dir, ChecksumsName) }
 
-// LoadUnverified loads like Load but does not verify .checksums: for
-// ductile config lock, which writes it.
+// LoadUnverified loads like Load but does not verify .checksums or the
+// files' permissions: for ductile config lock, which writes .checksums.
 func LoadUnverified(path string) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -156,10 +163,21 @@ func UpdateChecksums(path, dir string, paths ...string) (bool, error) {
 
 // IntegrityProblems compares c's files with the checksums file: errors for
 // high-security files that changed or are not listed, warnings for the
-// others. Both are nil when there is no checksums file.
+// others. Without a checksums file, each high-security file is an error
+// (ductile config lock writes one) and there is nothing else to compare.
 func (c *Config) IntegrityProblems() (errs, warnings []FieldError, err error) {
+	if _, err := os.Stat(c.ChecksumsPath()); errors.Is(err, fs.ErrNotExist) {
+		for _, f := range c.Checksums() {
+			if c.HighSecurity(f.Path) {
+				errs = append(errs, FieldError{File: displayPath(c.Dir, f.Path), Msg: fmt.Sprintf(
+					"holds tokens, secrets, scopes or webhooks, and there is no %s to check it against: record the files' hashes with ductile config lock --config %s (once; token create and revoke keep it current)",
+					ChecksumsName, c.Source)})
+			}
+		}
+		return errs, nil, nil
+	}
 	listed, err := ReadChecksums(c.ChecksumsPath(), c.Dir)
-	if err != nil || listed == nil {
+	if err != nil {
 		return nil, nil, err
 	}
 	for _, f := range c.Checksums() {
@@ -184,17 +202,103 @@ func (c *Config) IntegrityProblems() (errs, warnings []FieldError, err error) {
 	return errs, warnings, nil
 }
 
+// PermissionProblems checks the modes of the high-security files and of
+// .checksums (if any): errors for those a group or others may write,
+// warnings for those they may read.
+func (c *Config) PermissionProblems() (errs, warnings []FieldError) {
+	var paths []string
+	for _, f := range c.Checksums() {
+		if c.HighSecurity(f.Path) {
+			paths = append(paths, f.Path)
+		}
+	}
+	if _, err := os.Stat(c.ChecksumsPath()); err == nil {
+		paths = append(paths, c.ChecksumsPath())
+	}
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			errs = append(errs, FieldError{File: displayPath(c.Dir, p), Msg: fmt.Sprintf("cannot check its permissions: %v", err)})
+			continue
+		}
+		mode := info.Mode().Perm()
+		switch {
+		case mode&0o022 != 0:
+			errs = append(errs, FieldError{File: displayPath(c.Dir, p), Msg: fmt.Sprintf(
+				"may be written by %s (mode %04o): whoever can write it can add a token or change what the config trusts; run chmod 600 %s",
+				who(mode>>1), mode, p)})
+		case mode&0o044 != 0:
+			warnings = append(warnings, FieldError{File: displayPath(c.Dir, p), Msg: fmt.Sprintf(
+				"may be read by %s (mode %04o): it names tokens, secrets or hashes; run chmod 600 %s, or leave it if the sharing is intended (only a warning)",
+				who(mode>>2), mode, p)})
+		}
+	}
+	return errs, warnings
+}
+
+// who names the classes of users whose bit is set in mode's group (0o010)
+// and other (0o001) triplets, shifted to the execute position.
+func who(mode fs.FileMode) string {
+	switch {
+	case mode&0o010 != 0 && mode&0o001 != 0:
+		return "its group and others"
+	case mode&0o010 != 0:
+		return "its group"
+	}
+	return "others"
+}
+
 // verifyChecksums fails with a *ValidationError when a high-security file
-// does not match .checksums, and records the other mismatches in
+// does not match .checksums (or there is none), or when a group or others
+// may write it or .checksums, and records the other problems in
 // IntegrityWarnings.
 func (c *Config) verifyChecksums() error {
+	permErrs, permWarnings := c.PermissionProblems()
 	errs, warnings, err := c.IntegrityProblems()
 	if err != nil {
-		return &ValidationError{Errors: []FieldError{{File: ChecksumsName, Msg: err.Error()}}}
+		return &ValidationError{Errors: append(permErrs, FieldError{File: ChecksumsName, Msg: err.Error()})}
 	}
-	if len(errs) > 0 {
+	if errs = append(permErrs, errs...); len(errs) > 0 {
 		return &ValidationError{Errors: errs}
 	}
-	c.IntegrityWarnings = warnings
+	c.IntegrityWarnings = append(permWarnings, warnings...)
 	return nil
+}
+
+// LoadUnlocked loads like Load, but a config without .checksums is not
+// refused for its high-security files: for the commands that write one
+// when there is none (ductile config token create and revoke, then
+// Lock). The files' permissions are checked as Load checks them.
+func LoadUnlocked(path string) (*Config, error) {
+	cfg, err := LoadUnverified(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(cfg.ChecksumsPath()); errors.Is(err, fs.ErrNotExist) {
+		errs, warnings := cfg.PermissionProblems()
+		if len(errs) > 0 {
+			return nil, &ValidationError{Errors: errs}
+		}
+		cfg.IntegrityWarnings = warnings
+		return cfg, nil
+	}
+	if err := cfg.verifyChecksums(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Lock writes .checksums for the config at path as it is now, every file it
+// loads (what ductile config lock writes), and returns the config and the
+// files recorded.
+func Lock(path string) (*Config, []FileHash, error) {
+	cfg, err := LoadUnverified(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	files := cfg.Checksums()
+	if err := WriteChecksums(cfg.ChecksumsPath(), cfg.Dir, files); err != nil {
+		return nil, nil, err
+	}
+	return cfg, files, nil
 }

@@ -43,7 +43,7 @@ func loadSettingsConfig(t *testing.T, content string) *config.Config {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
-	cfg, err := config.Load(path)
+	cfg, err := lockAndLoad(t, path)
 	require.NoError(t, err)
 	return cfg
 }

@@ -53,7 +53,7 @@ secrets:
 		"scopes/ci.json":    ciScopes,
 		"scopes/admin.json": `{"scopes":["*"]}`,
 	})
-	cfg, err := config.Load(path)
+	cfg, err := lockAndLoad(t, path)
 	require.NoError(t, err)
 	require.Len(t, cfg.Tokens, 2)
 	require.Equal(t, config.Token{

@@ -16,7 +16,7 @@ func loadWebhooks(t *testing.T, content string) (*config.Config, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
-	return config.Load(path)
+	return lockAndLoad(t, path)
 }
 
 func TestWebhooksDefaults(t *testing.T) { // not parallel: Setenv

@@ -87,7 +87,7 @@ func (d *Daemon) loadForReload() (*config.Config, *pluginhost.Registry, *pipelin
 		return nil, nil, nil, err
 	}
 	for _, fe := range cfg.IntegrityWarnings {
-		d.log.Warn("config file does not match .checksums", "file", fe.File, "detail", fe.Msg)
+		d.log.Warn("config file integrity warning", "file", fe.File, "detail", fe.Msg)
 	}
 	if cfg.StateDir != "" && cfg.StateDir != d.Config().StateDir {
 		d.log.Warn("state_dir changed in the config: a reload cannot move the ledger; restart the daemon to use it",

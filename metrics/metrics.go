@@ -96,7 +96,10 @@ type ledgerCollector struct {
 
 var (
 	jobsDesc = prometheus.NewDesc("ductile_jobs",
-		"Jobs by plugin and status, for the statuses an index holds (queued, running, cancel_requested, dead, canceled; succeeded jobs are not counted).",
+		"Jobs by plugin and status, for the statuses an index holds (queued, running, cancel_requested, dead, canceled; succeeded jobs are not counted: see ductile_jobs_finished_total).",
+		[]string{"plugin", "status"}, nil)
+	finishedDesc = prometheus.NewDesc("ductile_jobs_finished_total",
+		"Jobs that reached a terminal status (succeeded, dead, canceled) by plugin, over the ledger's life, archived jobs included.",
 		[]string{"plugin", "status"}, nil)
 	queueDesc = prometheus.NewDesc("ductile_queue_depth",
 		"Jobs in the queue by status (queued, running, cancel_requested).", []string{"status"}, nil)
@@ -113,7 +116,7 @@ var (
 )
 
 func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, queueDesc, lagDesc, headDesc, bytesDesc, commitsDesc, fsyncsDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, finishedDesc, queueDesc, lagDesc, headDesc, bytesDesc, commitsDesc, fsyncsDesc} {
 		ch <- d
 	}
 }
@@ -134,6 +137,14 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for status, n := range queue {
 			ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(n), string(status))
+		}
+	}
+
+	if totals, err := views.JobTotals(ctx, c.l); err != nil {
+		ch <- prometheus.NewInvalidMetric(finishedDesc, err)
+	} else {
+		for _, n := range totals {
+			ch <- prometheus.MustNewConstMetric(finishedDesc, prometheus.CounterValue, float64(n.Jobs), n.Plugin, string(n.Status))
 		}
 	}
 

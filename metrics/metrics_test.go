@@ -155,7 +155,7 @@ func TestScrapeAfterRealJobs(t *testing.T) {
 	require.NoError(t, d.Projector.WaitFor(ctx, head))
 
 	f := scrape(t, d.Metrics.Handler())
-	for _, name := range []string{"ductile_jobs", "ductile_queue_depth", "ductile_attempt_duration_seconds", "ductile_spawn_failures_total",
+	for _, name := range []string{"ductile_jobs", "ductile_jobs_finished_total", "ductile_queue_depth", "ductile_attempt_duration_seconds", "ductile_spawn_failures_total",
 		"ductile_projector_lag_events", "ductile_ledger_head_seq", "ductile_ledger_bytes", "ductile_ledger_commits_total",
 		"ductile_ledger_fsyncs_total", "go_goroutines", "process_cpu_seconds_total"} {
 		require.Contains(t, f, name)
@@ -170,6 +170,12 @@ func TestScrapeAfterRealJobs(t *testing.T) {
 	requireValue(t, f, 1, "ductile_jobs", map[string]string{"plugin": "broken", "status": "dead"})
 	_, ok = value(f, "ductile_jobs", map[string]string{"plugin": "ok", "status": "succeeded"})
 	require.False(t, ok, "succeeded jobs are not counted (no index holds them)")
+	require.Equal(t, dto.MetricType_COUNTER, f["ductile_jobs_finished_total"].GetType())
+	requireValue(t, f, 3, "ductile_jobs_finished_total", map[string]string{"plugin": "ok", "status": "succeeded"})
+	requireValue(t, f, 1, "ductile_jobs_finished_total", map[string]string{"plugin": "ok", "status": "dead"})
+	requireValue(t, f, 1, "ductile_jobs_finished_total", map[string]string{"plugin": "broken", "status": "dead"})
+	_, ok = value(f, "ductile_jobs_finished_total", map[string]string{"plugin": "broken", "status": "succeeded"})
+	require.False(t, ok, "no broken job succeeded")
 	for _, status := range []string{"queued", "running", "cancel_requested"} {
 		requireValue(t, f, 0, "ductile_queue_depth", map[string]string{"status": status})
 	}
@@ -222,7 +228,10 @@ func TestQueuedAndCanceledJobsAreCounted(t *testing.T) {
 	requireValue(t, f, 2, "ductile_queue_depth", map[string]string{"status": "queued"})
 	requireValue(t, f, 2, "ductile_jobs", map[string]string{"plugin": "alpha", "status": "queued"})
 	requireValue(t, f, 1, "ductile_jobs", map[string]string{"plugin": "beta", "status": "canceled"})
+	requireValue(t, f, 1, "ductile_jobs_finished_total", map[string]string{"plugin": "beta", "status": "canceled"})
+	_, ok := value(f, "ductile_jobs_finished_total", map[string]string{"plugin": "alpha"})
+	require.False(t, ok, "queued jobs have not finished")
 	requireValue(t, f, 0, "ductile_queue_depth", map[string]string{"status": "running"})
-	_, ok := value(f, "ductile_attempt_duration_seconds", nil)
+	_, ok = value(f, "ductile_attempt_duration_seconds", nil)
 	require.False(t, ok, "no attempt ended: a histogram vector without observations has no series")
 }

@@ -13,12 +13,22 @@ import (
 )
 
 // JobQueue keeps one row per job: its current status and attempt, the
-// dispatcher's view of the queue (spec §12 job_queue).
+// dispatcher's view of the queue (spec §12 job_queue); and job_totals, how
+// many jobs of each plugin reached each terminal status, archived ones
+// included (ledger.archived removes job rows, never totals).
 type JobQueue struct{}
 
 func (JobQueue) Name() string { return "job_queue" }
 
-func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
+func (q JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
+	return q.apply(conn, ev, func(plugin string, status events.Status) error {
+		return queries.AddJobTotal(conn, queries.AddJobTotalParams{Plugin: plugin, Status: string(status), N: 1})
+	})
+}
+
+// apply is Apply, handing each job that ends to finished (applyPage adds
+// them up per page).
+func (JobQueue) apply(conn *sqlite.Conn, ev ledger.Event, finished func(plugin string, status events.Status) error) error {
 	id := events.JobIDFromStream(ev.Stream)
 	if id == "" {
 		if ev.Type == events.LedgerArchived {
@@ -50,7 +60,10 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		}
 		return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: int64(d.Attempt), At: &at, Seq: ev.Seq, ID: id})
 	case events.JobSucceeded:
-		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusSucceeded), At: &at, Seq: ev.Seq, ID: id})
+		if err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusSucceeded), At: &at, Seq: ev.Seq, ID: id}); err != nil {
+			return err
+		}
+		return countFinished(conn, id, events.StatusSucceeded, finished)
 	case events.JobFailed, events.JobTimedOut:
 		var d struct { // only the error of events.AttemptEnded, not its output
 			Error string `json:"error"`
@@ -70,7 +83,10 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
-		return queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: strPtr(d.Reason), Seq: ev.Seq, ID: id})
+		if err := queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: strPtr(d.Reason), Seq: ev.Seq, ID: id}); err != nil {
+			return err
+		}
+		return countFinished(conn, id, events.StatusDead, finished)
 	case events.JobRecovered:
 		var d events.Recovered
 		if err := decodeData(ev.Data, &d); err != nil {
@@ -87,15 +103,45 @@ func (JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		if err := decodeData(ev.Data, &d); err != nil {
 			return err
 		}
-		return queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusCanceled), At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id})
+		if err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusCanceled), At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id}); err != nil {
+			return err
+		}
+		return countFinished(conn, id, events.StatusCanceled, finished)
 	}
 	return nil
 }
 
-func (JobQueue) Reset(conn *sqlite.Conn) error { return queries.DeleteJobQueue(conn) }
+// countFinished hands job id, which reached status, to finished with its
+// plugin (a job job_queue does not hold is not counted, as its row was not
+// ended).
+func countFinished(conn *sqlite.Conn, id string, status events.Status, finished func(string, events.Status) error) error {
+	plugin, err := queries.GetJobPlugin(conn, id)
+	if errors.Is(err, queries.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return finished(plugin, status)
+}
 
+// Reset empties job_queue and job_totals.
+func (JobQueue) Reset(conn *sqlite.Conn) error {
+	if err := queries.DeleteJobQueue(conn); err != nil {
+		return err
+	}
+	return queries.DeleteJobTotals(conn)
+}
+
+// Dump writes job_queue's rows, then job_totals' under their own heading.
 func (JobQueue) Dump(conn *sqlite.Conn, w io.Writer) error {
-	return queries.DumpJobQueue(conn, func(r queries.DumpJobQueueRow) error { return dumpRow(w, r) })
+	if err := queries.DumpJobQueue(conn, func(r queries.DumpJobQueueRow) error { return dumpRow(w, r) }); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, "## job_totals\n"); err != nil {
+		return err
+	}
+	return queries.ListJobTotals(conn, func(r queries.ListJobTotalsRow) error { return dumpRow(w, r) })
 }
 
 // JobLog keeps one row per attempt: the plugin's response, stderr, exit

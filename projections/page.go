@@ -129,11 +129,29 @@ func (p *pendingRows[K, R]) flushOne(k K, write func(*R) error) error {
 	return write(r)
 }
 
-// applyPage folds each job the page enqueues into one row of job_queue; the
-// events of other jobs go through Apply.
+// totalKey names a row of job_totals.
+type totalKey struct {
+	plugin string
+	status events.Status
+}
+
+// applyPage folds each job the page enqueues into one row of job_queue, and
+// the page's jobs that reach a terminal status into one addition per row of
+// job_totals; the events of other jobs go through Apply (apply, their
+// totals added up with the page's).
 func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 	var rows pendingRows[string, queries.InsertJobRowParams]
 	write := func(r *queries.InsertJobRowParams) error { return queries.InsertJobRow(conn, *r) }
+	var totals pendingRows[totalKey, queries.AddJobTotalParams]
+	finished := func(plugin string, status events.Status) error {
+		k := totalKey{plugin, status}
+		if t := totals.byKey[k]; t != nil {
+			t.N++
+			return nil
+		}
+		totals.add(k, &queries.AddJobTotalParams{Plugin: plugin, Status: string(status), N: 1})
+		return nil
+	}
 	for i, ev := range pg.events {
 		id := events.JobIDFromStream(ev.Stream)
 		if id == "" {
@@ -142,7 +160,7 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 				if err := rows.flush(write); err != nil {
 					return err
 				}
-				if err := q.Apply(conn, ev); err != nil {
+				if err := q.apply(conn, ev, finished); err != nil {
 					return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
 				}
 			}
@@ -150,7 +168,7 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 		}
 		row := rows.byKey[id]
 		if row == nil && ev.Type != events.JobEnqueued {
-			if err := q.Apply(conn, ev); err != nil {
+			if err := q.apply(conn, ev, finished); err != nil {
 				return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
 			}
 			continue
@@ -177,18 +195,29 @@ func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
 			})
 			continue
 		}
+		if status, ok := terminal[ev.Type]; ok {
+			_ = finished(row.Plugin, status) // it only adds up
+		}
 		if !foldJob(row, ev, d) {
 			// Not one the fold knows (or a second job.enqueued): write the
 			// row as it stands and apply the event to it, as Apply would.
 			if err := rows.flushOne(id, write); err != nil {
 				return err
 			}
-			if err := q.Apply(conn, ev); err != nil {
+			if err := q.apply(conn, ev, finished); err != nil {
 				return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
 			}
 		}
 	}
-	return rows.flush(write)
+	if err := rows.flush(write); err != nil {
+		return err
+	}
+	return totals.flush(func(t *queries.AddJobTotalParams) error { return queries.AddJobTotal(conn, *t) })
+}
+
+// terminal maps the events that end a job to the status they end it in.
+var terminal = map[string]events.Status{
+	events.JobSucceeded: events.StatusSucceeded, events.JobDead: events.StatusDead, events.JobCanceled: events.StatusCanceled,
 }
 
 // foldJob applies a job event to its row as JobQueue.Apply's statement for

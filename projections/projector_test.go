@@ -276,18 +276,32 @@ func checkAgainstLog(t *testing.T, l, src *ledger.Ledger, until int64) {
 		after = last
 	}
 	wantJobs := map[string]string{}
+	wantTotals := map[string]int64{}
 	for id, evs := range jobEvents {
 		j, err := commands.FoldJob(evs)
 		require.NoError(t, err)
 		wantJobs[id] = fmt.Sprintf("%s/%d", j.Status, j.Attempt)
+		if j.Terminal() {
+			wantTotals[j.Plugin+"/"+string(j.Status)]++
+		}
 	}
 
 	out, _ := dump(t, l)
 	jobs := map[string]string{}
+	totals := map[string]int64{}
 	section := ""
 	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
 		if bytes.HasPrefix(line, []byte("## ")) {
 			section = string(line[3:])
+			continue
+		}
+		if section == "job_totals" {
+			var row struct {
+				Plugin, Status string
+				N              int64
+			}
+			require.NoError(t, json.Unmarshal(line, &row))
+			totals[row.Plugin+"/"+row.Status] = row.N
 			continue
 		}
 		if section != "job_queue" {
@@ -302,6 +316,9 @@ func checkAgainstLog(t *testing.T, l, src *ledger.Ledger, until int64) {
 		jobs[row.ID] = fmt.Sprintf("%s/%d", row.Status, row.Attempt)
 	}
 	require.Equal(t, wantJobs, jobs)
+	// Every job that ended counts once in job_totals (nothing is archived).
+	require.Equal(t, wantTotals, totals)
+	require.Contains(t, totals, "echo/succeeded")
 	require.Greater(t, int64(len(jobs)), until/200, "the generator ran real job lifecycles")
 }
 

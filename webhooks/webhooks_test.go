@@ -63,6 +63,9 @@ func setup(t testing.TB) *testBundle {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(testConfig), 0o600))
+	// As a user does before starting the daemon: ductile config lock.
+	_, _, err := config.Lock(filepath.Join(dir, "config.yaml"))
+	require.NoError(t, err)
 	cfg, err := config.Load(filepath.Join(dir, "config.yaml"))
 	require.NoError(t, err)
 	l, err := ledger.Open(context.Background(), filepath.Join(dir, "ductile.db"), ledger.Options{Synchronous: "NORMAL"})

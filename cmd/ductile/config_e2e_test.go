@@ -2,7 +2,9 @@ package main_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -23,6 +25,7 @@ func TestConfigCheck(t *testing.T) {
 		code     int
 		errors   []string
 		warnings []string
+		locked   bool // it holds webhooks: run from a locked copy (lockedCopy)
 	}{
 		{file: "ok.yaml", code: 0, warnings: []string{
 			// ok.yaml routes echo back to itself: a warning, not an error.
@@ -42,7 +45,7 @@ func TestConfigCheck(t *testing.T) {
 				`mistakes.yaml:7: plugins.echo.config.mdoe: plugin "echo" does not declare this key: did you mean mode? (its config_keys: mode); it is passed on, but the plugin may never read it`,
 				`mistakes.yaml:14: routes[4].to: plugin "sink" is disabled (plugins.sink.enabled: false): jobs this route makes fail at once`,
 			}},
-		{file: "unused.yaml", code: 0},
+		{file: "unused.yaml", code: 0, locked: true},
 		{file: "pipelines.yaml", code: 1,
 			errors: []string{
 				`pipelines.yaml:12: pipelines[bad].steps[step1].uses: plugin "sink" has no command "poll" (its commands: handle): write uses: plugin (runs handle) or plugin.command, naming one that is installed (see: ductile plugin list)`,
@@ -52,17 +55,21 @@ func TestConfigCheck(t *testing.T) {
 		{file: "misspelt.yaml", code: 1,
 			errors: []string{
 				"misspelt.yaml:3: plugin: unknown key: did you mean plugins? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, tokens, webhooks)",
-				"misspelt.yaml:7: plugins.echo.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"misspelt.yaml:7: plugins.echo.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"misspelt.yaml:8: plugins.echo.retry.backoff: unknown key: did you mean backoff_base? (valid keys: backoff_base, max_attempts)",
 				"misspelt.yaml:8: plugins.echo.retry.max-attempts: unknown key: did you mean max_attempts? (valid keys: backoff_base, max_attempts)",
-				"misspelt.yaml:9: plugins.echo.timeout: unknown key: did you mean timeouts? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"misspelt.yaml:9: plugins.echo.timeout: unknown key: did you mean timeouts? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
 				"misspelt.yaml:11: routes[0].event: unknown key: did you mean event_type? (valid keys: command, event_type, from, to)",
 				"misspelt.yaml:11: routes[0].event_type: missing: give the event type to match exactly, e.g. echo.done",
 			}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			t.Parallel()
-			args := []string{"config", "check", "--config", filepath.Join(dir, tc.file), "--state-dir", t.TempDir()}
+			path := filepath.Join(dir, tc.file)
+			if tc.locked {
+				path = lockedCopy(t, path)
+			}
+			args := []string{"config", "check", "--config", path, "--state-dir", t.TempDir()}
 			r := ductile(t, nil, append(args, "--json")...)
 			require.Equal(t, tc.code, r.code, "%s", r)
 			var out struct {
@@ -97,7 +104,7 @@ func TestDaemonWarnsOfUnusedSections(t *testing.T) {
 	t.Parallel()
 	cfg, err := filepath.Abs(filepath.Join("testdata", "config", "check", "unused.yaml"))
 	require.NoError(t, err)
-	p := start(t, nil, "system", "start", "--config", cfg, "--state-dir", t.TempDir())
+	p := start(t, nil, "system", "start", "--config", lockedCopy(t, cfg), "--state-dir", t.TempDir())
 	_, started := p.waitLine(t, 0, messageIs("ductile started"))
 	lines, _ := p.snapshot()
 	var paths []string
@@ -118,7 +125,7 @@ func TestDaemonWarnsOfUnusedSections(t *testing.T) {
 // credentials inside URLs and DSNs and keeps the rest readable.
 func TestConfigShowRedactsCredentials(t *testing.T) {
 	t.Parallel()
-	cfg := filepath.Join("testdata", "config", "show-secrets.yaml")
+	cfg := lockedCopy(t, filepath.Join("testdata", "config", "show-secrets.yaml"))
 	for _, args := range [][]string{{"config", "show"}, {"config", "show", "--json"}} {
 		r := mustRun(t, nil, append(args, "--config", cfg, "--state-dir", t.TempDir())...)
 		for _, secret := range []string{"s3cret", "pa55word", "pr0xy", "l1bpq", "fwdpass", "app:", "user:", "proxyuser", "hook:", "sup3rsecret"} {
@@ -129,4 +136,21 @@ func TestConfigShowRedactsCredentials(t *testing.T) {
 			require.Contains(t, r.stdout, kept, "%v", args)
 		}
 	}
+}
+
+// lockedCopy copies the config file src (one file, no includes) to a
+// temporary directory, 0600 as ductile writes files, its relative
+// plugin_roots ../../plugins made absolute, and runs config lock on it as
+// a user would: a config holding webhooks: or secrets: loads only locked,
+// and a checkout's file modes are whatever its umask gave.
+func lockedCopy(t *testing.T, src string) string {
+	t.Helper()
+	body, err := os.ReadFile(src)
+	require.NoError(t, err)
+	plugins, err := filepath.Abs(filepath.Join("testdata", "plugins"))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), filepath.Base(src))
+	require.NoError(t, os.WriteFile(path, []byte(strings.ReplaceAll(string(body), "../../plugins", plugins)), 0o600))
+	mustRun(t, nil, "config", "lock", "--config", path)
+	return path
 }

@@ -15,6 +15,7 @@ func lockCommand() *cli.Command {
 		Usage: "record the BLAKE3 hash of every file the config loads in .checksums beside it",
 		Description: "Once locked, the daemon refuses to start or reload while a file holding tokens:,\n" +
 			"secrets: or webhooks:, or a scopes file, differs from .checksums; other files only warn.\n" +
+			"A config with such files is refused without .checksums: lock it once (token create does).\n" +
 			"Run it again after changing the config on purpose. b3sum --check .checksums verifies it too.",
 		Flags:  []cli.Flag{dryRunFlag(), jsonFlag()},
 		Action: configLock,

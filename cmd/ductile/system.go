@@ -51,7 +51,7 @@ func systemStart(c *cli.Context) error {
 		log.Warn("config section not used yet", "component", "config", "path", fe.Path, "at", fmt.Sprintf("%s:%d", fe.File, fe.Line), "detail", fe.Msg)
 	}
 	for _, fe := range e.cfg.IntegrityWarnings {
-		log.Warn("config file does not match .checksums", "component", "config", "file", fe.File, "detail", fe.Msg)
+		log.Warn("config file integrity warning", "component", "config", "file", fe.File, "detail", fe.Msg)
 	}
 	return ledgerError(daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: log,
 		Ledger: ledger.Options{AllowDamaged: c.Bool(allowDamagedName)}}))

@@ -59,13 +59,14 @@ func tokenCommand() *cli.Command {
 }
 
 // loadTokensConfig loads the config a token command edits: --config is
-// required, and the config must load (checksums verified).
+// required, and the config must load (checksums verified if there is a
+// .checksums; without one, create and revoke write it: lockIfUnlocked).
 func loadTokensConfig(c *cli.Context) (*config.Config, error) {
 	path := c.String("config")
 	if path == "" {
 		return nil, hintf(codeUsage, "give the config file with --config (or $DUCTILE_CONFIG)", "tokens live in a file the config includes, and no config file was given")
 	}
-	cfg, err := config.Load(path)
+	cfg, err := config.LoadUnlocked(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, withHint(codeNotFound, err, "check the path given to --config (or $DUCTILE_CONFIG)")
@@ -83,6 +84,7 @@ type tokenCreated struct {
 	ScopesFile string   `json:"scopes_file"`
 	Included   bool     `json:"included"` // the tokens file was added to the config's include:
 	Checksums  bool     `json:"checksums_updated"`
+	Locked     bool     `json:"checksums_written"` // there was no .checksums: one was written for every file
 	DryRun     bool     `json:"dry_run"`
 	Key        string   `json:"key,omitempty"`
 }
@@ -168,6 +170,9 @@ func tokenCreate(c *cli.Context) error {
 		if out.Checksums, err = config.UpdateChecksums(cfg.ChecksumsPath(), cfg.Dir, changed...); err != nil {
 			return err
 		}
+		if out.Locked, err = lockIfUnlocked(cfg, out.Checksums); err != nil {
+			return err
+		}
 		// What was written must load: the daemon will read it on reload.
 		if _, err := config.Load(cfg.Source); err != nil {
 			return withHint(codeInvalidConfig, err, "the token was written but the config does not load: fix it, or revoke the token")
@@ -187,11 +192,17 @@ func tokenCreate(c *cli.Context) error {
 		fmt.Fprintf(w, "%s %s to include: in %s\n", map[bool]string{true: "would add", false: "added"}[out.DryRun], tokensFileName, displayFile(cfg, cfg.Source))
 	}
 	if out.DryRun {
+		if !fileExists(cfg.ChecksumsPath()) {
+			fmt.Fprintf(w, "would write %s (there is none): %s\n", config.ChecksumsName, lockedNote)
+		}
 		fmt.Fprintln(w, "dry run: nothing written, no key made")
 		return nil
 	}
 	if out.Checksums {
 		fmt.Fprintf(w, "updated %s for the files written\n", config.ChecksumsName)
+	}
+	if out.Locked {
+		fmt.Fprintf(w, "wrote %s (there was none): %s\n", config.ChecksumsName, lockedNote)
 	}
 	fmt.Fprintln(w, "apply it to a running daemon: ductile system reload")
 	fmt.Fprintln(w, "the key, shown only this once (ductile keeps only its hash); store it now:")
@@ -251,6 +262,9 @@ func tokenRevoke(c *cli.Context) error {
 		if !shared {
 			fmt.Fprintf(w, " and delete %s", displayFile(cfg, t.ScopesFile))
 		}
+		if !fileExists(cfg.ChecksumsPath()) {
+			fmt.Fprintf(w, "\nwould write %s (there is none): %s", config.ChecksumsName, lockedNote)
+		}
 		fmt.Fprintln(w, "\ndry run: nothing written")
 		return nil
 	}
@@ -270,12 +284,43 @@ func tokenRevoke(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	locked, err := lockIfUnlocked(cfg, relocked)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "revoked token %s (removed from %s)\n", name, displayFile(cfg, t.File))
 	if relocked {
 		fmt.Fprintf(w, "updated %s for the files changed\n", config.ChecksumsName)
 	}
+	if locked {
+		fmt.Fprintf(w, "wrote %s (there was none): %s\n", config.ChecksumsName, lockedNote)
+	}
 	fmt.Fprintln(w, "apply it to a running daemon: ductile system reload (until then the daemon still accepts the key)")
 	return nil
+}
+
+// lockedNote says what a .checksums that token create or revoke wrote is.
+const lockedNote = "the hashes of every file the config loads, as ductile config lock records them; " +
+	"the daemon refuses tokens, secrets and webhooks without it (run ductile config lock after editing the config by hand)"
+
+// lockIfUnlocked writes a full .checksums for cfg's config file, as
+// ductile config lock does, when there was none (updated is false): a
+// config holding tokens does not load without one. It reports whether it
+// wrote one.
+func lockIfUnlocked(cfg *config.Config, updated bool) (bool, error) {
+	if updated {
+		return false, nil
+	}
+	if _, _, err := config.Lock(cfg.Source); err != nil {
+		return false, withHint(codeInvalidConfig, err, "the token files were written but .checksums was not: fix the config, then run ductile config lock")
+	}
+	return true, nil
+}
+
+// fileExists reports whether there is a file at path.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // parseScopes splits and checks --scopes.

@@ -161,7 +161,7 @@ func TestConfigLock(t *testing.T) {
 	require.Contains(t, r.stdout, "config.yaml: changed since ductile config lock")
 	d := w.startDaemon()
 	lines, _ := d.snapshot()
-	require.Contains(t, strings.Join(lines, "\n"), "config file does not match .checksums")
+	require.Contains(t, strings.Join(lines, "\n"), "config file integrity warning")
 
 	// The tokens file changed: the reload is refused with the reason.
 	appendFile(t, tokens, "# edited\n")
@@ -197,4 +197,72 @@ func appendFile(t *testing.T, path, text string) {
 	_, err = f.WriteString(text)
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
+}
+
+// TestTokenCreateLocksAnUnlockedConfig: the newcomer's flow. token create
+// on a config with no .checksums writes one (every file, 0600, as config
+// lock would) and says so, and the daemon starts. Without .checksums (an
+// install from before it was required) start and config check refuse the
+// config and name the fix; token revoke still works and locks it. A tokens
+// file others may write refuses a start; one they may read only warns.
+func TestTokenCreateLocksAnUnlockedConfig(t *testing.T) {
+	t.Parallel()
+	w := newJobWorld(t, "service:\n  max_workers: 2\n")
+	dir := filepath.Dir(w.config)
+	sums, tokens := filepath.Join(dir, ".checksums"), filepath.Join(dir, "tokens.yaml")
+
+	r := w.run("config", "token", "create", "ci", "--scopes", "jobs:ro", "--dry-run")
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Contains(t, r.stdout, "would write .checksums (there is none)")
+	require.NoFileExists(t, sums)
+
+	var created struct {
+		Locked bool   `json:"checksums_written"`
+		Key    string `json:"key"`
+	}
+	w.runJSON(0, &created, "config", "token", "create", "ci", "--scopes", "jobs:ro", "--json")
+	require.True(t, created.Locked)
+	for _, f := range []string{sums, tokens, filepath.Join(dir, "scopes", "ci.json"), w.config} {
+		info, err := os.Stat(f)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), f)
+	}
+	body, err := os.ReadFile(sums)
+	require.NoError(t, err)
+	require.Regexp(t, `^[0-9a-f]{64}  config.yaml\n[0-9a-f]{64}  tokens.yaml\n[0-9a-f]{64}  scopes/ci.json\n$`, string(body))
+	_, err = guard(t, w.config).Check("Bearer "+created.Key, auth.JobsRO)
+	require.NoError(t, err)
+	d := w.startDaemon()
+	require.Equal(t, 0, d.signal(t, syscall.SIGTERM))
+
+	// An install with tokens but no .checksums: refused, with the fix.
+	require.NoError(t, os.Remove(sums))
+	for _, args := range [][]string{{"system", "start"}, {"config", "check"}} {
+		r = w.run(args...)
+		require.Equal(t, 1, r.code, "%s", r)
+		require.Contains(t, r.stdout+r.stderr, "tokens.yaml: holds tokens, secrets, scopes or webhooks, and there is no .checksums to check it against: record the files' hashes with ductile config lock --config "+w.config)
+	}
+	r = w.run("config", "token", "create", "bot", "--scopes", "jobs:rw")
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Contains(t, r.stdout, "wrote .checksums (there was none)")
+	require.NoError(t, os.Remove(sums))
+	r = w.run("config", "token", "revoke", "bot")
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Contains(t, r.stdout, "wrote .checksums (there was none)")
+	require.Equal(t, 0, w.run("config", "check").code)
+
+	// Others may write the tokens file: refused. Read it: a warning.
+	require.NoError(t, os.Chmod(tokens, 0o666))
+	r = w.run("system", "start")
+	require.Equal(t, 1, r.code, "%s", r)
+	require.Contains(t, r.stderr, "tokens.yaml: may be written by its group and others (mode 0666)")
+	require.Contains(t, r.stderr, "chmod 600 "+tokens)
+	require.NoError(t, os.Chmod(tokens, 0o644))
+	r = w.run("config", "check")
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Contains(t, r.stdout, "tokens.yaml: may be read by its group and others (mode 0644)")
+	d = w.startDaemon()
+	lines, _ := d.snapshot()
+	require.Contains(t, strings.Join(lines, "\n"), "config file integrity warning")
+	require.Equal(t, 0, d.signal(t, syscall.SIGTERM))
 }

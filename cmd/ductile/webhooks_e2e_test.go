@@ -42,6 +42,9 @@ secrets:
 `)
 	const secret = "e2e-secret"
 	env := cleanEnv(t, "HOOK_SECRET="+secret)
+	// Webhooks and secrets load only locked: what a user does first.
+	lock := ductile(t, env, w.args("config", "lock")...)
+	require.Equal(t, 0, lock.code, "%s", lock)
 	check := ductile(t, env, w.args("config", "check")...)
 	require.Equal(t, 0, check.code, "%s", check)
 	require.NotContains(t, check.stderr+check.stdout, "not used yet")
