@@ -154,7 +154,7 @@ func routeOf(path string) string {
 		return "/plugin/{plugin}/{command}"
 	case len(parts) == 3 && parts[1] == "pipeline":
 		return "/pipeline/{name}"
-	case len(parts) >= 3 && parts[1] == "job":
+	case len(parts) >= 3 && (parts[1] == "job" || parts[1] == "run"):
 		parts[2] = "{id}"
 	}
 	return strings.Join(parts, "/")
@@ -321,18 +321,18 @@ func TestScopes(t *testing.T) {
 		{"GET", "/job/" + id}, {"GET", "/jobs"}, {"GET", "/job/" + id + "/tree"}, {"GET", "/job/" + id + "/events"},
 		{"GET", "/job/" + id + "/logs"}, {"POST", "/job/" + missing + "/cancel"}, {"POST", "/job/" + missing + "/retry"},
 		{"GET", "/plugins"}, {"GET", "/queue"}, {"GET", "/healthz"}, {"GET", "/events"}, {"GET", "/metrics"},
-		{"GET", "/openapi.json"}, {"POST", "/pipeline/nosuch"},
+		{"GET", "/openapi.json"}, {"POST", "/pipeline/nosuch"}, {"GET", "/runs"}, {"GET", "/run/" + missing},
 	}
 	// want[token][i] is the status of routes[i].
 	want := map[string][]int{
-		"":          {401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 200, 401, 401, 200, 401},
-		"bogus":     {401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 200, 401, 401, 200, 401},
-		"admin":     {202, 202, 200, 200, 200, 200, 200, 404, 404, 200, 200, 200, 200, 404, 200, 404},
-		"plugin-ro": {202, 403, 403, 403, 403, 403, 403, 403, 403, 200, 403, 200, 403, 403, 200, 403},
-		"plugin-rw": {202, 202, 403, 403, 403, 403, 403, 403, 403, 200, 403, 200, 403, 403, 200, 404},
-		"jobs-ro":   {403, 403, 200, 200, 200, 200, 200, 403, 403, 403, 200, 200, 403, 404, 200, 403},
-		"jobs-rw":   {403, 403, 200, 200, 200, 200, 200, 404, 404, 403, 200, 200, 403, 404, 200, 403},
-		"events-ro": {403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 200, 200, 403, 200, 403},
+		"":          {401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 200, 401, 401, 200, 401, 401, 401},
+		"bogus":     {401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 401, 200, 401, 401, 200, 401, 401, 401},
+		"admin":     {202, 202, 200, 200, 200, 200, 200, 404, 404, 200, 200, 200, 200, 404, 200, 404, 200, 404},
+		"plugin-ro": {202, 403, 403, 403, 403, 403, 403, 403, 403, 200, 403, 200, 403, 403, 200, 403, 403, 403},
+		"plugin-rw": {202, 202, 403, 403, 403, 403, 403, 403, 403, 200, 403, 200, 403, 403, 200, 404, 403, 403},
+		"jobs-ro":   {403, 403, 200, 200, 200, 200, 200, 403, 403, 403, 200, 200, 403, 404, 200, 403, 200, 404},
+		"jobs-rw":   {403, 403, 200, 200, 200, 200, 200, 404, 404, 403, 200, 200, 403, 404, 200, 403, 200, 404},
+		"events-ro": {403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 403, 200, 200, 403, 200, 403, 403, 403},
 	}
 	for token, statuses := range want {
 		for i, rt := range routes {
@@ -431,7 +431,8 @@ func TestOpenAPI(t *testing.T) {
 	require.Equal(t, "3.1.0", r.body["openapi"])
 	paths := r.body["paths"].(map[string]any)
 	for _, p := range []string{"/plugin/{plugin}/{command}", "/job/{id}", "/jobs", "/job/{id}/tree", "/job/{id}/events",
-		"/job/{id}/logs", "/job/{id}/cancel", "/job/{id}/retry", "/plugins", "/queue", "/healthz", "/pipeline/{name}"} {
+		"/job/{id}/logs", "/job/{id}/cancel", "/job/{id}/retry", "/plugins", "/queue", "/healthz", "/pipeline/{name}",
+		"/runs", "/run/{id}"} {
 		require.Contains(t, paths, p)
 	}
 	// Every route the router serves through huma is in the document.
@@ -468,6 +469,7 @@ func TestInternalError(t *testing.T) {
 		{"POST", "/plugin/echo/handle"}, {"GET", "/job/" + id}, {"GET", "/jobs"}, {"GET", "/job/" + id + "/tree"},
 		{"GET", "/job/" + id + "/events"}, {"GET", "/job/" + id + "/logs"}, {"POST", "/job/" + id + "/cancel"},
 		{"POST", "/job/" + id + "/retry"}, {"GET", "/plugins"}, {"GET", "/queue"}, {"GET", "/healthz"},
+		{"GET", "/runs"}, {"GET", "/run/" + id},
 	} {
 		requireError(t, f.do(rt[0], rt[1], "admin", nil), 500, "error")
 	}

@@ -70,6 +70,7 @@ func (s *Server) register() {
 		Errors: []int{http.StatusBadRequest},
 	}, auth.JobsRO), s.getQueue)
 	s.registerPipelines()
+	s.registerRuns()
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
 	}, s.health)

@@ -64,7 +64,10 @@ func (cmd ArchiveLedger) Run(ctx context.Context, l *ledger.Ledger) (ledger.Arch
 // reads whole stays whole: every job stream with an event at or before the
 // cut ends there and its job is terminal (commands fold job streams); every
 // dedupe reservation there is released there too (enqueue folds dedupe
-// streams for the jobs in flight). Other streams keep their versions
+// streams for the jobs in flight); every pipeline run with an event at or
+// before the cut is finished there, and the compiled version a run still
+// running is on stays readable (pipeline.compiled: a superseded one stays in
+// the main file). Other streams keep their versions
 // (ledger.ArchiveOptions.ForgetVersionsOf) and their newest archived event
 // of each type is carried in the main file, so what reads a stream's newest
 // event (a schedule's last firing, a breaker's state, a plugin's state and
@@ -90,9 +93,57 @@ func ArchiveCut(conn *sqlite.Conn, through int64) (int64, string, error) {
 		if err != nil {
 			return 0, "", err
 		}
+		cut, runWhy, err := archiveCutRuns(conn, through)
+		if err != nil {
+			return 0, "", err
+		}
+		if cut < through {
+			through, lowered, why = cut, true, runWhy
+		}
 		if !lowered {
 			break
 		}
 	}
 	return max(through, 0), why, nil
+}
+
+// archiveCutRuns lowers through below the start of every pipeline run not
+// finished, and below the pipeline.compiled of the version it runs on when
+// a newer event of that pipeline's stream follows it: the runtime reads a
+// version that is not current from the ledger (Pipelines.lookup), where an
+// archive would keep only the stream's newest event.
+func archiveCutRuns(conn *sqlite.Conn, through int64) (int64, string, error) {
+	why := ""
+	lower := func(seq int64, reason string) {
+		if seq-1 < through {
+			through, why = seq-1, reason
+		}
+	}
+	checked := map[[2]string]bool{}
+	var runs []queries.ArchiveCutRunsRow
+	err := queries.ArchiveCutRuns(conn, func(r queries.ArchiveCutRunsRow) error {
+		runs = append(runs, r)
+		return nil
+	})
+	if err != nil {
+		return 0, "", err
+	}
+	for _, r := range runs {
+		lower(r.StartedSeq, fmt.Sprintf("pipeline run %s (started at seq %d) is not finished before the cut", r.RunID, r.StartedSeq))
+		version := [2]string{r.Pipeline, r.Hash}
+		if checked[version] {
+			continue
+		}
+		checked[version] = true
+		err := queries.ArchiveCutCompiled(conn, queries.ArchiveCutCompiledParams{Stream: events.PipelineStream(r.Pipeline), Hash: r.Hash}, func(c queries.ArchiveCutCompiledRow) error {
+			if c.Superseded != 0 {
+				lower(c.Seq, fmt.Sprintf("pipeline %s version %s (compiled at seq %d) is superseded but run %s still runs on it", r.Pipeline, r.Hash, c.Seq, r.RunID))
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, "", err
+		}
+	}
+	return through, why, nil
 }

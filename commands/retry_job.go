@@ -28,9 +28,11 @@ func (e *RetriedError) Unwrap() error { return ErrAlreadyRetried }
 
 // Retry enqueues a dead or canceled job again as a new job: the same
 // plugin, command, payload, event envelope, dedupe key, parent and tree,
-// with the attempt budget the caller gives (the config's today). The new
-// job's job.enqueued names the old one (retry_of); the old one's stream gets
-// job.retried naming the new one, so a job is retried at most once.
+// context (baggage) and hook depth, but not its pipeline step (a retry of a
+// pipeline job runs that one step, as a replay does), with the attempt
+// budget the caller gives (the config's today). The new job's job.enqueued
+// names the old one (retry_of); the old one's stream gets job.retried
+// naming the new one, so a job is retried at most once.
 type Retry struct {
 	JobID            string // the dead or canceled job
 	NewJobID         string // optional: assigned (UUIDv7) when empty
@@ -121,7 +123,7 @@ func (cmd Retry) enqueue(j *Job) Enqueue {
 		SubmittedBy: cmd.actor(), MaxAttempts: cmd.MaxAttempts, BackoffBase: cmd.BackoffBase,
 		DedupeKey: j.DedupeKey, DedupeTTL: time.Duration(j.DedupeTTLMS) * time.Millisecond, DefaultDedupeTTL: cmd.DefaultDedupeTTL,
 		ParentJobID: j.ParentJobID, SourceEventID: j.SourceEventID, Correlation: j.Correlation, Depth: j.Depth,
-		RetryOf: j.JobID, Now: cmd.Now,
+		Context: j.Context, HookDepth: j.HookDepth, RetryOf: j.JobID, Now: cmd.Now,
 	}
 }
 

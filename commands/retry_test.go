@@ -152,3 +152,26 @@ func TestEnqueuePayloadDepth(t *testing.T) {
 	}
 	require.Empty(t, b.since(t, mark), "nothing appended")
 }
+
+// TestRetryJobOfAPipelineStep: given a dead pipeline step with baggage that
+// a hook started, when retried, then the new job carries its context and
+// hook depth but no pipeline position: it runs that one step.
+func TestRetryJobOfAPipelineStep(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := job(jobID, func(e *events.Enqueued) {
+		e.Plugin, e.Command, e.SubmittedBy = "greet", "handle", commands.ByPipeline
+		e.Payload = raw(`{"name":"Ada"}`)
+		e.Context = raw(`{"web":{"url":"https://example.com"}}`)
+		e.HookDepth = 2
+		e.Pipeline = &events.PipelineStep{Run: "run-1", Pipeline: "p", Hash: "h", Node: "0"}
+	})
+	b.given(t, s.started(1).failed(1, "boom").dead(1, "not retryable: boom").events()...)
+
+	_, err := retry(b)
+	require.NoError(t, err)
+	j := b.fold(t, "job-2")
+	require.JSONEq(t, `{"web":{"url":"https://example.com"}}`, string(j.Context))
+	require.Equal(t, 2, j.HookDepth)
+	require.Nil(t, j.Pipeline)
+}

@@ -165,13 +165,13 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		}
 		p.Step = step
 	}
-	set, err := CompilePipelines(cfg, reg)
+	set, skippedPipelines, err := CompilePipelines(cfg, reg, pluginLog)
 	if err != nil {
 		return nil, err
 	}
 	applied := Applied(reg, cfg, "start")
 	applied.StartedAt = commands.Time(d.started)
-	applied.Pipelines = appliedPipelines(set)
+	applied.Pipelines, applied.SkippedPipelines = appliedPipelines(set), skippedPipelines
 	d.current.Store(&current{config: cfg, plugins: reg, pipelines: set, applied: applied, auth: auth.New(cfg)})
 	if !opts.NoDispatch {
 		// The schedules the previous daemon ran count on where unchanged.

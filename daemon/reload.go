@@ -41,7 +41,7 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	if err != nil {
 		return events.ConfigAppliedData{}, err
 	}
-	cfg, reg, set, err := d.loadForReload()
+	cfg, reg, set, skippedPipelines, err := d.loadForReload()
 	if err != nil {
 		d.log.Error("config reload failed: keeping the config in use", "err", err.Error())
 		_, rerr := d.Ledger.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
@@ -51,7 +51,7 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	}
 	old := d.current.Load().applied
 	a := Applied(reg, cfg, "reload")
-	a.Pipelines = appliedPipelines(set)
+	a.Pipelines, a.SkippedPipelines = appliedPipelines(set), skippedPipelines
 	a.Through, a.StartedAt = through, old.StartedAt
 	a.Changes = a.Settings.Diff(old.Settings)
 	// A plugin new to the daemon, or whose config changed, runs init before
@@ -81,10 +81,10 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 
 // loadForReload loads the config file again, discovers plugins for it and
 // compiles its pipelines.
-func (d *Daemon) loadForReload() (*config.Config, *pluginhost.Registry, *pipeline.Set, error) {
+func (d *Daemon) loadForReload() (*config.Config, *pluginhost.Registry, *pipeline.Set, []events.SkippedPipeline, error) {
 	cfg, err := LoadConfig(d.Config().Source)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	for _, fe := range cfg.IntegrityWarnings {
 		d.log.Warn("config file integrity warning", "file", fe.File, "detail", fe.Msg)
@@ -95,18 +95,18 @@ func (d *Daemon) loadForReload() (*config.Config, *pluginhost.Registry, *pipelin
 	}
 	reg, err := LoadPlugins(d.StateDir, cfg, d.log)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	for name, step := range d.steps {
 		if p, ok := reg.Get(name); ok {
 			p.Step = step
 		}
 	}
-	set, err := CompilePipelines(cfg, reg)
+	set, skipped, err := CompilePipelines(cfg, reg, d.log)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return cfg, reg, set, nil
+	return cfg, reg, set, skipped, nil
 }
 
 // endOrphanedQueuedJobs cancels the queued jobs of the plugins old ran

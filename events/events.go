@@ -333,6 +333,15 @@ type ConfigAppliedData struct {
 	Changes []config.Difference `json:"changes,omitempty"`
 	// Pipelines are the compiled pipelines it runs, by name and hash.
 	Pipelines []AppliedPipeline `json:"pipelines,omitempty"`
+	// SkippedPipelines are the pipelines it does not run, with the reason:
+	// a uses step names a plugin that did not load.
+	SkippedPipelines []SkippedPipeline `json:"skipped_pipelines,omitempty"`
+}
+
+// SkippedPipeline is a pipeline a daemon does not run, and why.
+type SkippedPipeline struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
 }
 
 // AppliedPipeline is one compiled pipeline a daemon runs.

@@ -270,18 +270,55 @@ func (c *Condition) paths() []string {
 // lookup returns the value at a dotted path (payload.a.b) of scope.
 func (s Scope) lookup(path string) (any, bool) {
 	parts := strings.Split(path, ".")
-	var doc json.RawMessage
+	cache := s.decoded
+	if cache == nil {
+		cache = &decodedScope{} // decoded for this read only
+	}
 	switch parts[0] {
 	case "payload":
-		doc = s.Payload
+		return walk(cache.payload.of(s.Payload), parts[1:])
 	case "context":
-		doc = s.Context
+		return walk(cache.context.of(s.Context), parts[1:])
 	case "config":
-		doc = s.Config
-	default:
-		return nil, false
+		return walk(cache.config.of(s.Config), parts[1:])
 	}
-	return walk(decode(doc), parts[1:])
+	return nil, false
+}
+
+// decodedScope holds the decoded documents of a Scope.
+type decodedScope struct {
+	payload, context, config decodedDocument
+}
+
+// decodedDocument is one document's decoded form and the bytes it was
+// decoded from (a Scope copied and given another document decodes again).
+type decodedDocument struct {
+	raw   json.RawMessage
+	value any
+	done  bool
+}
+
+// of returns raw decoded, from the cache when it holds raw's decoding.
+func (d *decodedDocument) of(raw json.RawMessage) any {
+	if d.done && sameBytes(d.raw, raw) {
+		return d.value
+	}
+	d.raw, d.value, d.done = raw, decode(raw), true
+	return d.value
+}
+
+// sameBytes says whether a and b are the same slice (not only equal bytes).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// withCache returns s with a cache of its decoded documents, shared by
+// its copies.
+func (s Scope) withCache() Scope {
+	if s.decoded == nil {
+		s.decoded = &decodedScope{}
+	}
+	return s
 }
 
 // walk follows keys into nested objects.
@@ -363,4 +400,23 @@ func equal(a, b any) bool {
 		return false // compare said they differ in kind
 	}
 	return a == b
+}
+
+// UnmarshalJSON reads a condition as MarshalJSON's default form writes it
+// and compiles a regex operand once, here, as the compiler does: a pipeline
+// read back from the ledger does not compile it per evaluation. A pattern
+// that does not compile is left for Eval to report.
+func (c *Condition) UnmarshalJSON(data []byte) error {
+	type plain Condition
+	var p plain
+	if err := json.Unmarshal(data, &p); err != nil {
+		return err
+	}
+	*c = Condition(p)
+	if c.Op == "regex" {
+		if pattern, ok := decode(c.Value).(string); ok {
+			c.re, _ = regexp.Compile(pattern)
+		}
+	}
+	return nil
 }

@@ -37,26 +37,37 @@ func (s *Set) Hooked(signal string) []*Pipeline {
 // Scope is what a condition, a template and a claim read: the input
 // event's payload, the inherited context and the node's plugin config, each
 // a JSON object (nil: {}).
+// Each document is decoded once per Scope, when a path of it is first
+// read: a Scope made by NewScope shares that across Eval, Input and Accrete
+// (and its copies); a literal Scope, within one call. Not for concurrent use.
 type Scope struct {
 	Payload json.RawMessage
 	Context json.RawMessage
 	Config  json.RawMessage
+
+	decoded *decodedScope
+}
+
+// NewScope is a Scope of these documents whose decoded forms are shared by
+// every call given it (or a copy of it).
+func NewScope(payload, context, config json.RawMessage) Scope {
+	return Scope{Payload: payload, Context: context, Config: config, decoded: &decodedScope{}}
 }
 
 // Eval says whether the condition holds in scope. An error is a condition
 // that cannot be evaluated (a regex that does not compile is a compile
 // error, not this).
-func (c *Condition) Eval(scope Scope) (bool, error) { return c.eval(scope) }
+func (c *Condition) Eval(scope Scope) (bool, error) { return c.eval(scope.withCache()) }
 
 // Input is the payload the node's job receives: the incoming payload, or,
 // when the node has with:, the object its templates make from scope.
-func (n *Node) Input(scope Scope) (json.RawMessage, error) { return n.input(scope) }
+func (n *Node) Input(scope Scope) (json.RawMessage, error) { return n.input(scope.withCache()) }
 
 // Accrete returns the context after the node's baggage claims, evaluated
 // against scope (payload.* and the inherited context.*): a new path is
 // added, the same value again is fine, a different value for an inherited
 // path is a *BaggageError. Without claims it returns scope.Context as is.
-func (n *Node) Accrete(scope Scope) (json.RawMessage, error) { return n.accrete(scope) }
+func (n *Node) Accrete(scope Scope) (json.RawMessage, error) { return n.accrete(scope.withCache()) }
 
 // BaggageError is a claim that would rewrite an inherited context path.
 type BaggageError struct {

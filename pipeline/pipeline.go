@@ -106,5 +106,5 @@ type Condition struct {
 	Value json.RawMessage `json:"value,omitempty"` // the operand
 	Of    []*Condition    `json:"of,omitempty"`    // for all, any, not
 
-	re *regexp.Regexp // the compiled regex operand (nil when loaded from JSON: Eval compiles it)
+	re *regexp.Regexp // the compiled regex operand (compiled by the compiler, or UnmarshalJSON)
 }

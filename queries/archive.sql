@@ -89,3 +89,30 @@ WHERE r.seq <= CAST(@through_seq AS INTEGER) AND r.type = 'dedupe.reserved'
   )
 ORDER BY r.seq
 LIMIT 1;
+
+-- name: ArchiveCutRuns :many
+-- The pipeline runs not finished, oldest start first: those pipeline_runs
+-- says are running (index pipeline_runs_running, migration 00018), and the
+-- starts the projector has not applied yet (the tail after its oldest
+-- checkpoint). An archive stops before their start and keeps the compiled
+-- version they run on readable (commands/archive_ledger.go).
+SELECT CAST(run_id AS TEXT) AS run_id, CAST(pipeline AS TEXT) AS pipeline, CAST(hash AS TEXT) AS hash,
+       CAST(started_seq AS INTEGER) AS started_seq FROM (
+    SELECT run_id, pipeline, hash, started_seq FROM pipeline_runs WHERE status = 'running'
+    UNION ALL
+    SELECT e.data ->> '$.run_id', e.data ->> '$.pipeline', e.data ->> '$.hash', e.seq FROM events e
+    WHERE e.seq > (SELECT coalesce(min(c.seq), 0) FROM projector_checkpoint c) AND e.type = 'pipeline.run_started'
+)
+ORDER BY started_seq;
+
+-- name: ArchiveCutCompiled :many
+-- The newest pipeline.compiled of a hash on a pipeline's stream, and
+-- whether a newer event of that stream follows it (then, archived, it would
+-- be neither in the main file nor the carried newest event).
+SELECT c.seq, CAST(EXISTS (
+    SELECT 1 FROM events n WHERE n.stream = c.stream AND n.version > c.version
+) AS INTEGER) AS superseded
+FROM events c
+WHERE c.stream = CAST(@stream AS TEXT) AND c.type = 'pipeline.compiled' AND c.data ->> '$.hash' = CAST(@hash AS TEXT)
+ORDER BY c.version DESC
+LIMIT 1;

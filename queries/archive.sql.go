@@ -449,3 +449,103 @@ func ArchiveCutDedupe(conn *sqlite.Conn, throughSeq int64, fn func(ArchiveCutDed
 		}
 	}
 }
+
+const archiveCutRuns = `SELECT CAST(run_id AS TEXT) AS run_id, CAST(pipeline AS TEXT) AS pipeline, CAST(hash AS TEXT) AS hash,
+       CAST(started_seq AS INTEGER) AS started_seq FROM (
+    SELECT run_id, pipeline, hash, started_seq FROM pipeline_runs WHERE status = 'running'
+    UNION ALL
+    SELECT e.data ->> '$.run_id', e.data ->> '$.pipeline', e.data ->> '$.hash', e.seq FROM events e
+    WHERE e.seq > (SELECT coalesce(min(c.seq), 0) FROM projector_checkpoint c) AND e.type = 'pipeline.run_started'
+)
+ORDER BY started_seq`
+
+type ArchiveCutRunsRow struct {
+	RunID      string
+	Pipeline   string
+	Hash       string
+	StartedSeq int64
+}
+
+// The pipeline runs not finished, oldest start first: those pipeline_runs
+// says are running (index pipeline_runs_running, migration 00018), and the
+// starts the projector has not applied yet (the tail after its oldest
+// checkpoint). An archive stops before their start and keeps the compiled
+// version they run on readable (commands/archive_ledger.go).
+func ArchiveCutRuns(conn *sqlite.Conn, fn func(ArchiveCutRunsRow) error) (err error) {
+	stmt, err := conn.Prepare(archiveCutRuns)
+	if err != nil {
+		return fmt.Errorf("ArchiveCutRuns: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ArchiveCutRuns: %w", resetErr)
+		}
+	}()
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ArchiveCutRuns: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ArchiveCutRunsRow
+		row.RunID = stmt.ColumnText(0)
+		row.Pipeline = stmt.ColumnText(1)
+		row.Hash = stmt.ColumnText(2)
+		row.StartedSeq = stmt.ColumnInt64(3)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const archiveCutCompiled = `SELECT c.seq, CAST(EXISTS (
+    SELECT 1 FROM events n WHERE n.stream = c.stream AND n.version > c.version
+) AS INTEGER) AS superseded
+FROM events c
+WHERE c.stream = CAST(?1 AS TEXT) AND c.type = 'pipeline.compiled' AND c.data ->> '$.hash' = CAST(?2 AS TEXT)
+ORDER BY c.version DESC
+LIMIT 1`
+
+type ArchiveCutCompiledParams struct {
+	Stream string
+	Hash   string
+}
+
+type ArchiveCutCompiledRow struct {
+	Seq        int64
+	Superseded int64
+}
+
+// The newest pipeline.compiled of a hash on a pipeline's stream, and
+// whether a newer event of that stream follows it (then, archived, it would
+// be neither in the main file nor the carried newest event).
+func ArchiveCutCompiled(conn *sqlite.Conn, arg ArchiveCutCompiledParams, fn func(ArchiveCutCompiledRow) error) (err error) {
+	stmt, err := conn.Prepare(archiveCutCompiled)
+	if err != nil {
+		return fmt.Errorf("ArchiveCutCompiled: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ArchiveCutCompiled: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Stream)
+	stmt.BindText(2, arg.Hash)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ArchiveCutCompiled: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ArchiveCutCompiledRow
+		row.Seq = stmt.ColumnInt64(0)
+		row.Superseded = stmt.ColumnInt64(1)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}

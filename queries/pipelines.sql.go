@@ -536,9 +536,12 @@ func DeleteArchivedEventContext(conn *sqlite.Conn, throughSeq int64) (err error)
 	return nil
 }
 
-const deleteArchivedPipelineRuns = `DELETE FROM pipeline_runs WHERE started_seq <= CAST(?1 AS INTEGER)`
+const deleteArchivedPipelineRuns = `DELETE FROM pipeline_runs
+WHERE started_seq <= CAST(?1 AS INTEGER) AND finished_seq <= CAST(?1 AS INTEGER)`
 
-// ledger.archived: the runs whose start moved to an archive.
+// ledger.archived: the runs whose start and finish moved to an archive (a
+// run not finished there keeps its row: commands.ArchiveCut keeps the start
+// of a run still running out of an archive).
 func DeleteArchivedPipelineRuns(conn *sqlite.Conn, throughSeq int64) (err error) {
 	stmt, err := conn.Prepare(deleteArchivedPipelineRuns)
 	if err != nil {

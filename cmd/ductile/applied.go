@@ -24,6 +24,10 @@ type appliedOutput struct {
 	Settings  config.Settings        `json:"settings"`
 	Plugins   []events.AppliedPlugin `json:"plugins"`
 	Skipped   []events.SkippedPlugin `json:"skipped"`
+	// Pipelines it runs, and those it skipped (a uses step names a plugin
+	// that did not load) with the reason.
+	Pipelines        []events.AppliedPipeline `json:"pipelines"`
+	SkippedPipelines []events.SkippedPipeline `json:"skipped_pipelines"`
 }
 
 // configShowApplied prints the newest config.applied: what the running
@@ -46,7 +50,14 @@ func configShowApplied(c *cli.Context, e *env) error {
 		return err
 	}
 	out := appliedOutput{PID: a.PID, Running: h.Daemon() && h.PID == a.PID, Reason: a.Reason,
-		AppliedAt: a.At.UTC().Format(time.RFC3339Nano), Seq: a.Seq, Settings: a.Settings, Plugins: a.Plugins, Skipped: a.Skipped}
+		AppliedAt: a.At.UTC().Format(time.RFC3339Nano), Seq: a.Seq, Settings: a.Settings, Plugins: a.Plugins, Skipped: a.Skipped,
+		Pipelines: a.Pipelines, SkippedPipelines: a.SkippedPipelines}
+	if out.Pipelines == nil {
+		out.Pipelines = []events.AppliedPipeline{}
+	}
+	if out.SkippedPipelines == nil {
+		out.SkippedPipelines = []events.SkippedPipeline{}
+	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
@@ -59,6 +70,9 @@ func configShowApplied(c *cli.Context, e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "# applied by the daemon (pid %d, %s) at %s (%s, seq %d)\n# config %s\n# hash %s\n",
 		a.PID, state, out.AppliedAt, a.Reason, a.Seq, orDefaults(a.Settings.Source), a.Settings.Hash)
+	for _, p := range a.SkippedPipelines {
+		fmt.Fprintf(e.stdout, "# pipeline %s skipped: %s (fix or install the plugin, then: ductile system reload)\n", p.Name, p.Reason)
+	}
 	b, err := yaml.Marshal(a.Settings)
 	if err != nil {
 		return err

@@ -389,7 +389,14 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	out := map[string]any{"job_id": id, "status_before": j.Status, "dry_run": c.Bool("dry-run")}
 	status := j.Status
 	if !c.Bool("dry-run") {
-		status, err = commands.CancelJob(c.Context, l, commands.Cancel{JobID: id, Reason: c.String("reason"), Actor: commands.ByCLI, Now: time.Now()})
+		// A pipeline job's cancel moves its run on: the steps it enqueues
+		// are built with the config that runs them.
+		cfg, err := jobsConfig(c.Context, e, l)
+		if err != nil {
+			return err
+		}
+		status, err = commands.CancelJob(c.Context, l, commands.Cancel{JobID: id, Reason: c.String("reason"), Actor: commands.ByCLI, Now: time.Now(),
+			Pipelines: &commands.Pipelines{Config: cfg}})
 		if errors.Is(err, commands.ErrInvalidTransition) {
 			return conflictf("job %s is %s: only a queued or running job can be canceled", id, j.Status)
 		}

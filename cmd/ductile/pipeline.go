@@ -25,6 +25,8 @@ func pipelineCommand() *cli.Command {
 		Usage: "inspect the config's pipelines: list, show, graph and dry-run them",
 		Subcommands: []*cli.Command{
 			pipelineRunCommand(),
+			pipelineRunsCommand(),
+			pipelineStatusCommand(),
 			{
 				Name:   "list",
 				Usage:  "list the pipelines: trigger, mode, steps and hash",
@@ -113,6 +115,8 @@ type pipelineSummary struct {
 	Hash          string `json:"hash"`
 	File          string `json:"file,omitempty"`
 	Line          int    `json:"line,omitempty"`
+	// Applied, when a daemon runs, says whether it runs this version.
+	Applied *bool `json:"applied,omitempty"`
 }
 
 func pipelineList(c *cli.Context) error {
@@ -121,10 +125,12 @@ func pipelineList(c *cli.Context) error {
 		return err
 	}
 	out := []pipelineSummary{}
+	a, running := runningApplied(c, e)
 	for _, name := range pipelineNames(set) {
 		p := set.Pipelines[name]
 		out = append(out, pipelineSummary{Name: p.Name, On: p.On, OnHook: p.OnHook, ExecutionMode: p.ExecutionMode,
-			Timeout: p.Timeout.String(), MaxDepth: p.MaxDepth, Steps: len(p.Nodes), Hash: p.Hash, File: p.File, Line: p.Line})
+			Timeout: p.Timeout.String(), MaxDepth: p.MaxDepth, Steps: len(p.Nodes), Hash: p.Hash, File: p.File, Line: p.Line,
+			Applied: pipelineApplied(a.ConfigAppliedData, running, p.Name, p.Hash)})
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, struct {
@@ -138,7 +144,11 @@ func pipelineList(c *cli.Context) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tTRIGGER\tMODE\tSTEPS\tHASH")
 	for i, s := range out {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Name, set.Pipelines[out[i].Name].Trigger(), s.ExecutionMode, s.Steps, shortHash(s.Hash))
+		note := ""
+		if s.Applied != nil && !*s.Applied {
+			note = "\t# not applied yet (see: ductile pipeline show " + s.Name + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s%s\n", s.Name, set.Pipelines[out[i].Name].Trigger(), s.ExecutionMode, s.Steps, shortHash(s.Hash), note)
 	}
 	return tw.Flush()
 }
@@ -147,6 +157,8 @@ func pipelineList(c *cli.Context) error {
 type pipelineShown struct {
 	*pipeline.Pipeline
 	Nodes []*pipeline.Node `json:"nodes"`
+	// Applied, when a daemon runs, says whether it runs this version.
+	Applied *bool `json:"applied,omitempty"`
 }
 
 func pipelineShow(c *cli.Context) error {
@@ -154,8 +166,10 @@ func pipelineShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	a, running := runningApplied(c, e)
+	applied := pipelineApplied(a.ConfigAppliedData, running, p.Name, p.Hash)
 	if c.Bool("json") {
-		return printJSON(e.stdout, pipelineShown{Pipeline: p, Nodes: p.Order()})
+		return printJSON(e.stdout, pipelineShown{Pipeline: p, Nodes: p.Order(), Applied: applied})
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "pipeline %s (%s:%d)\n", p.Name, p.File, p.Line)
@@ -163,6 +177,9 @@ func pipelineShow(c *cli.Context) error {
 	fmt.Fprintf(w, "  execution_mode  %s (timeout %s)\n", p.ExecutionMode, p.Timeout)
 	fmt.Fprintf(w, "  max_depth       %d\n", p.MaxDepth)
 	fmt.Fprintf(w, "  hash            %s\n", p.Hash)
+	if applied != nil && !*applied {
+		fmt.Fprintf(w, "  %s\n", notAppliedNote(a.ConfigAppliedData, p.Name))
+	}
 	fmt.Fprintf(w, "nodes (entry %s):\n", p.Entry)
 	for _, n := range p.Order() {
 		what := n.Plugin + "." + n.Command

@@ -52,6 +52,9 @@ type pipelineRunOutput struct {
 	Results   []events.RunResult `json:"results,omitempty"`
 	DaemonPID int                `json:"daemon_pid,omitempty"` // 0: no daemon runs it yet
 	DryRun    bool               `json:"dry_run,omitempty"`
+	// Applied, when a daemon runs, says whether it runs the config file's
+	// version of the pipeline (the run uses that version either way).
+	Applied *bool `json:"applied,omitempty"`
 }
 
 func pipelineRun(c *cli.Context) error {
@@ -89,7 +92,11 @@ func pipelineRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	out := pipelineRunOutput{Pipeline: name, DaemonPID: set.daemonPID}
+	out := pipelineRunOutput{Pipeline: name, DaemonPID: set.daemonPID,
+		Applied: pipelineApplied(set.applied, set.daemonPID != 0, name, p.Hash)}
+	if out.Applied != nil && !*out.Applied && !c.Bool("json") {
+		fmt.Fprintf(e.stdout, "%s; this run uses the config file's version %s\n", notAppliedNote(set.applied, name), shortHash(p.Hash))
+	}
 	if c.Bool("wait") && set.daemonPID == 0 {
 		return hintf(codeConflict, "start one with: ductile system start (or run without --wait: the run waits in the queue)",
 			"--wait needs a running daemon: no daemon runs on %s to run the pipeline's steps", e.stateDir)
