@@ -467,7 +467,7 @@ type ArchiveCutRunsRow struct {
 }
 
 // The pipeline runs not finished, oldest start first: those pipeline_runs
-// says are running (index pipeline_runs_running, migration 00018), and the
+// says are running (index pipeline_runs_running, migration 00017), and the
 // starts the projector has not applied yet (the tail after its oldest
 // checkpoint). An archive stops before their start and keeps the compiled
 // version they run on readable (commands/archive_ledger.go).
