@@ -2,6 +2,7 @@ package commands
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -154,6 +155,7 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 		return nil, nil, nil // the common case, and a replay: one step, nothing follows it
 	}
 	var evs []ledger.NewEvent
+	var dropped []events.DroppedRoute
 	var res response
 	parsed := false
 	parse := func() response {
@@ -185,6 +187,12 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 					Pipeline: pl, Trigger: TriggerEvent, Payload: payload, EventType: ev.Type, SubmittedBy: ByPipeline,
 					Config: p.config(), Now: end.Now, ParentJobID: j.JobID, Depth: j.Depth + 1, Correlation: j.Correlation, HookDepth: j.HookDepth,
 				}, seen)
+				if errors.Is(err, ErrInvalidCommand) {
+					// It cannot start: recorded like a dropped route, the job's end stands.
+					dropped = append(dropped, events.DroppedRoute{Plugin: "pipeline:" + pl.Name, EventType: ev.Type, Depth: j.Depth + 1,
+						Reason: fmt.Sprintf("pipeline %s cannot start: %v", pl.Name, err)})
+					continue
+				}
 				if err != nil {
 					return nil, nil, fmt.Errorf("start pipeline %s on %s: %w", pl.Name, ev.Type, err)
 				}
@@ -194,18 +202,17 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 	}
 	signal := hookSignal(end)
 	if signal == "" || !p.config().Plugin(j.Plugin).NotifyOnComplete {
-		return evs, nil, nil
+		return evs, dropped, nil
 	}
 	hooked := set.Hooked(signal)
 	if len(hooked) == 0 {
-		return evs, nil, nil
+		return evs, dropped, nil
 	}
 	limit := p.config().Service.MaxHookDepth
 	if limit <= 0 {
 		limit = config.DefaultMaxHookDepth
 	}
 	depth := j.HookDepth + 1
-	var dropped []events.DroppedRoute
 	payload, err := json.Marshal(map[string]any{
 		"job_id": j.JobID, "plugin": j.Plugin, "command": j.Command, "status": end.Status, "error": end.Error, "result": rawOrNull(parse().Result),
 	})
@@ -222,6 +229,11 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 			Pipeline: pl, Trigger: TriggerHook, Payload: payload, EventType: signal, SubmittedBy: ByPipeline,
 			Config: p.config(), Now: end.Now, HookDepth: depth,
 		}, seen)
+		if errors.Is(err, ErrInvalidCommand) {
+			dropped = append(dropped, events.DroppedRoute{Plugin: "pipeline:" + pl.Name, EventType: signal, Depth: depth, Limit: limit,
+				Reason: fmt.Sprintf("pipeline %s cannot start: %v", pl.Name, err)})
+			continue
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("start pipeline %s on %s: %w", pl.Name, signal, err)
 		}
@@ -491,8 +503,11 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 	return true, nil
 }
 
-// job enqueues n's job. A claim that would change inherited baggage (or
-// any error making its input) records the job dead at once, with why.
+// job enqueues n's job. A claim that would change inherited baggage, or
+// any error making its input or preparing its job (a payload or context
+// nested too deep), records the job dead at once, with why; a job that
+// cannot be prepared even so (its input is what is at fault) ends the path
+// dead without one. Only the ledger's errors fail the decision.
 func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at position, fail error) error {
 	scope := pipeline.Scope{Payload: in.payload, Context: ctx, Config: s.pluginConfig(n.Plugin)}
 	newCtx, payload := ctx, in.payload
@@ -505,29 +520,23 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 	if fail != nil {
 		newCtx, payload = ctx, in.payload
 	}
-	if len(payload) == 0 {
-		payload = json.RawMessage("{}")
+	enq, err := s.prepareJob(n, in.typ, payload, newCtx, at)
+	if err != nil && fail == nil {
+		fail = err
+		enq, err = s.prepareJob(n, in.typ, in.payload, ctx, at)
 	}
-	by := s.by
-	if by == "" {
-		by = ByPipeline
-	}
-	enq := JobFor(s.cfg, n.Plugin, n.Command, by)
-	u, err := uuid.NewV7()
 	if err != nil {
-		return err
+		reason := fmt.Sprintf("step %s: its job cannot be enqueued: %v", n.ID, fail)
+		if fail != err {
+			reason += fmt.Sprintf(" (nor recorded dead: %v)", err)
+		}
+		s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: reason})
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: reason, Context: ctx})
+		return nil
 	}
-	enq.JobID, enq.Now, enq.Payload, enq.Context = u.String(), s.now, payload, newCtx
-	if enq.Event, err = json.Marshal(events.Envelope{Type: in.typ, Payload: payload, EventID: enq.JobID,
-		Source: "pipeline:" + s.pl.Name, Timestamp: Time(s.now)}); err != nil {
-		return err
-	}
-	enq.Pipeline = &events.PipelineStep{Run: s.runID, Pipeline: s.pl.Name, Hash: s.pl.Hash, Node: n.ID,
-		Splits: slices.Clone(at.splits), Branches: slices.Clone(at.branches)}
-	enq.Depth, enq.ParentJobID, enq.Correlation, enq.HookDepth = at.depth, at.parent, s.correlation, s.hookDepth
 	evs, _, err := enq.decide(s.tx, nil)
 	if err != nil {
-		return fmt.Errorf("step %s: %w", n.ID, err)
+		return fmt.Errorf("step %s: %w", n.ID, err) // prepared already: the ledger's
 	}
 	if s.correlation == "" {
 		s.correlation = enq.JobID // the run's first job roots its tree
@@ -556,6 +565,36 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 		}
 	}
 	return nil
+}
+
+// prepareJob is n's job with payload and context at position at, prepared
+// (checked and encoded): its error is the job's, never the ledger's.
+func (s *stepper) prepareJob(n *pipeline.Node, typ string, payload, ctx json.RawMessage, at position) (Enqueue, error) {
+	if len(payload) == 0 {
+		payload = json.RawMessage("{}")
+	}
+	by := s.by
+	if by == "" {
+		by = ByPipeline
+	}
+	enq := JobFor(s.cfg, n.Plugin, n.Command, by)
+	u, err := uuid.NewV7()
+	if err != nil {
+		return enq, err
+	}
+	enq.JobID, enq.Now, enq.Payload, enq.Context = u.String(), s.now, payload, ctx
+	if d := events.JSONDepth(payload); d > MaxPayloadDepth {
+		// Checked before the envelope is encoded around it.
+		return enq, fmt.Errorf("%w: payload nests %d levels deep; a payload may nest at most %d", ErrInvalidCommand, d, MaxPayloadDepth)
+	}
+	if enq.Event, err = json.Marshal(events.Envelope{Type: typ, Payload: payload, EventID: enq.JobID,
+		Source: "pipeline:" + s.pl.Name, Timestamp: Time(s.now)}); err != nil {
+		return enq, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+	}
+	enq.Pipeline = &events.PipelineStep{Run: s.runID, Pipeline: s.pl.Name, Hash: s.pl.Hash, Node: n.ID,
+		Splits: slices.Clone(at.splits), Branches: slices.Clone(at.branches)}
+	enq.Depth, enq.ParentJobID, enq.Correlation, enq.HookDepth = at.depth, at.parent, s.correlation, s.hookDepth
+	return enq, enq.prepare()
 }
 
 // open opens an instance of split n and enters each branch.

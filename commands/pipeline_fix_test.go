@@ -1,0 +1,86 @@
+package commands_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/pipeline"
+)
+
+// nested is a JSON value nesting depth levels of arrays.
+func nested(depth int) string {
+	return strings.Repeat("[", depth) + strings.Repeat("]", depth)
+}
+
+func TestPipelineSuccessorThatCannotBeEnqueued(t *testing.T) {
+	t.Run("a join payload too deep fails the run, not the completion", func(t *testing.T) {
+		b := setup(t)
+		run := startRun(t, b, fanout(true), `{}`)
+		jobs := map[string]string{}
+		for _, j := range progress(t, b, run.RunID).Enqueued {
+			jobs[j.Node] = j.JobID
+		}
+		runOne(t, b, jobs["b0"], ok(`"zero"`), nil)
+		runOne(t, b, jobs["b1"], dead("boom"), nil)
+		// Within a job payload's limit alone; over it inside the join's.
+		res := runOne(t, b, jobs["b2"], ok(nested(499)), nil)
+		require.Equal(t, events.StatusSucceeded, res.Status)
+		fin := finished(t, b, run.RunID)
+		require.NotNil(t, fin)
+		require.Equal(t, events.RunFailed, fin.Status)
+		require.Contains(t, fin.Error, "payload nests")
+	})
+	t.Run("a step whose baggage makes a context too deep is recorded dead", func(t *testing.T) {
+		needCompiler(t)
+		b := setup(t)
+		pl := linear()
+		pl.Nodes["b"].Baggage = []pipeline.Claim{{Path: "x.y.z", From: "payload.result"}}
+		run := startRun(t, b, pl, `{}`)
+		res := runOne(t, b, run.JobID, ok(nested(498)), nil)
+		require.Equal(t, events.StatusSucceeded, res.Status)
+		jb := b.fold(t, enqueuedAt(t, b, run.RunID, "b"))
+		require.Equal(t, events.StatusDead, jb.Status)
+		require.Contains(t, jb.LastError, "context nests")
+		require.Equal(t, events.RunFailed, finished(t, b, run.RunID).Status)
+	})
+	t.Run("an on trigger whose first step cannot be enqueued", func(t *testing.T) {
+		b := setup(t)
+		pl := graph("watch", "a", uses("a", "pa", ""))
+		pl.On = "file.found"
+		set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"watch": pl}}
+		cfg := config.Default()
+		res, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(cfg, "scanner", "poll", commands.ByCLI))
+		require.NoError(t, err)
+		done := runOne(t, b, res.JobID, commands.Outcome{Kind: events.OutcomeOK,
+			Response: raw(`{"status":"ok","events":[{"type":"file.found","payload":{"deep":` + nested(501) + `}}]}`)},
+			&commands.Pipelines{Set: set, Config: cfg})
+		require.Equal(t, events.StatusSucceeded, done.Status)
+	})
+	t.Run("recovery of a branch whose join cannot be enqueued", func(t *testing.T) {
+		b := setup(t)
+		run := startRun(t, b, fanout(true), `{}`)
+		jobs := map[string]string{}
+		for _, j := range progress(t, b, run.RunID).Enqueued {
+			jobs[j.Node] = j.JobID
+		}
+		runOne(t, b, jobs["b0"], ok(nested(499)), nil)
+		runOne(t, b, jobs["b1"], ok(`1`), nil)
+		for attempt := 1; ; attempt++ {
+			_, err := commands.StartJob(b.ctx, b.l, commands.Start{JobID: jobs["b2"], Timeout: time.Minute, PID: 1, Now: now})
+			require.NoError(t, err)
+			rec, err := commands.RecoverJob(b.ctx, b.l, commands.Recover{JobID: jobs["b2"], Now: now})
+			require.NoError(t, err)
+			if rec.Status == events.StatusDead {
+				break
+			}
+			require.Less(t, attempt, 10)
+		}
+		require.Equal(t, events.RunFailed, finished(t, b, run.RunID).Status)
+	})
+}
