@@ -1,6 +1,8 @@
 package commands_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -83,4 +85,72 @@ func TestPipelineSuccessorThatCannotBeEnqueued(t *testing.T) {
 		}
 		require.Equal(t, events.RunFailed, finished(t, b, run.RunID).Status)
 	})
+}
+
+func TestPipelineRunStateCarriesNoResults(t *testing.T) {
+	b := setup(t)
+	pl := graph("wide", "a", uses("a", "pa", "split"),
+		&pipeline.Node{ID: "split", Kind: pipeline.KindSplit, Branches: []string{"b0", "b1"}, Next: "join", ContinueOnError: true},
+		uses("b0", "p0", ""), uses("b1", "p1", ""), uses("join", "pj", ""))
+	run := startRun(t, b, pl, `{}`)
+	const n = 5
+	var emitted []string
+	for i := range n {
+		emitted = append(emitted, fmt.Sprintf(`{"type":"x","payload":{"i":%d}}`, i))
+	}
+	runOne(t, b, run.JobID, commands.Outcome{Kind: events.OutcomeOK, Response: raw(`{"status":"ok","events":[` + strings.Join(emitted, ",") + `]}`)}, nil)
+	big := `"` + strings.Repeat("r", 10_000) + `"`
+	var branches []events.RunJob
+	branches = append(branches, progress(t, b, run.RunID).Enqueued...)
+	require.Len(t, branches, 2*n)
+	var joins []string
+	for i, j := range branches {
+		mark := b.mark(t)
+		out := ok(big)
+		if i == 1 {
+			out = dead("boom")
+		}
+		runOne(t, b, j.JobID, out, nil)
+		for _, ev := range b.since(t, mark) {
+			if ev.Type == events.PipelineStepEnded {
+				require.Less(t, len(ev.Data), 3_000, "step_ended %d carries results: %d bytes", i, len(ev.Data))
+			}
+		}
+		for _, e := range progress(t, b, run.RunID).Enqueued {
+			joins = append(joins, e.JobID)
+		}
+	}
+	require.Len(t, joins, n, "one join per split instance")
+	join := b.fold(t, joins[0])
+	var in struct {
+		Branches []struct {
+			Node   string            `json:"node"`
+			Status events.Status     `json:"status"`
+			Result json.RawMessage   `json:"result"`
+			Events []json.RawMessage `json:"events"`
+		} `json:"branches"`
+	}
+	require.NoError(t, json.Unmarshal(join.Payload, &in))
+	require.Len(t, in.Branches, 2)
+	require.Equal(t, events.StatusDead, in.Branches[1].Status)
+	require.JSONEq(t, big, string(in.Branches[0].Result))
+	require.JSONEq(t, `null`, string(in.Branches[1].Result))
+	for i, id := range joins {
+		mark := b.mark(t)
+		runOne(t, b, id, ok(fmt.Sprintf(`{"join":%d,"big":%s}`, i, big)), nil)
+		for _, ev := range b.since(t, mark) {
+			if ev.Type == events.PipelineStepEnded {
+				require.Less(t, len(ev.Data), 3_000, "join step_ended %d carries results", i)
+			}
+		}
+	}
+	fin := finished(t, b, run.RunID)
+	require.Equal(t, events.RunSucceeded, fin.Status)
+	require.Len(t, fin.Results, n)
+	for i, r := range fin.Results {
+		require.Equal(t, joins[i], r.JobID)
+		require.Equal(t, "pj", r.Plugin)
+		require.Equal(t, "handle", r.Command)
+		require.JSONEq(t, fmt.Sprintf(`{"join":%d,"big":%s}`, i, big), string(r.Result))
+	}
 }

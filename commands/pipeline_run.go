@@ -151,6 +151,10 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 		Data: events.RunStarted{RunStartedData: events.RunStartedData{RunID: runID, Pipeline: pl.Name, Hash: pl.Hash, Mode: mode,
 			Trigger: cmd.Trigger, JobID: s.firstJob, SubmittedBy: cmd.SubmittedBy}, RunProgress: s.progress}})
 	evs = append(evs, s.evs...)
-	evs = append(evs, s.finished(1, meta)...)
+	fin, err := s.finished(1, meta)
+	if err != nil {
+		return nil, RunStartedResult{}, err
+	}
+	evs = append(evs, fin...)
 	return evs, RunStartedResult{RunID: runID, JobID: s.firstJob}, nil
 }

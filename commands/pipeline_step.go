@@ -322,7 +322,7 @@ func (p *Pipelines) stepEnded(tx *ledger.Tx, j *Job, end jobEnd, res response, s
 	}
 	pl, lookupErr := p.lookup(tx, step.Pipeline, step.Hash)
 	s := &stepper{tx: tx, pl: pl, cfg: p.config(), runID: step.Run, state: &state, now: end.Now,
-		correlation: j.Correlation, hookDepth: j.HookDepth, seen: seen}
+		correlation: j.Correlation, hookDepth: j.HookDepth, seen: seen, known: map[string]jobOutput{}}
 	state.Outstanding--
 	for _, id := range step.Splits {
 		if sp := s.split(id); sp != nil {
@@ -331,15 +331,12 @@ func (p *Pipelines) stepEnded(tx *ledger.Tx, j *Job, end jobEnd, res response, s
 	}
 	at := position{splits: step.Splits, branches: step.Branches, depth: j.Depth + 1, parent: j.JobID}
 	s.here = at
-	entry := events.BranchEnd{Node: step.Node, JobID: j.JobID, Plugin: j.Plugin, Command: j.Command, Status: end.Status,
-		Result: res.Result, Error: end.Error, Context: j.Context}
-	for _, ev := range end.Emitted {
-		b, err := json.Marshal(map[string]any{"type": ev.Type, "payload": rawOrNull(ev.Payload)})
-		if err != nil {
-			return nil, err
-		}
-		entry.Events = append(entry.Events, b)
+	entry := events.BranchEnd{Node: step.Node, JobID: j.JobID, Status: end.Status, Error: end.Error}
+	emitted, err := emittedEvents(end.Emitted)
+	if err != nil {
+		return nil, err
 	}
+	s.known[j.JobID] = jobOutput{plugin: j.Plugin, command: j.Command, result: res.Result, events: emitted, context: j.Context}
 	switch {
 	case lookupErr != nil:
 		entry.Status, entry.Error = events.StatusDead, lookupErr.Error()
@@ -372,7 +369,11 @@ func (p *Pipelines) stepEnded(tx *ledger.Tx, j *Job, end jobEnd, res response, s
 	s.progress.State = state
 	evs := []ledger.NewEvent{{Stream: stream, ExpectedVersion: version, Type: events.PipelineStepEnded, Meta: meta,
 		Data: events.StepEndedData{RunID: step.Run, JobID: j.JobID, Node: step.Node, Status: end.Status, RunProgress: s.progress}}}
-	evs = append(evs, s.finished(version+1, meta)...)
+	fin, err := s.finished(version+1, meta)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, fin...)
 	return append(evs, s.evs...), nil
 }
 
@@ -412,6 +413,75 @@ type stepper struct {
 	firstJob    string
 	seen        map[string]bool
 	configs     map[string]json.RawMessage
+	known       map[string]jobOutput // the jobs of this decision's ends, not in the ledger yet
+}
+
+// jobOutput is what a join or the run's end reads of a job that ended a
+// path: its plugin and command, its result and emitted events (each
+// {"type", "payload"}) if it succeeded, and its context.
+type jobOutput struct {
+	plugin, command string
+	result          json.RawMessage
+	events          []json.RawMessage
+	context         json.RawMessage
+}
+
+// emittedEvents are evs as a join's input lists them.
+func emittedEvents(evs []router.Event) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for _, ev := range evs {
+		b, err := json.Marshal(map[string]any{"type": ev.Type, "payload": rawOrNull(ev.Payload)})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// output is job id's output: from this decision, or read from its stream
+// (job.enqueued, and the response of its job.succeeded).
+func (s *stepper) output(id string) (jobOutput, error) {
+	if out, ok := s.known[id]; ok {
+		return out, nil
+	}
+	evs, err := s.tx.ReadStream(events.JobStream(id))
+	if err != nil {
+		return jobOutput{}, err
+	}
+	var out jobOutput
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.JobEnqueued:
+			var d struct {
+				Plugin  string          `json:"plugin"`
+				Command string          `json:"command"`
+				Context json.RawMessage `json:"context"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return jobOutput{}, fmt.Errorf("read %s: %w", ev.Stream, err)
+			}
+			out.plugin, out.command, out.context = d.Plugin, d.Command, d.Context
+		case events.JobSucceeded:
+			var d struct {
+				Response json.RawMessage `json:"response"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return jobOutput{}, fmt.Errorf("read %s: %w", ev.Stream, err)
+			}
+			e := jobEnd{Response: d.Response}
+			r := e.parse()
+			out.result = r.Result
+			if out.events, err = emittedEvents(e.Emitted); err != nil {
+				return jobOutput{}, err
+			}
+		}
+	}
+	if s.known == nil {
+		s.known = map[string]jobOutput{}
+	}
+	s.known[id] = out
+	return out, nil
 }
 
 // position is where a job stands: its open splits, its branch in each,
@@ -468,7 +538,7 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 		n := s.pl.Nodes[id]
 		if n == nil {
 			// A compiled pipeline never says so; a bad one fails its run, not the completion.
-			s.pathEnd(at, events.BranchEnd{Node: id, Status: events.StatusDead, Error: fmt.Sprintf("pipeline %s has no step %q", s.pl.Name, id), Context: ctx})
+			s.pathEnd(at, events.BranchEnd{Node: id, Status: events.StatusDead, Error: fmt.Sprintf("pipeline %s has no step %q", s.pl.Name, id)})
 			return false, nil
 		}
 		if n.If != nil {
@@ -480,7 +550,7 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 			if err != nil {
 				reason := "its if could not be evaluated: " + err.Error()
 				s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: reason})
-				s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason, Context: ctx})
+				s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason})
 				return false, nil
 			}
 			if !ok {
@@ -492,7 +562,7 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 		if limit := s.pl.MaxDepth; limit > 0 && at.depth > limit {
 			reason := fmt.Sprintf("depth %d would pass the pipeline's max_depth (%d): the step is not run", at.depth, limit)
 			s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Depth: at.depth, Limit: limit, Reason: reason})
-			s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason, Context: ctx})
+			s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason})
 			return false, nil
 		}
 		if n.Kind == pipeline.KindSplit {
@@ -531,7 +601,7 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 			reason += fmt.Sprintf(" (nor recorded dead: %v)", err)
 		}
 		s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: reason})
-		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: reason, Context: ctx})
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: reason})
 		return nil
 	}
 	evs, _, err := enq.decide(s.tx, nil)
@@ -553,8 +623,11 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 		s.evs = append(s.evs, ledger.NewEvent{Stream: events.JobStream(enq.JobID), ExpectedVersion: 1, Type: events.JobDead,
 			Data: events.Dead{Attempt: 1, Reason: fail.Error()}, Meta: ledger.Meta{CorrelationID: s.correlation, Actor: ByPipeline}})
 		s.progress.Enqueued = append(s.progress.Enqueued, rj)
-		s.pathEnd(at, events.BranchEnd{Node: n.ID, JobID: enq.JobID, Plugin: n.Plugin, Command: n.Command,
-			Status: events.StatusDead, Error: fail.Error(), Context: ctx})
+		if s.known == nil {
+			s.known = map[string]jobOutput{}
+		}
+		s.known[enq.JobID] = jobOutput{plugin: n.Plugin, command: n.Command, context: storedContext(ctx)}
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, JobID: enq.JobID, Status: events.StatusDead, Error: fail.Error()})
 		return nil
 	}
 	s.progress.Enqueued = append(s.progress.Enqueued, rj)
@@ -601,11 +674,11 @@ func (s *stepper) prepareJob(n *pipeline.Node, typ string, payload, ctx json.Raw
 func (s *stepper) open(n *pipeline.Node, in input, ctx json.RawMessage, at position, fail error) error {
 	newCtx := ctx
 	if fail == nil && len(n.Baggage) > 0 {
-		newCtx, fail = n.Accrete(pipeline.Scope{Payload: in.payload, Context: ctx})
+		newCtx, fail = n.Accrete(pipeline.Scope{Payload: in.payload})
 	}
 	if fail != nil {
 		s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: fail.Error()})
-		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: fail.Error(), Context: ctx})
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: fail.Error()})
 		return nil
 	}
 	u, err := uuid.NewV7()
@@ -614,7 +687,7 @@ func (s *stepper) open(n *pipeline.Node, in input, ctx json.RawMessage, at posit
 	}
 	id := u.String()
 	s.state.Splits = append(s.state.Splits, events.OpenSplit{ID: id, Node: n.ID, Outer: slices.Clone(at.splits),
-		OuterBranch: slices.Clone(at.branches), Context: newCtx})
+		OuterBranch: slices.Clone(at.branches)})
 	s.progress.Opened = append(s.progress.Opened, id)
 	for i, b := range n.Branches {
 		bat := at.inside(id, i)
@@ -623,7 +696,7 @@ func (s *stepper) open(n *pipeline.Node, in input, ctx json.RawMessage, at posit
 			return err
 		}
 		if ended {
-			s.pathEnd(bat, events.BranchEnd{Node: b, Status: events.StatusSkipped, Context: newCtx})
+			s.pathEnd(bat, events.BranchEnd{Node: b, Status: events.StatusSkipped})
 		}
 	}
 	return nil
@@ -644,8 +717,7 @@ func (s *stepper) pathEnd(at position, e events.BranchEnd) {
 	if e.Status == events.StatusSkipped {
 		return // no job: nothing to report
 	}
-	s.state.Results = append(s.state.Results, events.RunResult{JobID: e.JobID, Node: e.Node, Plugin: e.Plugin,
-		Command: e.Command, Status: e.Status, Result: e.Result, Error: e.Error})
+	s.state.Results = append(s.state.Results, events.PathEnd{JobID: e.JobID, Node: e.Node, Status: e.Status, Error: e.Error})
 	if failed(e.Status) {
 		s.state.Failed = true
 		if s.state.Error == "" {
@@ -687,7 +759,7 @@ func (s *stepper) close(sp events.OpenSplit) error {
 	if n == nil {
 		msg := fmt.Sprintf("split %s: its pipeline's step is not found: the join is not run", sp.Node)
 		s.progress.Closed = append(s.progress.Closed, events.ClosedSplit{Split: sp.ID, Node: sp.Node, Status: events.SplitFailed, Error: msg})
-		s.pathEnd(at, events.BranchEnd{Node: sp.Node, Status: events.StatusDead, Error: msg, Context: sp.Context})
+		s.pathEnd(at, events.BranchEnd{Node: sp.Node, Status: events.StatusDead, Error: msg})
 		return nil
 	}
 	var failures []string
@@ -703,7 +775,7 @@ func (s *stepper) close(sp events.OpenSplit) error {
 	if len(failures) > 0 && !n.ContinueOnError {
 		msg := "split " + n.ID + ": " + strings.Join(failures, "; ")
 		s.progress.Closed = append(s.progress.Closed, events.ClosedSplit{Split: sp.ID, Node: n.ID, Status: events.SplitFailed, Error: msg})
-		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: msg, Context: sp.Context})
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: msg})
 		return nil
 	}
 	if n.Next == "" {
@@ -713,7 +785,6 @@ func (s *stepper) close(sp events.OpenSplit) error {
 		}
 		return nil
 	}
-	ctx, mergeErr := mergeContexts(n.Next, sp.Context, sp.Branches)
 	type entry struct {
 		Branch int               `json:"branch"`
 		Node   string            `json:"node"`
@@ -723,12 +794,23 @@ func (s *stepper) close(sp events.OpenSplit) error {
 		Events []json.RawMessage `json:"events"`
 	}
 	entries := make([]entry, len(sp.Branches))
+	var contexts []json.RawMessage
 	for i, b := range sp.Branches {
-		entries[i] = entry{Branch: b.Branch, Node: b.Node, JobID: b.JobID, Status: b.Status, Result: rawOrNull(b.Result), Events: b.Events}
-		if entries[i].Events == nil {
-			entries[i].Events = []json.RawMessage{}
+		entries[i] = entry{Branch: b.Branch, Node: b.Node, JobID: b.JobID, Status: b.Status, Result: json.RawMessage("null"), Events: []json.RawMessage{}}
+		if b.JobID == "" {
+			continue
 		}
+		out, err := s.output(b.JobID)
+		if err != nil {
+			return err
+		}
+		entries[i].Result = rawOrNull(out.result)
+		if out.events != nil {
+			entries[i].Events = out.events
+		}
+		contexts = append(contexts, out.context)
 	}
+	ctx, mergeErr := mergeContexts(n.Next, sp.Context, contexts)
 	payload, err := json.Marshal(map[string]any{"branches": entries})
 	if err != nil {
 		return err
@@ -748,18 +830,18 @@ func (s *stepper) close(sp events.OpenSplit) error {
 
 // mergeContexts is the split's context deep-merged with each branch's
 // last one; a path two branches set differently is a *BaggageError.
-func mergeContexts(join string, base json.RawMessage, branches []events.BranchEnd) (json.RawMessage, error) {
+func mergeContexts(join string, base json.RawMessage, branches []json.RawMessage) (json.RawMessage, error) {
 	merged := map[string]any{}
 	if err := decodeObject(base, &merged); err != nil {
 		return base, err
 	}
 	changed := false
 	for _, b := range branches {
-		if len(b.Context) == 0 || string(b.Context) == string(base) {
+		if len(b) == 0 || string(b) == string(base) {
 			continue
 		}
 		var ctx map[string]any
-		if err := decodeObject(b.Context, &ctx); err != nil {
+		if err := decodeObject(b, &ctx); err != nil {
 			return base, err
 		}
 		if err := mergeInto(join, "", merged, ctx); err != nil {
@@ -812,21 +894,29 @@ func mergeInto(join, prefix string, dst, src map[string]any) error {
 }
 
 // finished is pipeline.run_finished at version, if nothing of the run is
-// outstanding.
-func (s *stepper) finished(version int64, meta ledger.Meta) []ledger.NewEvent {
+// outstanding, with each path end's job's result read.
+func (s *stepper) finished(version int64, meta ledger.Meta) ([]ledger.NewEvent, error) {
 	if s.state.Outstanding > 0 || len(s.state.Splits) > 0 {
-		return nil
+		return nil, nil
 	}
 	status := events.RunSucceeded
 	if s.state.Failed {
 		status = events.RunFailed
 	}
-	results := s.state.Results
-	if results == nil {
-		results = []events.RunResult{}
+	results := make([]events.RunResult, len(s.state.Results))
+	for i, e := range s.state.Results {
+		results[i] = events.RunResult{JobID: e.JobID, Node: e.Node, Status: e.Status, Error: e.Error}
+		if e.JobID == "" {
+			continue
+		}
+		out, err := s.output(e.JobID)
+		if err != nil {
+			return nil, err
+		}
+		results[i].Plugin, results[i].Command, results[i].Result = out.plugin, out.command, out.result
 	}
 	return []ledger.NewEvent{{Stream: events.RunStream(s.runID), ExpectedVersion: version, Type: events.PipelineRunFinished, Meta: meta,
-		Data: events.RunFinishedData{RunID: s.runID, Status: status, Error: s.state.Error, Results: results}}}
+		Data: events.RunFinishedData{RunID: s.runID, Status: status, Error: s.state.Error, Results: results}}}, nil
 }
 
 // compiledEvent records pl on its stream (pipeline.compiled) unless its
