@@ -64,6 +64,40 @@ func (p *Pipelines) set() *pipeline.Set {
 	return p.Set
 }
 
+// hasOn reports whether a pipeline of the set has an on trigger.
+func (p *Pipelines) hasOn() bool {
+	if s := p.set(); s != nil {
+		for _, pl := range s.Pipelines {
+			if pl.On != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wantsResponse reports whether a success's end will read its response:
+// a pipeline step's does, and so does a job whose emitted events start a
+// run or whose end fires a hook. routing nil: its events are not known.
+func (p *Pipelines) wantsResponse(pipelineJob bool, routing *Routing) bool {
+	if pipelineJob {
+		return true
+	}
+	set := p.set()
+	if set == nil || len(set.Pipelines) == 0 {
+		return false
+	}
+	if routing == nil {
+		return true
+	}
+	for _, ev := range routing.Events {
+		if len(set.Triggered(ev.Type)) > 0 {
+			return true
+		}
+	}
+	return p.config().Plugin(routing.Plugin).NotifyOnComplete && len(set.Hooked(HookCompleted)) > 0
+}
+
 // compiled caches compiled pipelines read back from the ledger, by hash: a
 // hash names one compiled form for good.
 var compiled sync.Map // hash → *pipeline.Pipeline
@@ -118,6 +152,9 @@ type jobEnd struct {
 	Response json.RawMessage // the plugin's response, if any
 	Emitted  []router.Event  // its events, if already parsed
 	Now      time.Time
+
+	parsed  *response // Response decoded (by Complete.prepare, or parse)
+	decoded bool      // parse decoded Response (in the decision)
 }
 
 // response is what a step's end reads of its plugin's response.
@@ -130,11 +167,18 @@ type response struct {
 	} `json:"events"`
 }
 
+// parse is the end's response decoded (once), filling in Emitted if it
+// was not given.
 func (e *jobEnd) parse() response {
-	var r response
-	if len(e.Response) > 0 {
-		_ = json.Unmarshal(e.Response, &r) // the dispatcher parsed it already
+	if e.parsed == nil {
+		var r response
+		if len(e.Response) > 0 {
+			_ = json.Unmarshal(e.Response, &r) // the dispatcher parsed it already
+			e.decoded = true
+		}
+		e.parsed = &r
 	}
+	r := *e.parsed
 	if e.Emitted == nil {
 		for _, ev := range r.Events {
 			e.Emitted = append(e.Emitted, router.Event{Type: ev.Type, Payload: ev.Payload, DedupeKey: ev.DedupeKey})
@@ -148,7 +192,10 @@ func (e *jobEnd) parse() response {
 // the events it emitted start the runs whose on they are, and its end
 // starts the on-hook pipelines of its signal. It returns the hooks that
 // did not fire (past service.max_hook_depth), for the terminal event.
-func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEvent, []events.DroppedRoute, error) {
+// It decodes the job's response only when something reads it: a pipeline
+// step's run, an on trigger that may match an emitted event (Emitted not
+// given), a hook that fires.
+func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end *jobEnd) ([]ledger.NewEvent, []events.DroppedRoute, error) {
 	set := p.set()
 	hasSet := set != nil && len(set.Pipelines) > 0
 	if j.Pipeline == nil && !hasSet || j.ReplayOf != "" {
@@ -156,17 +203,9 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 	}
 	var evs []ledger.NewEvent
 	var dropped []events.DroppedRoute
-	var res response
-	parsed := false
-	parse := func() response {
-		if !parsed {
-			res, parsed = end.parse(), true
-		}
-		return res
-	}
 	seen := map[string]bool{} // pipeline versions recorded by this decision
 	if j.Pipeline != nil {
-		more, err := p.stepEnded(tx, j, end, parse(), seen)
+		more, err := p.stepEnded(tx, j, *end, end.parse(), seen)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -175,8 +214,10 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 	if !hasSet {
 		return evs, nil, nil
 	}
-	if end.Status == events.StatusSucceeded {
-		parse()
+	if end.Status == events.StatusSucceeded && (end.Emitted != nil || p.hasOn()) {
+		if end.Emitted == nil {
+			end.parse()
+		}
 		for _, ev := range end.Emitted {
 			for _, pl := range set.Triggered(ev.Type) {
 				payload := ev.Payload
@@ -200,7 +241,7 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 			}
 		}
 	}
-	signal := hookSignal(end)
+	signal := hookSignal(*end)
 	if signal == "" || !p.config().Plugin(j.Plugin).NotifyOnComplete {
 		return evs, dropped, nil
 	}
@@ -214,7 +255,7 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 	}
 	depth := j.HookDepth + 1
 	payload, err := json.Marshal(map[string]any{
-		"job_id": j.JobID, "plugin": j.Plugin, "command": j.Command, "status": end.Status, "error": end.Error, "result": rawOrNull(parse().Result),
+		"job_id": j.JobID, "plugin": j.Plugin, "command": j.Command, "status": end.Status, "error": end.Error, "result": rawOrNull(end.parse().Result),
 	})
 	if err != nil {
 		return nil, nil, err
