@@ -154,3 +154,18 @@ func TestPipelineRunStateCarriesNoResults(t *testing.T) {
 		require.JSONEq(t, fmt.Sprintf(`{"join":%d,"big":%s}`, i, big), string(r.Result))
 	}
 }
+
+func TestPipelineJoinMergesNumbersByValue(t *testing.T) {
+	needCompiler(t)
+	b := setup(t)
+	pl := fanout(false)
+	pl.Nodes["b0"].Baggage = []pipeline.Claim{{Path: "x.n", From: "payload.a"}, {Path: "x.k", From: "payload.k"}}
+	pl.Nodes["b1"].Baggage = []pipeline.Claim{{Path: "x.n", From: "payload.b"}, {Path: "x.m", From: "payload.k"}}
+	run := startRun(t, b, pl, `{"a":1,"b":1.0,"k":"v"}`)
+	for _, j := range progress(t, b, run.RunID).Enqueued {
+		runOne(t, b, j.JobID, ok(`"`+j.Node+`"`), nil)
+	}
+	join := b.fold(t, enqueuedAt(t, b, run.RunID, "join"))
+	require.Equal(t, events.StatusQueued, join.Status, "1 and 1.0 are the same value: %s", join.LastError)
+	require.JSONEq(t, `{"x":{"n":1,"k":"v","m":"v"}}`, string(join.Context))
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -870,68 +869,24 @@ func (s *stepper) close(sp events.OpenSplit) error {
 }
 
 // mergeContexts is the split's context deep-merged with each branch's
-// last one; a path two branches set differently is a *BaggageError.
+// last one (pipeline.MergeContexts); a path two branches set differently
+// is a *BaggageError. Branches that kept the split's context change
+// nothing.
 func mergeContexts(join string, base json.RawMessage, branches []json.RawMessage) (json.RawMessage, error) {
-	merged := map[string]any{}
-	if err := decodeObject(base, &merged); err != nil {
-		return base, err
-	}
-	changed := false
+	var changed []json.RawMessage
 	for _, b := range branches {
-		if len(b) == 0 || string(b) == string(base) {
-			continue
+		if len(b) > 0 && string(b) != string(base) {
+			changed = append(changed, b)
 		}
-		var ctx map[string]any
-		if err := decodeObject(b, &ctx); err != nil {
-			return base, err
-		}
-		if err := mergeInto(join, "", merged, ctx); err != nil {
-			return base, err
-		}
-		changed = true
 	}
-	if !changed {
+	if len(changed) == 0 {
 		return base, nil
 	}
-	out, err := json.Marshal(merged)
-	return out, err
-}
-
-func decodeObject(raw json.RawMessage, into *map[string]any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+	merged, err := pipeline.MergeContexts(join, base, changed...)
+	if err != nil {
+		return base, err
 	}
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	d.UseNumber()
-	return d.Decode(into)
-}
-
-func mergeInto(join, prefix string, dst, src map[string]any) error {
-	for k, v := range src {
-		path := k
-		if prefix != "" {
-			path = prefix + "." + k
-		}
-		old, ok := dst[k]
-		if !ok {
-			dst[k] = v
-			continue
-		}
-		om, oIsMap := old.(map[string]any)
-		nm, nIsMap := v.(map[string]any)
-		if oIsMap && nIsMap {
-			if err := mergeInto(join, path, om, nm); err != nil {
-				return err
-			}
-			continue
-		}
-		if !reflect.DeepEqual(old, v) {
-			ob, _ := json.Marshal(old)
-			nb, _ := json.Marshal(v)
-			return &pipeline.BaggageError{Node: join, Path: path, Old: ob, New: nb}
-		}
-	}
-	return nil
+	return merged, nil
 }
 
 // finished is pipeline.run_finished at version, if nothing of the run is
