@@ -169,3 +169,22 @@ func TestPipelineJoinMergesNumbersByValue(t *testing.T) {
 	require.Equal(t, events.StatusQueued, join.Status, "1 and 1.0 are the same value: %s", join.LastError)
 	require.JSONEq(t, `{"x":{"n":1,"k":"v","m":"v"}}`, string(join.Context))
 }
+
+func TestPipelineJoinConflictFailsABypassedJoin(t *testing.T) {
+	needCompiler(t)
+	b := setup(t)
+	pl := fanout(false)
+	pl.Nodes["b0"].Baggage = []pipeline.Claim{{Path: "x.n", From: "payload.a"}}
+	pl.Nodes["b1"].Baggage = []pipeline.Claim{{Path: "x.n", From: "payload.b"}}
+	pl.Nodes["join"].If = &pipeline.Condition{Op: "exists", Path: "payload.nothing"}
+	run := startRun(t, b, pl, `{"a":1,"b":2}`)
+	for _, j := range progress(t, b, run.RunID).Enqueued {
+		runOne(t, b, j.JobID, ok(`"`+j.Node+`"`), nil)
+	}
+	p := progress(t, b, run.RunID)
+	require.Empty(t, p.Enqueued)
+	require.Equal(t, []events.SkippedStep{{Node: "join", Reason: "if was false"}}, p.Skipped)
+	fin := finished(t, b, run.RunID)
+	require.Equal(t, events.RunFailed, fin.Status)
+	require.Contains(t, fin.Error, "context.x.n")
+}

@@ -860,6 +860,11 @@ func (s *stepper) close(sp events.OpenSplit) error {
 	if err != nil {
 		return err
 	}
+	if ended && mergeErr != nil {
+		// Every step from the join on was bypassed: the conflict fails the path all the same.
+		s.pathEnd(at, events.BranchEnd{Node: n.Next, Status: events.StatusDead, Error: mergeErr.Error()})
+		return nil
+	}
 	if ended {
 		for _, b := range sp.Branches {
 			s.pathEnd(at, b)
