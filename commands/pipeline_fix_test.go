@@ -188,3 +188,42 @@ func TestPipelineJoinConflictFailsABypassedJoin(t *testing.T) {
 	require.Equal(t, events.RunFailed, fin.Status)
 	require.Contains(t, fin.Error, "context.x.n")
 }
+
+func TestPipelineStepDeadAtOnceFiresHooks(t *testing.T) {
+	needCompiler(t)
+	b := setup(t)
+	pl := linear()
+	pl.Nodes["a"].Baggage = []pipeline.Claim{{Path: "web.url", From: "payload.url"}}
+	pl.Nodes["b"].Baggage = []pipeline.Claim{{Path: "web.url", From: "payload.result"}}
+	audit := graph("audit", "x", uses("x", "auditor", ""))
+	audit.OnHook = commands.HookFailed
+	cfg := config.Default()
+	pc := config.DefaultPlugin()
+	pc.NotifyOnComplete = true
+	cfg.Plugins["pb"] = pc
+	p := &commands.Pipelines{Set: &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"linear": pl, "audit": audit}}, Config: cfg}
+	run := startRun(t, b, pl, `{"url":"https://a"}`)
+	mark := b.mark(t)
+	runOne(t, b, run.JobID, ok(`"https://b"`), p)
+	jb := b.fold(t, enqueuedAt(t, b, run.RunID, "b"))
+	require.Equal(t, events.StatusDead, jb.Status)
+	var started *events.RunStarted
+	for _, ev := range b.since(t, mark) {
+		if ev.Type == events.PipelineRunStarted {
+			started = &events.RunStarted{}
+			require.NoError(t, json.Unmarshal(ev.Data, started))
+		}
+	}
+	require.NotNil(t, started, "the dead step's job.failed hook fires")
+	require.Equal(t, "audit", started.Pipeline)
+	first := b.fold(t, started.JobID)
+	var in struct {
+		JobID  string `json:"job_id"`
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal(first.Payload, &in))
+	require.Equal(t, jb.JobID, in.JobID)
+	require.Equal(t, "dead", in.Status)
+	require.Contains(t, in.Error, "inherited baggage is immutable")
+}

@@ -123,7 +123,7 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 	if cfg == nil {
 		cfg = p.config()
 	}
-	s := &stepper{tx: tx, pl: pl, cfg: cfg, runID: runID, state: &state, now: cmd.Now,
+	s := &stepper{p: p, tx: tx, pl: pl, cfg: cfg, runID: runID, state: &state, now: cmd.Now,
 		correlation: cmd.Correlation, hookDepth: cmd.HookDepth, seen: seen}
 	at := position{depth: cmd.Depth, parent: cmd.ParentJobID}
 	s.here = at

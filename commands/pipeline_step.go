@@ -240,14 +240,28 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end *jobEnd) ([]ledger.NewEv
 			}
 		}
 	}
+	more, hookDropped, err := p.hooks(tx, j, end, seen)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(evs, more...), append(dropped, hookDropped...), nil
+}
+
+// hooks starts the on-hook pipelines of j's end, if j's plugin says
+// notify_on_complete. It returns the hooks that did not fire (past
+// service.max_hook_depth, or unable to start), for j's terminal event.
+func (p *Pipelines) hooks(tx *ledger.Tx, j *Job, end *jobEnd, seen map[string]bool) ([]ledger.NewEvent, []events.DroppedRoute, error) {
+	set := p.set()
 	signal := hookSignal(*end)
-	if signal == "" || !p.config().Plugin(j.Plugin).NotifyOnComplete {
-		return evs, dropped, nil
+	if set == nil || signal == "" || !p.config().Plugin(j.Plugin).NotifyOnComplete {
+		return nil, nil, nil
 	}
 	hooked := set.Hooked(signal)
 	if len(hooked) == 0 {
-		return evs, dropped, nil
+		return nil, nil, nil
 	}
+	var evs []ledger.NewEvent
+	var dropped []events.DroppedRoute
 	limit := p.config().Service.MaxHookDepth
 	if limit <= 0 {
 		limit = config.DefaultMaxHookDepth
@@ -361,7 +375,7 @@ func (p *Pipelines) stepEnded(tx *ledger.Tx, j *Job, end jobEnd, res response, s
 		return nil, err
 	}
 	pl, lookupErr := p.lookup(tx, step.Pipeline, step.Hash)
-	s := &stepper{tx: tx, pl: pl, cfg: p.config(), runID: step.Run, state: &state, now: end.Now,
+	s := &stepper{p: p, tx: tx, pl: pl, cfg: p.config(), runID: step.Run, state: &state, now: end.Now,
 		correlation: j.Correlation, hookDepth: j.HookDepth, seen: seen, known: map[string]jobOutput{}}
 	state.Outstanding--
 	for _, id := range step.Splits {
@@ -438,6 +452,7 @@ func outputs(end jobEnd, res response) []input {
 // stepper enters a run's nodes in one decision, keeping the run's
 // bookkeeping (state) and what it did (progress, evs).
 type stepper struct {
+	p           *Pipelines // the hooks of a job that dies at once
 	tx          *ledger.Tx
 	pl          *pipeline.Pipeline
 	cfg         *config.Config
@@ -660,8 +675,16 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 		// Recorded, and dead at once: its plugin does not run.
 		s.tx.Forget(events.JobStream(enq.JobID))
 		rj.Error = fail.Error()
+		dead := events.Dead{Attempt: 1, Reason: fail.Error()}
+		hookEvs, dropped, err := s.p.hooks(s.tx, &Job{Enqueued: events.Enqueued{JobID: enq.JobID, Plugin: n.Plugin, Command: n.Command, HookDepth: s.hookDepth}},
+			&jobEnd{Status: events.StatusDead, Error: fail.Error(), Now: s.now}, s.seen)
+		if err != nil {
+			return err
+		}
+		dead.DroppedHooks = dropped
 		s.evs = append(s.evs, ledger.NewEvent{Stream: events.JobStream(enq.JobID), ExpectedVersion: 1, Type: events.JobDead,
-			Data: events.Dead{Attempt: 1, Reason: fail.Error()}, Meta: ledger.Meta{CorrelationID: s.correlation, Actor: ByPipeline}})
+			Data: dead, Meta: ledger.Meta{CorrelationID: s.correlation, Actor: ByPipeline}})
+		s.evs = append(s.evs, hookEvs...)
 		s.progress.Enqueued = append(s.progress.Enqueued, rj)
 		if s.known == nil {
 			s.known = map[string]jobOutput{}
