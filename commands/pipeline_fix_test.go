@@ -227,3 +227,33 @@ func TestPipelineStepDeadAtOnceFiresHooks(t *testing.T) {
 	require.Equal(t, "dead", in.Status)
 	require.Contains(t, in.Error, "inherited baggage is immutable")
 }
+
+func TestPipelineMaxDepthCountsFromTheRunsStart(t *testing.T) {
+	b := setup(t)
+	pl := linear()
+	pl.On = "file.found"
+	pl.MaxDepth = 1
+	cfg := config.Default()
+	p := &commands.Pipelines{Set: &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"linear": pl}}, Config: cfg}
+	enq := commands.JobFor(cfg, "scanner", "poll", commands.ByCLI)
+	enq.Depth = 3
+	res, err := commands.EnqueueJob(b.ctx, b.l, enq)
+	require.NoError(t, err)
+	mark := b.mark(t)
+	runOne(t, b, res.JobID, commands.Outcome{Kind: events.OutcomeOK, Response: raw(`{"status":"ok","events":[{"type":"file.found","payload":{}}]}`)}, p)
+	var started events.RunStarted
+	for _, ev := range b.since(t, mark) {
+		if ev.Type == events.PipelineRunStarted {
+			require.NoError(t, json.Unmarshal(ev.Data, &started))
+		}
+	}
+	require.NotEmpty(t, started.JobID, "the run's first step is at its depth 0")
+	require.Equal(t, 4, started.State.BaseDepth)
+	runOne(t, b, started.JobID, ok(`"a"`), p)
+	jb := enqueuedAt(t, b, started.RunID, "b")
+	runOne(t, b, jb, ok(`"b"`), p)
+	pr := progress(t, b, started.RunID)
+	require.Empty(t, pr.Enqueued)
+	require.Equal(t, []events.DroppedStep{{Node: "c", Depth: 2, Limit: 1,
+		Reason: "depth 2 would pass the pipeline's max_depth (1): the step is not run"}}, pr.Dropped)
+}

@@ -118,7 +118,7 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 	if err != nil {
 		return nil, RunStartedResult{}, err
 	}
-	var state events.RunState
+	state := events.RunState{BaseDepth: cmd.Depth}
 	cfg := cmd.Config
 	if cfg == nil {
 		cfg = p.config()

@@ -614,9 +614,10 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 				continue
 			}
 		}
-		if limit := s.pl.MaxDepth; limit > 0 && at.depth > limit {
-			reason := fmt.Sprintf("depth %d would pass the pipeline's max_depth (%d): the step is not run", at.depth, limit)
-			s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Depth: at.depth, Limit: limit, Reason: reason})
+		if limit, depth := s.pl.MaxDepth, at.depth-s.state.BaseDepth; limit > 0 && depth > limit {
+			// Counted from the run's start, not from its tree's root.
+			reason := fmt.Sprintf("depth %d would pass the pipeline's max_depth (%d): the step is not run", depth, limit)
+			s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Depth: depth, Limit: limit, Reason: reason})
 			s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason})
 			return false, nil
 		}

@@ -152,6 +152,10 @@ type RunState struct {
 	Results     []PathEnd   `json:"results,omitempty"` // the paths of the run ended so far
 	Failed      bool        `json:"failed,omitempty"`
 	Error       string      `json:"error,omitempty"`
+	// BaseDepth is the depth of the run's first jobs in their job tree
+	// (an on trigger's run starts below the emitting job): max_depth
+	// counts from it.
+	BaseDepth int `json:"base_depth,omitempty"`
 }
 
 // PathEnd is a path of a run that ended: the job that ended it (none for a
