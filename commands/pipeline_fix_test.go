@@ -257,3 +257,20 @@ func TestPipelineMaxDepthCountsFromTheRunsStart(t *testing.T) {
 	require.Equal(t, []events.DroppedStep{{Node: "c", Depth: 2, Limit: 1,
 		Reason: "depth 2 would pass the pipeline's max_depth (1): the step is not run"}}, pr.Dropped)
 }
+
+// Compiled forms read back from a ledger are cached by the Pipelines value
+// that read them, not by the process: another ledger (or a nil Pipelines)
+// reads its own.
+func TestPipelineCompiledCacheIsThePipelines(t *testing.T) {
+	var jobs []string
+	for _, plugin := range []string{"pb", "other"} {
+		b := setup(t)
+		pl := linear()
+		pl.Hash = "blake3:the-same"
+		pl.Nodes["b"].Plugin = plugin
+		run := startRun(t, b, pl, `{}`)
+		runOne(t, b, run.JobID, ok(`"a"`), nil)
+		jobs = append(jobs, b.fold(t, enqueuedAt(t, b, run.RunID, "b")).Plugin)
+	}
+	require.Equal(t, []string{"pb", "other"}, jobs)
+}

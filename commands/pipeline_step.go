@@ -28,6 +28,10 @@ import (
 type Pipelines struct {
 	Set    *pipeline.Set
 	Config *config.Config
+
+	// compiled caches the compiled pipelines this value read back from the
+	// ledger, by hash (a hash names one compiled form for good).
+	compiled sync.Map // hash → *pipeline.Pipeline
 }
 
 // ByPipeline is the submitted_by of a pipeline step's job.
@@ -97,20 +101,19 @@ func (p *Pipelines) wantsResponse(pipelineJob bool, routing *Routing) bool {
 	return p.config().Plugin(routing.Plugin).NotifyOnComplete && len(set.Hooked(HookCompleted)) > 0
 }
 
-// compiled caches compiled pipelines read back from the ledger, by hash: a
-// hash names one compiled form for good.
-var compiled sync.Map // hash → *pipeline.Pipeline
-
 // lookup is the compiled pipeline name at hash: the current one, or the
-// one recorded on its stream (pipeline.compiled).
+// one recorded on its stream (pipeline.compiled), cached by p (a nil p
+// reads the ledger each time).
 func (p *Pipelines) lookup(tx *ledger.Tx, name, hash string) (*pipeline.Pipeline, error) {
 	if s := p.set(); s != nil {
 		if pl := s.Pipelines[name]; pl != nil && pl.Hash == hash {
 			return pl, nil
 		}
 	}
-	if pl, ok := compiled.Load(hash); ok {
-		return pl.(*pipeline.Pipeline), nil
+	if p != nil {
+		if pl, ok := p.compiled.Load(hash); ok {
+			return pl.(*pipeline.Pipeline), nil
+		}
 	}
 	// The newest version first: an archive keeps it in the main file.
 	evs, err := tx.ReadStream(events.PipelineStream(name))
@@ -137,7 +140,9 @@ func (p *Pipelines) lookup(tx *ledger.Tx, name, hash string) (*pipeline.Pipeline
 		if err := json.Unmarshal(d.Pipeline, pl); err != nil {
 			return nil, fmt.Errorf("pipeline %s %s as recorded: %w", name, hash, err)
 		}
-		compiled.Store(hash, pl)
+		if p != nil {
+			p.compiled.Store(hash, pl)
+		}
 		return pl, nil
 	}
 	return nil, fmt.Errorf("pipeline %s version %s is neither the current one nor recorded (pipeline.compiled)", name, hash)
