@@ -34,7 +34,7 @@ func CancelJob(ctx context.Context, l *ledger.Ledger, cmd Cancel) (events.Status
 		if err != nil || status != events.StatusCanceled || len(evs) == 0 {
 			return evs, err
 		}
-		more, _, err := cmd.Pipelines.afterEnd(tx, j, jobEnd{Status: status, Error: cmd.Reason, Now: cmd.Now})
+		more, _, err := cmd.Pipelines.afterEnd(tx, j, &jobEnd{Status: status, Error: cmd.Reason, Now: cmd.Now})
 		return append(evs, more...), err
 	})
 	if err != nil {

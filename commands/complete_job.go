@@ -85,8 +85,12 @@ type Complete struct {
 	// Pipelines moves the job's pipeline run on and starts the runs its
 	// events and its end trigger (pipeline_step.go); nil: no triggers.
 	Pipelines *Pipelines
+	// PipelineJob says the job is a pipeline step, so that prepare decodes
+	// its response for the run (a wrong hint costs the decision the decode).
+	PipelineJob bool
 
-	dropped []events.DroppedRoute // set by prepare: what the success records
+	dropped  []events.DroppedRoute // set by prepare: what the success records
+	response *response             // set by prepare: the response, if the pipelines read it
 }
 
 // CompleteResult says where the job went.
@@ -163,6 +167,11 @@ type routed struct {
 func (cmd *Complete) prepare() (res routed) {
 	if cmd.Outcome.Kind != events.OutcomeOK {
 		return res // only a success routes its children
+	}
+	if cmd.Pipelines.wantsResponse(cmd.PipelineJob, cmd.Routing) {
+		// Decoded here, on the caller's goroutine, not by the writer.
+		r := (&jobEnd{Response: cmd.Outcome.Response}).parse()
+		cmd.response = &r
 	}
 	cmd.Children = slices.Clone(cmd.Children)
 	if r := cmd.Routing; r != nil && len(r.Events) > 0 {
@@ -299,8 +308,14 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		end := jobEnd{Status: res.Status, Timeout: out.Kind == events.OutcomeTimeout, Error: out.Error, Response: out.Response, Now: cmd.Now}
 		if r := cmd.Routing; r != nil && res.Status == events.StatusSucceeded {
 			end.Emitted = r.Events
+			if end.Emitted == nil {
+				end.Emitted = []router.Event{} // known: none
+			}
 		}
-		more, dropped, err := cmd.Pipelines.afterEnd(tx, j, end)
+		if res.Status == events.StatusSucceeded && out.Kind == cmd.Outcome.Kind {
+			end.parsed = cmd.response // prepared for this outcome
+		}
+		more, dropped, err := cmd.Pipelines.afterEnd(tx, j, &end)
 		if err != nil {
 			return nil, res, err
 		}

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/projections"
 )
 
@@ -50,7 +52,32 @@ func BenchmarkJobLifecycle(b *testing.B) { benchmarkLifecycle(b, commands.ByCLI)
 // healthy plugin's jobs (one look at its stream per completion, no event).
 func BenchmarkJobLifecycleScheduled(b *testing.B) { benchmarkLifecycle(b, commands.BySchedule) }
 
+// BenchmarkJobLifecycleWithPipelines is BenchmarkJobLifecycle with pipelines
+// configured (an on trigger and a hook none of these jobs fire) and a 4 KB
+// result routed as the dispatcher routes it: what pipelines cost the jobs
+// that are not theirs.
+func BenchmarkJobLifecycleWithPipelines(b *testing.B) {
+	nodes := map[string]*pipeline.Node{"a": {ID: "a", Kind: pipeline.KindUses, Plugin: "pa", Command: "handle"}}
+	set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{
+		"watch": {Name: "watch", On: "file.found", Entry: "a", Nodes: nodes, Hash: "blake3:watch"},
+		"audit": {Name: "audit", OnHook: commands.HookCompleted, Entry: "a", Nodes: nodes, Hash: "blake3:audit"},
+	}}
+	benchmarkLifecycleWith(b, commands.ByCLI, &commands.Pipelines{Set: set, Config: config.Default()}, bigResult)
+}
+
+// BenchmarkJobLifecycleBigResult is BenchmarkJobLifecycleWithPipelines
+// without pipelines: the baseline it compares with.
+func BenchmarkJobLifecycleBigResult(b *testing.B) {
+	benchmarkLifecycleWith(b, commands.ByCLI, nil, bigResult)
+}
+
+var bigResult = json.RawMessage(`{"status":"ok","result":{"text":"` + strings.Repeat("lorem ipsum ", 340) + `"}}`)
+
 func benchmarkLifecycle(b *testing.B, by string) {
+	benchmarkLifecycleWith(b, by, nil, json.RawMessage(`{"status":"ok","result":"ok"}`))
+}
+
+func benchmarkLifecycleWith(b *testing.B, by string, p *commands.Pipelines, response json.RawMessage) {
 	ctx := context.Background()
 	l := daemonLedger(b, ctx)
 
@@ -91,8 +118,12 @@ func benchmarkLifecycle(b *testing.B, by string) {
 					fail(err)
 					return
 				}
-				_, err = commands.CompleteJob(ctx, l, commands.Complete{JobID: id, Attempt: st.Attempt, Now: time.Now(),
-					Outcome: commands.Outcome{Kind: events.OutcomeOK, Duration: time.Millisecond, Response: json.RawMessage(`{"status":"ok","result":"ok"}`)}})
+				complete := commands.Complete{JobID: id, Attempt: st.Attempt, Now: time.Now(), Pipelines: p,
+					Outcome: commands.Outcome{Kind: events.OutcomeOK, Duration: time.Millisecond, Response: response}}
+				if p != nil {
+					complete.Routing = &commands.Routing{Config: p.Config, Plugin: "bench"}
+				}
+				_, err = commands.CompleteJob(ctx, l, complete)
 				if err != nil {
 					fail(err)
 					return

@@ -118,12 +118,12 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 	if err != nil {
 		return nil, RunStartedResult{}, err
 	}
-	var state events.RunState
+	state := events.RunState{BaseDepth: cmd.Depth}
 	cfg := cmd.Config
 	if cfg == nil {
 		cfg = p.config()
 	}
-	s := &stepper{tx: tx, pl: pl, cfg: cfg, runID: runID, state: &state, now: cmd.Now,
+	s := &stepper{p: p, tx: tx, pl: pl, cfg: cfg, runID: runID, state: &state, now: cmd.Now,
 		correlation: cmd.Correlation, hookDepth: cmd.HookDepth, seen: seen}
 	at := position{depth: cmd.Depth, parent: cmd.ParentJobID}
 	s.here = at
@@ -151,6 +151,10 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 		Data: events.RunStarted{RunStartedData: events.RunStartedData{RunID: runID, Pipeline: pl.Name, Hash: pl.Hash, Mode: mode,
 			Trigger: cmd.Trigger, JobID: s.firstJob, SubmittedBy: cmd.SubmittedBy}, RunProgress: s.progress}})
 	evs = append(evs, s.evs...)
-	evs = append(evs, s.finished(1, meta)...)
+	fin, err := s.finished(1, meta)
+	if err != nil {
+		return nil, RunStartedResult{}, err
+	}
+	evs = append(evs, fin...)
 	return evs, RunStartedResult{RunID: runID, JobID: s.firstJob}, nil
 }

@@ -2,8 +2,8 @@ package commands
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +28,10 @@ import (
 type Pipelines struct {
 	Set    *pipeline.Set
 	Config *config.Config
+
+	// compiled caches the compiled pipelines this value read back from the
+	// ledger, by hash (a hash names one compiled form for good).
+	compiled sync.Map // hash → *pipeline.Pipeline
 }
 
 // ByPipeline is the submitted_by of a pipeline step's job.
@@ -63,20 +67,53 @@ func (p *Pipelines) set() *pipeline.Set {
 	return p.Set
 }
 
-// compiled caches compiled pipelines read back from the ledger, by hash: a
-// hash names one compiled form for good.
-var compiled sync.Map // hash → *pipeline.Pipeline
+// hasOn reports whether a pipeline of the set has an on trigger.
+func (p *Pipelines) hasOn() bool {
+	if s := p.set(); s != nil {
+		for _, pl := range s.Pipelines {
+			if pl.On != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wantsResponse reports whether a success's end will read its response:
+// a pipeline step's does, and so does a job whose emitted events start a
+// run or whose end fires a hook. routing nil: its events are not known.
+func (p *Pipelines) wantsResponse(pipelineJob bool, routing *Routing) bool {
+	if pipelineJob {
+		return true
+	}
+	set := p.set()
+	if set == nil || len(set.Pipelines) == 0 {
+		return false
+	}
+	if routing == nil {
+		return true
+	}
+	for _, ev := range routing.Events {
+		if len(set.Triggered(ev.Type)) > 0 {
+			return true
+		}
+	}
+	return p.config().Plugin(routing.Plugin).NotifyOnComplete && len(set.Hooked(HookCompleted)) > 0
+}
 
 // lookup is the compiled pipeline name at hash: the current one, or the
-// one recorded on its stream (pipeline.compiled).
+// one recorded on its stream (pipeline.compiled), cached by p (a nil p
+// reads the ledger each time).
 func (p *Pipelines) lookup(tx *ledger.Tx, name, hash string) (*pipeline.Pipeline, error) {
 	if s := p.set(); s != nil {
 		if pl := s.Pipelines[name]; pl != nil && pl.Hash == hash {
 			return pl, nil
 		}
 	}
-	if pl, ok := compiled.Load(hash); ok {
-		return pl.(*pipeline.Pipeline), nil
+	if p != nil {
+		if pl, ok := p.compiled.Load(hash); ok {
+			return pl.(*pipeline.Pipeline), nil
+		}
 	}
 	// The newest version first: an archive keeps it in the main file.
 	evs, err := tx.ReadStream(events.PipelineStream(name))
@@ -103,7 +140,9 @@ func (p *Pipelines) lookup(tx *ledger.Tx, name, hash string) (*pipeline.Pipeline
 		if err := json.Unmarshal(d.Pipeline, pl); err != nil {
 			return nil, fmt.Errorf("pipeline %s %s as recorded: %w", name, hash, err)
 		}
-		compiled.Store(hash, pl)
+		if p != nil {
+			p.compiled.Store(hash, pl)
+		}
 		return pl, nil
 	}
 	return nil, fmt.Errorf("pipeline %s version %s is neither the current one nor recorded (pipeline.compiled)", name, hash)
@@ -117,6 +156,9 @@ type jobEnd struct {
 	Response json.RawMessage // the plugin's response, if any
 	Emitted  []router.Event  // its events, if already parsed
 	Now      time.Time
+
+	parsed  *response // Response decoded (by Complete.prepare, or parse)
+	decoded bool      // parse decoded Response (in the decision)
 }
 
 // response is what a step's end reads of its plugin's response.
@@ -129,11 +171,18 @@ type response struct {
 	} `json:"events"`
 }
 
+// parse is the end's response decoded (once), filling in Emitted if it
+// was not given.
 func (e *jobEnd) parse() response {
-	var r response
-	if len(e.Response) > 0 {
-		_ = json.Unmarshal(e.Response, &r) // the dispatcher parsed it already
+	if e.parsed == nil {
+		var r response
+		if len(e.Response) > 0 {
+			_ = json.Unmarshal(e.Response, &r) // the dispatcher parsed it already
+			e.decoded = true
+		}
+		e.parsed = &r
 	}
+	r := *e.parsed
 	if e.Emitted == nil {
 		for _, ev := range r.Events {
 			e.Emitted = append(e.Emitted, router.Event{Type: ev.Type, Payload: ev.Payload, DedupeKey: ev.DedupeKey})
@@ -147,24 +196,20 @@ func (e *jobEnd) parse() response {
 // the events it emitted start the runs whose on they are, and its end
 // starts the on-hook pipelines of its signal. It returns the hooks that
 // did not fire (past service.max_hook_depth), for the terminal event.
-func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEvent, []events.DroppedRoute, error) {
+// It decodes the job's response only when something reads it: a pipeline
+// step's run, an on trigger that may match an emitted event (Emitted not
+// given), a hook that fires.
+func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end *jobEnd) ([]ledger.NewEvent, []events.DroppedRoute, error) {
 	set := p.set()
 	hasSet := set != nil && len(set.Pipelines) > 0
 	if j.Pipeline == nil && !hasSet || j.ReplayOf != "" {
 		return nil, nil, nil // the common case, and a replay: one step, nothing follows it
 	}
 	var evs []ledger.NewEvent
-	var res response
-	parsed := false
-	parse := func() response {
-		if !parsed {
-			res, parsed = end.parse(), true
-		}
-		return res
-	}
+	var dropped []events.DroppedRoute
 	seen := map[string]bool{} // pipeline versions recorded by this decision
 	if j.Pipeline != nil {
-		more, err := p.stepEnded(tx, j, end, parse(), seen)
+		more, err := p.stepEnded(tx, j, *end, end.parse(), seen)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -173,8 +218,10 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 	if !hasSet {
 		return evs, nil, nil
 	}
-	if end.Status == events.StatusSucceeded {
-		parse()
+	if end.Status == events.StatusSucceeded && (end.Emitted != nil || p.hasOn()) {
+		if end.Emitted == nil {
+			end.parse()
+		}
 		for _, ev := range end.Emitted {
 			for _, pl := range set.Triggered(ev.Type) {
 				payload := ev.Payload
@@ -185,6 +232,12 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 					Pipeline: pl, Trigger: TriggerEvent, Payload: payload, EventType: ev.Type, SubmittedBy: ByPipeline,
 					Config: p.config(), Now: end.Now, ParentJobID: j.JobID, Depth: j.Depth + 1, Correlation: j.Correlation, HookDepth: j.HookDepth,
 				}, seen)
+				if errors.Is(err, ErrInvalidCommand) {
+					// It cannot start: recorded like a dropped route, the job's end stands.
+					dropped = append(dropped, events.DroppedRoute{Plugin: "pipeline:" + pl.Name, EventType: ev.Type, Depth: j.Depth + 1,
+						Reason: fmt.Sprintf("pipeline %s cannot start: %v", pl.Name, err)})
+					continue
+				}
 				if err != nil {
 					return nil, nil, fmt.Errorf("start pipeline %s on %s: %w", pl.Name, ev.Type, err)
 				}
@@ -192,22 +245,35 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 			}
 		}
 	}
-	signal := hookSignal(end)
-	if signal == "" || !p.config().Plugin(j.Plugin).NotifyOnComplete {
-		return evs, nil, nil
+	more, hookDropped, err := p.hooks(tx, j, end, seen)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(evs, more...), append(dropped, hookDropped...), nil
+}
+
+// hooks starts the on-hook pipelines of j's end, if j's plugin says
+// notify_on_complete. It returns the hooks that did not fire (past
+// service.max_hook_depth, or unable to start), for j's terminal event.
+func (p *Pipelines) hooks(tx *ledger.Tx, j *Job, end *jobEnd, seen map[string]bool) ([]ledger.NewEvent, []events.DroppedRoute, error) {
+	set := p.set()
+	signal := hookSignal(*end)
+	if set == nil || signal == "" || !p.config().Plugin(j.Plugin).NotifyOnComplete {
+		return nil, nil, nil
 	}
 	hooked := set.Hooked(signal)
 	if len(hooked) == 0 {
-		return evs, nil, nil
+		return nil, nil, nil
 	}
+	var evs []ledger.NewEvent
+	var dropped []events.DroppedRoute
 	limit := p.config().Service.MaxHookDepth
 	if limit <= 0 {
 		limit = config.DefaultMaxHookDepth
 	}
 	depth := j.HookDepth + 1
-	var dropped []events.DroppedRoute
 	payload, err := json.Marshal(map[string]any{
-		"job_id": j.JobID, "plugin": j.Plugin, "command": j.Command, "status": end.Status, "error": end.Error, "result": rawOrNull(parse().Result),
+		"job_id": j.JobID, "plugin": j.Plugin, "command": j.Command, "status": end.Status, "error": end.Error, "result": rawOrNull(end.parse().Result),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -222,6 +288,11 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end jobEnd) ([]ledger.NewEve
 			Pipeline: pl, Trigger: TriggerHook, Payload: payload, EventType: signal, SubmittedBy: ByPipeline,
 			Config: p.config(), Now: end.Now, HookDepth: depth,
 		}, seen)
+		if errors.Is(err, ErrInvalidCommand) {
+			dropped = append(dropped, events.DroppedRoute{Plugin: "pipeline:" + pl.Name, EventType: signal, Depth: depth, Limit: limit,
+				Reason: fmt.Sprintf("pipeline %s cannot start: %v", pl.Name, err)})
+			continue
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("start pipeline %s on %s: %w", pl.Name, signal, err)
 		}
@@ -309,8 +380,8 @@ func (p *Pipelines) stepEnded(tx *ledger.Tx, j *Job, end jobEnd, res response, s
 		return nil, err
 	}
 	pl, lookupErr := p.lookup(tx, step.Pipeline, step.Hash)
-	s := &stepper{tx: tx, pl: pl, cfg: p.config(), runID: step.Run, state: &state, now: end.Now,
-		correlation: j.Correlation, hookDepth: j.HookDepth, seen: seen}
+	s := &stepper{p: p, tx: tx, pl: pl, cfg: p.config(), runID: step.Run, state: &state, now: end.Now,
+		correlation: j.Correlation, hookDepth: j.HookDepth, seen: seen, known: map[string]jobOutput{}}
 	state.Outstanding--
 	for _, id := range step.Splits {
 		if sp := s.split(id); sp != nil {
@@ -319,15 +390,12 @@ func (p *Pipelines) stepEnded(tx *ledger.Tx, j *Job, end jobEnd, res response, s
 	}
 	at := position{splits: step.Splits, branches: step.Branches, depth: j.Depth + 1, parent: j.JobID}
 	s.here = at
-	entry := events.BranchEnd{Node: step.Node, JobID: j.JobID, Plugin: j.Plugin, Command: j.Command, Status: end.Status,
-		Result: res.Result, Error: end.Error, Context: j.Context}
-	for _, ev := range end.Emitted {
-		b, err := json.Marshal(map[string]any{"type": ev.Type, "payload": rawOrNull(ev.Payload)})
-		if err != nil {
-			return nil, err
-		}
-		entry.Events = append(entry.Events, b)
+	entry := events.BranchEnd{Node: step.Node, JobID: j.JobID, Status: end.Status, Error: end.Error}
+	emitted, err := emittedEvents(end.Emitted)
+	if err != nil {
+		return nil, err
 	}
+	s.known[j.JobID] = jobOutput{plugin: j.Plugin, command: j.Command, result: res.Result, events: emitted, context: j.Context}
 	switch {
 	case lookupErr != nil:
 		entry.Status, entry.Error = events.StatusDead, lookupErr.Error()
@@ -360,7 +428,11 @@ func (p *Pipelines) stepEnded(tx *ledger.Tx, j *Job, end jobEnd, res response, s
 	s.progress.State = state
 	evs := []ledger.NewEvent{{Stream: stream, ExpectedVersion: version, Type: events.PipelineStepEnded, Meta: meta,
 		Data: events.StepEndedData{RunID: step.Run, JobID: j.JobID, Node: step.Node, Status: end.Status, RunProgress: s.progress}}}
-	evs = append(evs, s.finished(version+1, meta)...)
+	fin, err := s.finished(version+1, meta)
+	if err != nil {
+		return nil, err
+	}
+	evs = append(evs, fin...)
 	return append(evs, s.evs...), nil
 }
 
@@ -385,6 +457,7 @@ func outputs(end jobEnd, res response) []input {
 // stepper enters a run's nodes in one decision, keeping the run's
 // bookkeeping (state) and what it did (progress, evs).
 type stepper struct {
+	p           *Pipelines // the hooks of a job that dies at once
 	tx          *ledger.Tx
 	pl          *pipeline.Pipeline
 	cfg         *config.Config
@@ -400,6 +473,75 @@ type stepper struct {
 	firstJob    string
 	seen        map[string]bool
 	configs     map[string]json.RawMessage
+	known       map[string]jobOutput // the jobs of this decision's ends, not in the ledger yet
+}
+
+// jobOutput is what a join or the run's end reads of a job that ended a
+// path: its plugin and command, its result and emitted events (each
+// {"type", "payload"}) if it succeeded, and its context.
+type jobOutput struct {
+	plugin, command string
+	result          json.RawMessage
+	events          []json.RawMessage
+	context         json.RawMessage
+}
+
+// emittedEvents are evs as a join's input lists them.
+func emittedEvents(evs []router.Event) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	for _, ev := range evs {
+		b, err := json.Marshal(map[string]any{"type": ev.Type, "payload": rawOrNull(ev.Payload)})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// output is job id's output: from this decision, or read from its stream
+// (job.enqueued, and the response of its job.succeeded).
+func (s *stepper) output(id string) (jobOutput, error) {
+	if out, ok := s.known[id]; ok {
+		return out, nil
+	}
+	evs, err := s.tx.ReadStream(events.JobStream(id))
+	if err != nil {
+		return jobOutput{}, err
+	}
+	var out jobOutput
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.JobEnqueued:
+			var d struct {
+				Plugin  string          `json:"plugin"`
+				Command string          `json:"command"`
+				Context json.RawMessage `json:"context"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return jobOutput{}, fmt.Errorf("read %s: %w", ev.Stream, err)
+			}
+			out.plugin, out.command, out.context = d.Plugin, d.Command, d.Context
+		case events.JobSucceeded:
+			var d struct {
+				Response json.RawMessage `json:"response"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return jobOutput{}, fmt.Errorf("read %s: %w", ev.Stream, err)
+			}
+			e := jobEnd{Response: d.Response}
+			r := e.parse()
+			out.result = r.Result
+			if out.events, err = emittedEvents(e.Emitted); err != nil {
+				return jobOutput{}, err
+			}
+		}
+	}
+	if s.known == nil {
+		s.known = map[string]jobOutput{}
+	}
+	s.known[id] = out
+	return out, nil
 }
 
 // position is where a job stands: its open splits, its branch in each,
@@ -456,7 +598,7 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 		n := s.pl.Nodes[id]
 		if n == nil {
 			// A compiled pipeline never says so; a bad one fails its run, not the completion.
-			s.pathEnd(at, events.BranchEnd{Node: id, Status: events.StatusDead, Error: fmt.Sprintf("pipeline %s has no step %q", s.pl.Name, id), Context: ctx})
+			s.pathEnd(at, events.BranchEnd{Node: id, Status: events.StatusDead, Error: fmt.Sprintf("pipeline %s has no step %q", s.pl.Name, id)})
 			return false, nil
 		}
 		if n.If != nil {
@@ -468,7 +610,7 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 			if err != nil {
 				reason := "its if could not be evaluated: " + err.Error()
 				s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: reason})
-				s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason, Context: ctx})
+				s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason})
 				return false, nil
 			}
 			if !ok {
@@ -477,10 +619,11 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 				continue
 			}
 		}
-		if limit := s.pl.MaxDepth; limit > 0 && at.depth > limit {
-			reason := fmt.Sprintf("depth %d would pass the pipeline's max_depth (%d): the step is not run", at.depth, limit)
-			s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Depth: at.depth, Limit: limit, Reason: reason})
-			s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason, Context: ctx})
+		if limit, depth := s.pl.MaxDepth, at.depth-s.state.BaseDepth; limit > 0 && depth > limit {
+			// Counted from the run's start, not from its tree's root.
+			reason := fmt.Sprintf("depth %d would pass the pipeline's max_depth (%d): the step is not run", depth, limit)
+			s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Depth: depth, Limit: limit, Reason: reason})
+			s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: "step " + n.ID + ": " + reason})
 			return false, nil
 		}
 		if n.Kind == pipeline.KindSplit {
@@ -491,8 +634,11 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 	return true, nil
 }
 
-// job enqueues n's job. A claim that would change inherited baggage (or
-// any error making its input) records the job dead at once, with why.
+// job enqueues n's job. A claim that would change inherited baggage, or
+// any error making its input or preparing its job (a payload or context
+// nested too deep), records the job dead at once, with why; a job that
+// cannot be prepared even so (its input is what is at fault) ends the path
+// dead without one. Only the ledger's errors fail the decision.
 func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at position, fail error) error {
 	scope := pipeline.Scope{Payload: in.payload, Context: ctx, Config: s.pluginConfig(n.Plugin)}
 	newCtx, payload := ctx, in.payload
@@ -505,29 +651,23 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 	if fail != nil {
 		newCtx, payload = ctx, in.payload
 	}
-	if len(payload) == 0 {
-		payload = json.RawMessage("{}")
+	enq, err := s.prepareJob(n, in.typ, payload, newCtx, at)
+	if err != nil && fail == nil {
+		fail = err
+		enq, err = s.prepareJob(n, in.typ, in.payload, ctx, at)
 	}
-	by := s.by
-	if by == "" {
-		by = ByPipeline
-	}
-	enq := JobFor(s.cfg, n.Plugin, n.Command, by)
-	u, err := uuid.NewV7()
 	if err != nil {
-		return err
+		reason := fmt.Sprintf("step %s: its job cannot be enqueued: %v", n.ID, fail)
+		if fail != err {
+			reason += fmt.Sprintf(" (nor recorded dead: %v)", err)
+		}
+		s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: reason})
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: reason})
+		return nil
 	}
-	enq.JobID, enq.Now, enq.Payload, enq.Context = u.String(), s.now, payload, newCtx
-	if enq.Event, err = json.Marshal(events.Envelope{Type: in.typ, Payload: payload, EventID: enq.JobID,
-		Source: "pipeline:" + s.pl.Name, Timestamp: Time(s.now)}); err != nil {
-		return err
-	}
-	enq.Pipeline = &events.PipelineStep{Run: s.runID, Pipeline: s.pl.Name, Hash: s.pl.Hash, Node: n.ID,
-		Splits: slices.Clone(at.splits), Branches: slices.Clone(at.branches)}
-	enq.Depth, enq.ParentJobID, enq.Correlation, enq.HookDepth = at.depth, at.parent, s.correlation, s.hookDepth
 	evs, _, err := enq.decide(s.tx, nil)
 	if err != nil {
-		return fmt.Errorf("step %s: %w", n.ID, err)
+		return fmt.Errorf("step %s: %w", n.ID, err) // prepared already: the ledger's
 	}
 	if s.correlation == "" {
 		s.correlation = enq.JobID // the run's first job roots its tree
@@ -541,11 +681,22 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 		// Recorded, and dead at once: its plugin does not run.
 		s.tx.Forget(events.JobStream(enq.JobID))
 		rj.Error = fail.Error()
+		dead := events.Dead{Attempt: 1, Reason: fail.Error()}
+		hookEvs, dropped, err := s.p.hooks(s.tx, &Job{Enqueued: events.Enqueued{JobID: enq.JobID, Plugin: n.Plugin, Command: n.Command, HookDepth: s.hookDepth}},
+			&jobEnd{Status: events.StatusDead, Error: fail.Error(), Now: s.now}, s.seen)
+		if err != nil {
+			return err
+		}
+		dead.DroppedHooks = dropped
 		s.evs = append(s.evs, ledger.NewEvent{Stream: events.JobStream(enq.JobID), ExpectedVersion: 1, Type: events.JobDead,
-			Data: events.Dead{Attempt: 1, Reason: fail.Error()}, Meta: ledger.Meta{CorrelationID: s.correlation, Actor: ByPipeline}})
+			Data: dead, Meta: ledger.Meta{CorrelationID: s.correlation, Actor: ByPipeline}})
+		s.evs = append(s.evs, hookEvs...)
 		s.progress.Enqueued = append(s.progress.Enqueued, rj)
-		s.pathEnd(at, events.BranchEnd{Node: n.ID, JobID: enq.JobID, Plugin: n.Plugin, Command: n.Command,
-			Status: events.StatusDead, Error: fail.Error(), Context: ctx})
+		if s.known == nil {
+			s.known = map[string]jobOutput{}
+		}
+		s.known[enq.JobID] = jobOutput{plugin: n.Plugin, command: n.Command, context: storedContext(ctx)}
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, JobID: enq.JobID, Status: events.StatusDead, Error: fail.Error()})
 		return nil
 	}
 	s.progress.Enqueued = append(s.progress.Enqueued, rj)
@@ -558,15 +709,45 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 	return nil
 }
 
+// prepareJob is n's job with payload and context at position at, prepared
+// (checked and encoded): its error is the job's, never the ledger's.
+func (s *stepper) prepareJob(n *pipeline.Node, typ string, payload, ctx json.RawMessage, at position) (Enqueue, error) {
+	if len(payload) == 0 {
+		payload = json.RawMessage("{}")
+	}
+	by := s.by
+	if by == "" {
+		by = ByPipeline
+	}
+	enq := JobFor(s.cfg, n.Plugin, n.Command, by)
+	u, err := uuid.NewV7()
+	if err != nil {
+		return enq, err
+	}
+	enq.JobID, enq.Now, enq.Payload, enq.Context = u.String(), s.now, payload, ctx
+	if d := events.JSONDepth(payload); d > MaxPayloadDepth {
+		// Checked before the envelope is encoded around it.
+		return enq, fmt.Errorf("%w: payload nests %d levels deep; a payload may nest at most %d", ErrInvalidCommand, d, MaxPayloadDepth)
+	}
+	if enq.Event, err = json.Marshal(events.Envelope{Type: typ, Payload: payload, EventID: enq.JobID,
+		Source: "pipeline:" + s.pl.Name, Timestamp: Time(s.now)}); err != nil {
+		return enq, fmt.Errorf("%w: %v", ErrInvalidCommand, err)
+	}
+	enq.Pipeline = &events.PipelineStep{Run: s.runID, Pipeline: s.pl.Name, Hash: s.pl.Hash, Node: n.ID,
+		Splits: slices.Clone(at.splits), Branches: slices.Clone(at.branches)}
+	enq.Depth, enq.ParentJobID, enq.Correlation, enq.HookDepth = at.depth, at.parent, s.correlation, s.hookDepth
+	return enq, enq.prepare()
+}
+
 // open opens an instance of split n and enters each branch.
 func (s *stepper) open(n *pipeline.Node, in input, ctx json.RawMessage, at position, fail error) error {
 	newCtx := ctx
 	if fail == nil && len(n.Baggage) > 0 {
-		newCtx, fail = n.Accrete(pipeline.Scope{Payload: in.payload, Context: ctx})
+		newCtx, fail = n.Accrete(pipeline.Scope{Payload: in.payload})
 	}
 	if fail != nil {
 		s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: fail.Error()})
-		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: fail.Error(), Context: ctx})
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: fail.Error()})
 		return nil
 	}
 	u, err := uuid.NewV7()
@@ -575,7 +756,7 @@ func (s *stepper) open(n *pipeline.Node, in input, ctx json.RawMessage, at posit
 	}
 	id := u.String()
 	s.state.Splits = append(s.state.Splits, events.OpenSplit{ID: id, Node: n.ID, Outer: slices.Clone(at.splits),
-		OuterBranch: slices.Clone(at.branches), Context: newCtx})
+		OuterBranch: slices.Clone(at.branches)})
 	s.progress.Opened = append(s.progress.Opened, id)
 	for i, b := range n.Branches {
 		bat := at.inside(id, i)
@@ -584,7 +765,7 @@ func (s *stepper) open(n *pipeline.Node, in input, ctx json.RawMessage, at posit
 			return err
 		}
 		if ended {
-			s.pathEnd(bat, events.BranchEnd{Node: b, Status: events.StatusSkipped, Context: newCtx})
+			s.pathEnd(bat, events.BranchEnd{Node: b, Status: events.StatusSkipped})
 		}
 	}
 	return nil
@@ -605,8 +786,7 @@ func (s *stepper) pathEnd(at position, e events.BranchEnd) {
 	if e.Status == events.StatusSkipped {
 		return // no job: nothing to report
 	}
-	s.state.Results = append(s.state.Results, events.RunResult{JobID: e.JobID, Node: e.Node, Plugin: e.Plugin,
-		Command: e.Command, Status: e.Status, Result: e.Result, Error: e.Error})
+	s.state.Results = append(s.state.Results, events.PathEnd{JobID: e.JobID, Node: e.Node, Status: e.Status, Error: e.Error})
 	if failed(e.Status) {
 		s.state.Failed = true
 		if s.state.Error == "" {
@@ -648,7 +828,7 @@ func (s *stepper) close(sp events.OpenSplit) error {
 	if n == nil {
 		msg := fmt.Sprintf("split %s: its pipeline's step is not found: the join is not run", sp.Node)
 		s.progress.Closed = append(s.progress.Closed, events.ClosedSplit{Split: sp.ID, Node: sp.Node, Status: events.SplitFailed, Error: msg})
-		s.pathEnd(at, events.BranchEnd{Node: sp.Node, Status: events.StatusDead, Error: msg, Context: sp.Context})
+		s.pathEnd(at, events.BranchEnd{Node: sp.Node, Status: events.StatusDead, Error: msg})
 		return nil
 	}
 	var failures []string
@@ -664,7 +844,7 @@ func (s *stepper) close(sp events.OpenSplit) error {
 	if len(failures) > 0 && !n.ContinueOnError {
 		msg := "split " + n.ID + ": " + strings.Join(failures, "; ")
 		s.progress.Closed = append(s.progress.Closed, events.ClosedSplit{Split: sp.ID, Node: n.ID, Status: events.SplitFailed, Error: msg})
-		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: msg, Context: sp.Context})
+		s.pathEnd(at, events.BranchEnd{Node: n.ID, Status: events.StatusDead, Error: msg})
 		return nil
 	}
 	if n.Next == "" {
@@ -674,7 +854,6 @@ func (s *stepper) close(sp events.OpenSplit) error {
 		}
 		return nil
 	}
-	ctx, mergeErr := mergeContexts(n.Next, sp.Context, sp.Branches)
 	type entry struct {
 		Branch int               `json:"branch"`
 		Node   string            `json:"node"`
@@ -684,12 +863,23 @@ func (s *stepper) close(sp events.OpenSplit) error {
 		Events []json.RawMessage `json:"events"`
 	}
 	entries := make([]entry, len(sp.Branches))
+	var contexts []json.RawMessage
 	for i, b := range sp.Branches {
-		entries[i] = entry{Branch: b.Branch, Node: b.Node, JobID: b.JobID, Status: b.Status, Result: rawOrNull(b.Result), Events: b.Events}
-		if entries[i].Events == nil {
-			entries[i].Events = []json.RawMessage{}
+		entries[i] = entry{Branch: b.Branch, Node: b.Node, JobID: b.JobID, Status: b.Status, Result: json.RawMessage("null"), Events: []json.RawMessage{}}
+		if b.JobID == "" {
+			continue
 		}
+		out, err := s.output(b.JobID)
+		if err != nil {
+			return err
+		}
+		entries[i].Result = rawOrNull(out.result)
+		if out.events != nil {
+			entries[i].Events = out.events
+		}
+		contexts = append(contexts, out.context)
 	}
+	ctx, mergeErr := mergeContexts(n.Next, sp.Context, contexts)
 	payload, err := json.Marshal(map[string]any{"branches": entries})
 	if err != nil {
 		return err
@@ -698,6 +888,11 @@ func (s *stepper) close(sp events.OpenSplit) error {
 	ended, err := s.enter(n.Next, input{typ: EventJoin, payload: payload}, ctx, at, mergeErr)
 	if err != nil {
 		return err
+	}
+	if ended && mergeErr != nil {
+		// Every step from the join on was bypassed: the conflict fails the path all the same.
+		s.pathEnd(at, events.BranchEnd{Node: n.Next, Status: events.StatusDead, Error: mergeErr.Error()})
+		return nil
 	}
 	if ended {
 		for _, b := range sp.Branches {
@@ -708,86 +903,50 @@ func (s *stepper) close(sp events.OpenSplit) error {
 }
 
 // mergeContexts is the split's context deep-merged with each branch's
-// last one; a path two branches set differently is a *BaggageError.
-func mergeContexts(join string, base json.RawMessage, branches []events.BranchEnd) (json.RawMessage, error) {
-	merged := map[string]any{}
-	if err := decodeObject(base, &merged); err != nil {
-		return base, err
-	}
-	changed := false
+// last one (pipeline.MergeContexts); a path two branches set differently
+// is a *BaggageError. Branches that kept the split's context change
+// nothing.
+func mergeContexts(join string, base json.RawMessage, branches []json.RawMessage) (json.RawMessage, error) {
+	var changed []json.RawMessage
 	for _, b := range branches {
-		if len(b.Context) == 0 || string(b.Context) == string(base) {
-			continue
+		if len(b) > 0 && string(b) != string(base) {
+			changed = append(changed, b)
 		}
-		var ctx map[string]any
-		if err := decodeObject(b.Context, &ctx); err != nil {
-			return base, err
-		}
-		if err := mergeInto(join, "", merged, ctx); err != nil {
-			return base, err
-		}
-		changed = true
 	}
-	if !changed {
+	if len(changed) == 0 {
 		return base, nil
 	}
-	out, err := json.Marshal(merged)
-	return out, err
-}
-
-func decodeObject(raw json.RawMessage, into *map[string]any) error {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
+	merged, err := pipeline.MergeContexts(join, base, changed...)
+	if err != nil {
+		return base, err
 	}
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	d.UseNumber()
-	return d.Decode(into)
-}
-
-func mergeInto(join, prefix string, dst, src map[string]any) error {
-	for k, v := range src {
-		path := k
-		if prefix != "" {
-			path = prefix + "." + k
-		}
-		old, ok := dst[k]
-		if !ok {
-			dst[k] = v
-			continue
-		}
-		om, oIsMap := old.(map[string]any)
-		nm, nIsMap := v.(map[string]any)
-		if oIsMap && nIsMap {
-			if err := mergeInto(join, path, om, nm); err != nil {
-				return err
-			}
-			continue
-		}
-		if !reflect.DeepEqual(old, v) {
-			ob, _ := json.Marshal(old)
-			nb, _ := json.Marshal(v)
-			return &pipeline.BaggageError{Node: join, Path: path, Old: ob, New: nb}
-		}
-	}
-	return nil
+	return merged, nil
 }
 
 // finished is pipeline.run_finished at version, if nothing of the run is
-// outstanding.
-func (s *stepper) finished(version int64, meta ledger.Meta) []ledger.NewEvent {
+// outstanding, with each path end's job's result read.
+func (s *stepper) finished(version int64, meta ledger.Meta) ([]ledger.NewEvent, error) {
 	if s.state.Outstanding > 0 || len(s.state.Splits) > 0 {
-		return nil
+		return nil, nil
 	}
 	status := events.RunSucceeded
 	if s.state.Failed {
 		status = events.RunFailed
 	}
-	results := s.state.Results
-	if results == nil {
-		results = []events.RunResult{}
+	results := make([]events.RunResult, len(s.state.Results))
+	for i, e := range s.state.Results {
+		results[i] = events.RunResult{JobID: e.JobID, Node: e.Node, Status: e.Status, Error: e.Error}
+		if e.JobID == "" {
+			continue
+		}
+		out, err := s.output(e.JobID)
+		if err != nil {
+			return nil, err
+		}
+		results[i].Plugin, results[i].Command, results[i].Result = out.plugin, out.command, out.result
 	}
 	return []ledger.NewEvent{{Stream: events.RunStream(s.runID), ExpectedVersion: version, Type: events.PipelineRunFinished, Meta: meta,
-		Data: events.RunFinishedData{RunID: s.runID, Status: status, Error: s.state.Error, Results: results}}}
+		Data: events.RunFinishedData{RunID: s.runID, Status: status, Error: s.state.Error, Results: results}}}, nil
 }
 
 // compiledEvent records pl on its stream (pipeline.compiled) unless its

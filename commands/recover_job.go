@@ -42,7 +42,7 @@ func RecoverJob(ctx context.Context, l *ledger.Ledger, cmd Recover) (RecoverResu
 		if !res.Status.Terminal() || !res.Recovered {
 			return evs, nil
 		}
-		more, dropped, err := cmd.Pipelines.afterEnd(tx, j, jobEnd{Status: res.Status, Error: endReason(evs, j.LastError), Now: cmd.Now})
+		more, dropped, err := cmd.Pipelines.afterEnd(tx, j, &jobEnd{Status: res.Status, Error: endReason(evs, j.LastError), Now: cmd.Now})
 		withDroppedHooks(evs, j.JobID, dropped)
 		return append(evs, more...), err
 	})

@@ -169,7 +169,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 	job := st.Job
 	current := r.current.Load()
 	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: r.now(),
-		Breaker: current.config.Plugin(job.Plugin).CircuitBreaker, Pipelines: current.pipelines}
+		Breaker: current.config.Plugin(job.Plugin).CircuitBreaker, Pipelines: current.pipelines, PipelineJob: job.Pipeline != nil}
 	if outcome.Kind == events.OutcomeOK {
 		r.addFactsAndRouting(&complete, set, job, res)
 	}

@@ -142,14 +142,29 @@ const (
 )
 
 // RunState is a run's bookkeeping as its stream's newest event leaves it:
-// the jobs not yet terminal, the open split instances and the results so
-// far. Each decision on the run reads it from that one event.
+// the jobs not yet terminal, the open split instances and the paths ended
+// so far. Each decision on the run reads it from that one event. It holds
+// no results, events or contexts (those are on the jobs' own streams, read
+// when a split closes or the run finishes), so that it stays small.
 type RunState struct {
 	Outstanding int         `json:"outstanding"`
-	Splits      []OpenSplit `json:"splits,omitempty"` // open split instances, outer before inner
-	Results     []RunResult `json:"results,omitempty"`
+	Splits      []OpenSplit `json:"splits,omitempty"`  // open split instances, outer before inner
+	Results     []PathEnd   `json:"results,omitempty"` // the paths of the run ended so far
 	Failed      bool        `json:"failed,omitempty"`
 	Error       string      `json:"error,omitempty"`
+	// BaseDepth is the depth of the run's first jobs in their job tree
+	// (an on trigger's run starts below the emitting job): max_depth
+	// counts from it.
+	BaseDepth int `json:"base_depth,omitempty"`
+}
+
+// PathEnd is a path of a run that ended: the job that ended it (none for a
+// step that could not be entered), its node and how it ended.
+type PathEnd struct {
+	JobID  string `json:"job_id,omitempty"`
+	Node   string `json:"node"`
+	Status Status `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
 // OpenSplit is an open split instance: where it stands, the context its
@@ -166,18 +181,14 @@ type OpenSplit struct {
 }
 
 // BranchEnd is one job that ended a branch of a split instance (or a
-// branch that ran no job, or failed without one).
+// branch that ran no job, or failed without one). Its result, events and
+// context are its job's (job.enqueued, job.succeeded), read at the join.
 type BranchEnd struct {
-	Branch  int               `json:"branch"`
-	Node    string            `json:"node"`
-	JobID   string            `json:"job_id,omitempty"`
-	Plugin  string            `json:"plugin,omitempty"`
-	Command string            `json:"command,omitempty"`
-	Status  Status            `json:"status"`
-	Result  json.RawMessage   `json:"result,omitempty"`
-	Events  []json.RawMessage `json:"events,omitempty"`
-	Error   string            `json:"error,omitempty"`
-	Context json.RawMessage   `json:"context,omitempty"`
+	Branch int    `json:"branch"`
+	Node   string `json:"node"`
+	JobID  string `json:"job_id,omitempty"`
+	Status Status `json:"status"`
+	Error  string `json:"error,omitempty"`
 }
 
 // StepEndedData is the data of pipeline.step_ended: a job of the run

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 
 	"zombiezen.com/go/sqlite"
@@ -21,15 +22,12 @@ func (EventContext) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 	if ev.Type == events.LedgerArchived {
 		return forgetArchived(conn, ev, queries.DeleteArchivedEventContext)
 	}
-	if ev.Type != events.JobEnqueued || !bytes.Contains(ev.Data, []byte(`"pipeline":{`)) {
-		return nil // not a pipeline job: no need to decode it
-	}
-	var d events.Enqueued
-	if err := decodeData(ev.Data, &d); err != nil {
-		return err
-	}
-	if d.Pipeline == nil {
+	if ev.Type != events.JobEnqueued {
 		return nil
+	}
+	d, err := pipelineJob(ev.Data)
+	if err != nil || d == nil {
+		return err // nil: not a pipeline job
 	}
 	ctx := string(d.Context)
 	if ctx == "" {
@@ -39,6 +37,58 @@ func (EventContext) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		JobID: d.JobID, RunID: d.Pipeline.Run, ParentID: strPtr(d.ParentJobID), PipelineName: d.Pipeline.Pipeline,
 		Node: d.Pipeline.Node, AccumulatedJson: ctx, CreatedAt: ev.RecordedAtText(), Seq: ev.Seq,
 	})
+}
+
+// enqueuedStep is what event_context reads of job.enqueued.
+type enqueuedStep struct {
+	JobID       string               `json:"job_id"`
+	ParentJobID string               `json:"parent_job_id"`
+	Pipeline    *events.PipelineStep `json:"pipeline"`
+	Context     json.RawMessage      `json:"context"`
+}
+
+// pipelineJob is what event_context reads of job.enqueued's data, nil if
+// the job is no pipeline step. A job whose data does not hold the text
+// "pipeline":{ is none, at the cost of one scan; one that holds it (a
+// pipeline step, or a payload that says so) has its top-level fields
+// walked and only the pipeline position decoded.
+func pipelineJob(data []byte) (*enqueuedStep, error) {
+	if !bytes.Contains(data, []byte(`"pipeline":{`)) {
+		return nil, nil
+	}
+	var d enqueuedStep
+	var step []byte
+	fast := objectFields(data, func(key, val []byte) bool {
+		switch string(key) {
+		case "job_id":
+			return plainString(val, &d.JobID)
+		case "parent_job_id":
+			return plainString(val, &d.ParentJobID)
+		case "context":
+			return raw(val, &d.Context)
+		case "pipeline":
+			step = val
+		}
+		return true
+	})
+	if !fast {
+		d = enqueuedStep{}
+		if err := json.Unmarshal(data, &d); err != nil {
+			return nil, err
+		}
+		if d.Pipeline == nil {
+			return nil, nil
+		}
+		return &d, nil
+	}
+	if len(step) == 0 || step[0] != '{' {
+		return nil, nil // the text was in the payload or the event
+	}
+	d.Pipeline = &events.PipelineStep{}
+	if err := json.Unmarshal(step, d.Pipeline); err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 func (EventContext) Reset(conn *sqlite.Conn) error { return queries.DeleteEventContext(conn) }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"zombiezen.com/go/sqlite"
+
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/queries"
 )
 
 // WaitRun waits until pipeline run runID has finished (its
@@ -16,16 +19,17 @@ import (
 // first.
 func WaitRun(ctx context.Context, l *ledger.Ledger, runID string) (events.RunFinishedData, error) {
 	stream := events.RunStream(runID)
-	evs, err := l.ReadStream(ctx, stream)
+	// The head first: a run_finished the read below misses is after it.
+	after, err := l.LastSeq(ctx)
 	if err != nil {
 		return events.RunFinishedData{}, contextError(ctx, err)
 	}
-	var after int64
-	for _, ev := range evs {
-		if ev.Type == events.PipelineRunFinished {
-			return runFinished(ev)
-		}
-		after = ev.Seq
+	last, ok, err := lastOfType(ctx, l, stream, events.PipelineRunFinished)
+	if err != nil {
+		return events.RunFinishedData{}, contextError(ctx, err)
+	}
+	if ok {
+		return runFinished(last)
 	}
 	var finished *ledger.Event
 	_, err = l.Follow(ctx, after, ledger.Filter{Stream: stream, Type: events.PipelineRunFinished}, func(ev ledger.Event) error {
@@ -36,6 +40,18 @@ func WaitRun(ctx context.Context, l *ledger.Ledger, runID string) (events.RunFin
 		return events.RunFinishedData{}, err
 	}
 	return runFinished(*finished)
+}
+
+// lastOfType is the newest event of type typ on stream, read alone.
+func lastOfType(ctx context.Context, l *ledger.Ledger, stream, typ string) (ev ledger.Event, ok bool, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		return queries.ReadStreamLastOfType(conn, queries.ReadStreamLastOfTypeParams{Stream: stream, Type: typ},
+			func(r queries.ReadStreamLastOfTypeRow) error {
+				ev, ok = ledger.Event{Seq: r.Seq, Stream: r.Stream, Version: r.Version, Type: r.Type, Data: []byte(r.Data)}, true
+				return nil
+			})
+	})
+	return ev, ok, err
 }
 
 func runFinished(ev ledger.Event) (events.RunFinishedData, error) {

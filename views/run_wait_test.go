@@ -95,3 +95,14 @@ func TestWaitRunEndsWithItsContext(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 }
+
+// TestWaitRunReadsTheNewestEnd: WaitRun reads the stream's newest
+// run_finished (one read of the last event of that type), not the stream.
+func TestWaitRunReadsTheNewestEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.appendRun(t, "r9", 0, runStarted("r9"), runFinished("r9", events.RunFailed), runFinished("r9", events.RunSucceeded))
+	got, err := views.WaitRun(b.ctx, b.l, "r9")
+	require.NoError(t, err)
+	require.Equal(t, events.RunSucceeded, got.Status)
+}

@@ -53,18 +53,16 @@ func ReadRun(ctx context.Context, l *ledger.Ledger, runID string) (Run, error) {
 	if run.Status == events.RunRunning {
 		return run, nil
 	}
-	evs, err := l.ReadStream(ctx, events.RunStream(runID))
+	last, ok, err := lastOfType(ctx, l, events.RunStream(runID), events.PipelineRunFinished)
 	if err != nil {
 		return Run{}, fmt.Errorf("read run: %w", err)
 	}
-	for _, ev := range evs {
-		if ev.Type == events.PipelineRunFinished {
-			var d events.RunFinishedData
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				return Run{}, fmt.Errorf("read run: %w", err)
-			}
-			run.Results = d.Results
+	if ok {
+		var d events.RunFinishedData
+		if err := json.Unmarshal(last.Data, &d); err != nil {
+			return Run{}, fmt.Errorf("read run: %w", err)
 		}
+		run.Results = d.Results
 	}
 	return run, nil
 }
