@@ -274,3 +274,24 @@ func TestPipelineCompiledCacheIsThePipelines(t *testing.T) {
 	}
 	require.Equal(t, []string{"pb", "other"}, jobs)
 }
+
+// TestPipelineSplitClaimKeepsInheritedBaggage: a split's own baggage claims
+// add to the context its branches inherit; they do not replace it.
+func TestPipelineSplitClaimKeepsInheritedBaggage(t *testing.T) {
+	b := setup(t)
+	pl := graph("claims", "a", uses("a", "pa", "split"),
+		&pipeline.Node{ID: "split", Kind: pipeline.KindSplit, Branches: []string{"b0", "b1"},
+			Baggage: []pipeline.Claim{{Path: "step.result", From: "payload.result"}}},
+		uses("b0", "p0", ""), uses("b1", "p1", ""))
+	pl.Nodes["a"].Baggage = []pipeline.Claim{{Path: "web.url", From: "payload.url"}}
+	run := startRun(t, b, pl, `{"url":"https://a"}`)
+	first := b.fold(t, run.JobID)
+	require.Equal(t, "api", first.SubmittedBy, "the run's first job is its submitter's")
+	require.Equal(t, first.JobID, first.SourceEventID, "the core assigns the input event's id")
+	runOne(t, b, run.JobID, ok(`"fetched"`), nil)
+	for _, node := range []string{"b0", "b1"} {
+		branch := b.fold(t, enqueuedAt(t, b, run.RunID, node))
+		require.Equal(t, commands.ByPipeline, branch.SubmittedBy)
+		require.JSONEq(t, `{"web":{"url":"https://a"},"step":{"result":"fetched"}}`, string(branch.Context), node)
+	}
+}

@@ -124,7 +124,7 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 		cfg = p.config()
 	}
 	s := &stepper{p: p, tx: tx, pl: pl, cfg: cfg, runID: runID, state: &state, now: cmd.Now,
-		correlation: cmd.Correlation, hookDepth: cmd.HookDepth, seen: seen}
+		correlation: cmd.Correlation, hookDepth: cmd.HookDepth, seen: seen, by: cmd.SubmittedBy}
 	at := position{depth: cmd.Depth, parent: cmd.ParentJobID}
 	s.here = at
 	typ := cmd.EventType

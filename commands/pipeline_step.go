@@ -602,11 +602,11 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 			return false, nil
 		}
 		if n.If != nil {
-			scope := pipeline.Scope{Payload: in.payload, Context: ctx}
+			var cfg json.RawMessage
 			if n.Kind == pipeline.KindUses {
-				scope.Config = s.pluginConfig(n.Plugin)
+				cfg = s.pluginConfig(n.Plugin)
 			}
-			ok, err := n.If.Eval(scope)
+			ok, err := n.If.Eval(pipeline.NewScope(in.payload, ctx, cfg))
 			if err != nil {
 				reason := "its if could not be evaluated: " + err.Error()
 				s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: reason})
@@ -640,7 +640,7 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 // cannot be prepared even so (its input is what is at fault) ends the path
 // dead without one. Only the ledger's errors fail the decision.
 func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at position, fail error) error {
-	scope := pipeline.Scope{Payload: in.payload, Context: ctx, Config: s.pluginConfig(n.Plugin)}
+	scope := pipeline.NewScope(in.payload, ctx, s.pluginConfig(n.Plugin)) // one decode for the claims and the with
 	newCtx, payload := ctx, in.payload
 	if fail == nil && len(n.Baggage) > 0 {
 		newCtx, fail = n.Accrete(scope)
@@ -724,7 +724,9 @@ func (s *stepper) prepareJob(n *pipeline.Node, typ string, payload, ctx json.Raw
 	if err != nil {
 		return enq, err
 	}
+	// The envelope's event id is the job's: the core assigns it (spec §7.3).
 	enq.JobID, enq.Now, enq.Payload, enq.Context = u.String(), s.now, payload, ctx
+	enq.SourceEventID = enq.JobID
 	if d := events.JSONDepth(payload); d > MaxPayloadDepth {
 		// Checked before the envelope is encoded around it.
 		return enq, fmt.Errorf("%w: payload nests %d levels deep; a payload may nest at most %d", ErrInvalidCommand, d, MaxPayloadDepth)
@@ -743,7 +745,7 @@ func (s *stepper) prepareJob(n *pipeline.Node, typ string, payload, ctx json.Raw
 func (s *stepper) open(n *pipeline.Node, in input, ctx json.RawMessage, at position, fail error) error {
 	newCtx := ctx
 	if fail == nil && len(n.Baggage) > 0 {
-		newCtx, fail = n.Accrete(pipeline.Scope{Payload: in.payload})
+		newCtx, fail = n.Accrete(pipeline.NewScope(in.payload, ctx, nil))
 	}
 	if fail != nil {
 		s.progress.Dropped = append(s.progress.Dropped, events.DroppedStep{Node: n.ID, Reason: fail.Error()})
