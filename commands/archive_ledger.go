@@ -119,31 +119,14 @@ func archiveCutRuns(conn *sqlite.Conn, through int64) (int64, string, error) {
 			through, why = seq-1, reason
 		}
 	}
-	checked := map[[2]string]bool{}
-	var runs []queries.ArchiveCutRunsRow
+	// A run's compiled version needs no care: each version is its own
+	// stream, whose one event an archive carries (PipelineVersionStream).
 	err := queries.ArchiveCutRuns(conn, func(r queries.ArchiveCutRunsRow) error {
-		runs = append(runs, r)
+		lower(r.StartedSeq, fmt.Sprintf("pipeline run %s (started at seq %d) is not finished before the cut", r.RunID, r.StartedSeq))
 		return nil
 	})
 	if err != nil {
 		return 0, "", err
-	}
-	for _, r := range runs {
-		lower(r.StartedSeq, fmt.Sprintf("pipeline run %s (started at seq %d) is not finished before the cut", r.RunID, r.StartedSeq))
-		version := [2]string{r.Pipeline, r.Hash}
-		if checked[version] {
-			continue
-		}
-		checked[version] = true
-		err := queries.ArchiveCutCompiled(conn, queries.ArchiveCutCompiledParams{Stream: events.PipelineStream(r.Pipeline), Hash: r.Hash}, func(c queries.ArchiveCutCompiledRow) error {
-			if c.Superseded != 0 {
-				lower(c.Seq, fmt.Sprintf("pipeline %s version %s (compiled at seq %d) is superseded but run %s still runs on it", r.Pipeline, r.Hash, c.Seq, r.RunID))
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, "", err
-		}
 	}
 	return through, why, nil
 }

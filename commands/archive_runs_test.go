@@ -73,11 +73,12 @@ func current(pl *pipeline.Pipeline) *commands.Pipelines {
 	return &commands.Pipelines{Set: &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{pl.Name: pl}}, Config: config.Default()}
 }
 
-// TestArchiveKeepsARunningRunAndItsVersion is the reviewer's case: versions
-// v1, v2, v3 of a pipeline, v1 and v2 old enough to archive, and a run on
-// v1 still going. The archive stops before v1's pipeline.compiled (v3 is the
-// stream's newest event: an archived v1 would be readable nowhere), the
-// run's row stays, and after a restart the run finishes on v1.
+// TestArchiveKeepsARunningRunAndItsVersion: versions v1, v2, v3 of a
+// pipeline, v1 and v2 old enough to archive, and a run on v1 still going.
+// The archive stops before the run's start (its row stays); v1's
+// pipeline.compiled is archived but, the one event of its version's
+// stream, stays readable: after a v4 appears and a restart, the run
+// finishes on v1.
 func TestArchiveKeepsARunningRunAndItsVersion(t *testing.T) {
 	t0 := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	b := setupRuns(t, t0)
@@ -100,17 +101,20 @@ func TestArchiveKeepsARunningRunAndItsVersion(t *testing.T) {
 	b.set(t0.Add(10 * 24 * time.Hour))
 	plan, _, err := commands.ArchiveLedger{Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
 	require.NoError(t, err)
-	require.Contains(t, plan.Lowered, "versioned version "+v1.Hash)
+	require.Contains(t, plan.Lowered, "pipeline run "+run.RunID)
 	b.waitProjected(t)
 	row, err := views.ReadRun(b.ctx, b.l, run.RunID)
 	require.NoError(t, err)
 	require.Equal(t, events.RunRunning, row.Status)
 
+	v4 := graph("versioned", "a", uses("a", "fourth", ""))
+	fourth := startRun(t, b.testBundle, v4, `{}`) // a version recorded after the archive
+	runOne(t, b.testBundle, fourth.JobID, ok(`"x"`), current(v4))
 	b.restart(t)
-	runOne(t, b.testBundle, jb, ok(`"b"`), current(v3))
+	runOne(t, b.testBundle, jb, ok(`"b"`), current(v4))
 	jc := b.fold(t, enqueuedAt(t, b.testBundle, run.RunID, "c"))
 	require.Equal(t, "pc", jc.Plugin, "the run goes on on v1")
-	runOne(t, b.testBundle, jc.JobID, ok(`"c"`), current(v3))
+	runOne(t, b.testBundle, jc.JobID, ok(`"c"`), current(v4))
 	fin := finished(t, b.testBundle, run.RunID)
 	require.NotNil(t, fin)
 	require.Equal(t, events.RunSucceeded, fin.Status)

@@ -115,26 +115,16 @@ func (p *Pipelines) lookup(tx *ledger.Tx, name, hash string) (*pipeline.Pipeline
 			return pl.(*pipeline.Pipeline), nil
 		}
 	}
-	// The newest version first: an archive keeps it in the main file.
-	evs, err := tx.ReadStream(events.PipelineStream(name))
+	// The version's own stream: its one event stays readable after an
+	// archive (the newest event of each stream is carried).
+	last, ok, err := tx.LastEvent(events.PipelineVersionStream(name, hash))
 	if err != nil {
 		return nil, err
 	}
-	if last, ok, err := tx.LastEvent(events.PipelineStream(name)); err != nil {
-		return nil, err
-	} else if ok {
-		evs = append(evs, last)
-	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type != events.PipelineCompiled {
-			continue
-		}
+	if ok && last.Type == events.PipelineCompiled {
 		var d events.CompiledData
-		if err := json.Unmarshal(evs[i].Data, &d); err != nil {
+		if err := json.Unmarshal(last.Data, &d); err != nil {
 			return nil, err
-		}
-		if d.Hash != hash {
-			continue
 		}
 		pl := &pipeline.Pipeline{}
 		if err := json.Unmarshal(d.Pipeline, pl); err != nil {
@@ -951,34 +941,22 @@ func (s *stepper) finished(version int64, meta ledger.Meta) ([]ledger.NewEvent, 
 		Data: events.RunFinishedData{RunID: s.runID, Status: status, Error: s.state.Error, Results: results}}}, nil
 }
 
-// compiledEvent records pl on its stream (pipeline.compiled) unless its
-// newest version there is pl's already.
+// compiledEvent records pl on its version's stream (pipeline.compiled),
+// once per version.
 func compiledEvent(tx *ledger.Tx, pl *pipeline.Pipeline, seen map[string]bool) ([]ledger.NewEvent, error) {
 	if seen[pl.Hash] {
 		return nil, nil
 	}
 	seen[pl.Hash] = true
-	stream := events.PipelineStream(pl.Name)
-	last, ok, err := tx.LastEvent(stream)
-	if err != nil {
+	stream := events.PipelineVersionStream(pl.Name, pl.Hash)
+	if _, ok, err := tx.LastEvent(stream); err != nil || ok {
 		return nil, err
-	}
-	if ok && last.Type == events.PipelineCompiled {
-		var d struct {
-			Hash string `json:"hash"`
-		}
-		if err := json.Unmarshal(last.Data, &d); err != nil {
-			return nil, err
-		}
-		if d.Hash == pl.Hash {
-			return nil, nil
-		}
 	}
 	body, err := json.Marshal(pl)
 	if err != nil {
 		return nil, err
 	}
-	return []ledger.NewEvent{{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: events.PipelineCompiled,
+	return []ledger.NewEvent{{Stream: stream, ExpectedVersion: 0, Type: events.PipelineCompiled,
 		Data: events.CompiledData{Name: pl.Name, Hash: pl.Hash, Pipeline: body}, Meta: ledger.Meta{Actor: ByPipeline}}}, nil
 }
 

@@ -153,7 +153,7 @@ func TestPipelineLinearChain(t *testing.T) {
 
 	// pipeline.compiled is recorded once per hash.
 	startRun(t, b, pl, `{}`)
-	compiled, err := b.l.ReadStream(b.ctx, events.PipelineStream("linear"))
+	compiled, err := b.l.ReadStream(b.ctx, events.PipelineVersionStream("linear", pl.Hash))
 	require.NoError(t, err)
 	require.Len(t, compiled, 1)
 

@@ -66,14 +66,17 @@ type RunResult struct {
 }
 
 // Further pipeline event types: a step's end on the run's stream, and a
-// compiled pipeline on its own stream (PipelineStream).
+// compiled pipeline version on its own stream (PipelineVersionStream).
 const (
 	PipelineStepEnded = "pipeline.step_ended"
 	PipelineCompiled  = "pipeline.compiled"
 )
 
-// PipelineStream is the stream of one pipeline's compiled versions.
-func PipelineStream(name string) string { return "pipeline/" + name }
+// PipelineVersionStream is the stream of one compiled version of a
+// pipeline: its one event, pipeline.compiled. One stream per version keeps
+// every version readable after an archive (which carries the newest event
+// of each stream), so a run finishes on its version however old it is.
+func PipelineVersionStream(name, hash string) string { return "pipeline/" + name + "/" + hash }
 
 // StatusSkipped is a branch entry that ran no job: every step of the
 // branch was bypassed by its if.

@@ -104,15 +104,3 @@ SELECT CAST(run_id AS TEXT) AS run_id, CAST(pipeline AS TEXT) AS pipeline, CAST(
     WHERE e.seq > (SELECT coalesce(min(c.seq), 0) FROM projector_checkpoint c) AND e.type = 'pipeline.run_started'
 )
 ORDER BY started_seq;
-
--- name: ArchiveCutCompiled :many
--- The newest pipeline.compiled of a hash on a pipeline's stream, and
--- whether a newer event of that stream follows it (then, archived, it would
--- be neither in the main file nor the carried newest event).
-SELECT c.seq, CAST(EXISTS (
-    SELECT 1 FROM events n WHERE n.stream = c.stream AND n.version > c.version
-) AS INTEGER) AS superseded
-FROM events c
-WHERE c.stream = CAST(@stream AS TEXT) AND c.type = 'pipeline.compiled' AND c.data ->> '$.hash' = CAST(@hash AS TEXT)
-ORDER BY c.version DESC
-LIMIT 1;
