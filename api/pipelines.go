@@ -114,6 +114,10 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 			return nil, newError(http.StatusBadRequest, `send the payload as a JSON object, like {"url": "…"}, or no body`,
 				"the body is not a JSON object")
 		}
+		if d := events.JSONDepth(in.RawBody); d > commands.MaxPayloadDepth { // refused here, not a run that fails at once
+			return nil, newError(http.StatusBadRequest, "flatten the payload, or pass the plugin a path or a URL to the data",
+				fmt.Sprintf("the body nests %d levels, and a payload may nest at most %d", d, commands.MaxPayloadDepth))
+		}
 		payload = in.RawBody
 	}
 	synchronous := p.ExecutionMode == pipeline.ModeSynchronous

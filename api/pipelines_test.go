@@ -311,6 +311,10 @@ func TestRunPipelineRefusals(t *testing.T) {
 		requireError(t, res, http.StatusBadRequest, "invalid_input")
 		require.Contains(t, res.body["message"], "not a JSON object", body)
 	}
+	deep := `{"a":` + strings.Repeat("[", commands.MaxPayloadDepth) + strings.Repeat("]", commands.MaxPayloadDepth) + `}`
+	res = f.do("POST", "/pipeline/sync", "plugin-rw", []byte(deep)) // not a run that fails at once
+	requireError(t, res, http.StatusBadRequest, "invalid_input")
+	require.Contains(t, res.body["message"], "nests 501 levels")
 	res = f.do("POST", "/pipeline/async", "plugin-rw", []byte(`{}`), "Idempotency-Key", "k1")
 	requireError(t, res, http.StatusBadRequest, "invalid_input")
 	require.Contains(t, res.body["message"], "Idempotency-Key is not supported for pipelines yet")

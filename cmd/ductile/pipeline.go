@@ -234,7 +234,7 @@ func pipelineDryRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	payload, err := readPayload(c)
+	payload, err := readObjectPayload(c)
 	if err != nil {
 		return err
 	}

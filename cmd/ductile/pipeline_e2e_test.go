@@ -116,6 +116,11 @@ func TestPipelineCommands(t *testing.T) {
 	r = run("pipeline", "dry-run", "wisdom", "--payload", "{nope")
 	require.Equal(t, 2, r.code, "%s", r)
 	require.Contains(t, r.stderr, "--payload is not valid JSON")
+	for _, payload := range []string{"[1]", `"x"`, "null"} { // as pipeline run refuses them
+		r = run("pipeline", "dry-run", "wisdom", "--payload", payload)
+		require.Equal(t, 2, r.code, "%s: %s", payload, r)
+		require.Contains(t, r.stderr, "--payload must be a JSON object")
+	}
 
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("pipelines:\n  - name: loop\n    steps: [{call: loop}]\n"), 0o600))

@@ -69,16 +69,9 @@ func pipelineRun(c *cli.Context) error {
 		return err
 	}
 	name := c.Args().First()
-	payload, err := readPayload(c)
+	payload, err := readObjectPayload(c)
 	if err != nil {
 		return err
-	}
-	if payload == nil {
-		payload = json.RawMessage(`{}`)
-	}
-	var object map[string]json.RawMessage
-	if json.Unmarshal(payload, &object) != nil || object == nil {
-		return usagef(`--payload must be a JSON object, like {"url": "…"}: a step reads its input as payload.<key>`)
 	}
 	ctx := c.Context
 
@@ -199,6 +192,23 @@ func resultText(result json.RawMessage) string {
 		return q // long, or several lines: quoted and cut
 	}
 	return text
+}
+
+// readObjectPayload is --payload as a JSON object ({} when not given): a
+// pipeline's first step reads its input as payload.<key>.
+func readObjectPayload(c *cli.Context) (json.RawMessage, error) {
+	payload, err := readPayload(c)
+	if err != nil {
+		return nil, err
+	}
+	if payload == nil {
+		return json.RawMessage(`{}`), nil
+	}
+	var object map[string]json.RawMessage
+	if json.Unmarshal(payload, &object) != nil || object == nil {
+		return nil, usagef(`--payload must be a JSON object, like {"url": "…"}: a step reads its input as payload.<key>`)
+	}
+	return payload, nil
 }
 
 // configPipeline compiles the config's pipelines, checking each step's

@@ -103,7 +103,7 @@ func pipelineStatus(c *cli.Context, e *env, l *ledger.Ledger) error {
 		case r.Error != "":
 			fmt.Fprintf(w, ": %s", r.Error)
 		case len(r.Result) > 0:
-			fmt.Fprintf(w, ": %s", quote(string(r.Result)))
+			fmt.Fprintf(w, ": %s", resultText(r.Result))
 		}
 		fmt.Fprintln(w)
 	}

@@ -59,6 +59,7 @@ func TestPipelineRunsE2E(t *testing.T) {
 	require.Equal(t, 0, r.code, r.String())
 	require.Contains(t, r.stdout, "run "+started.RunID+" of pipeline fetch: succeeded")
 	require.Contains(t, r.stdout, "result step1: echo handle")
+	require.Contains(t, r.stdout, " succeeded: echo\n", "a string result prints as text, as pipeline run --wait prints it")
 	r = cli("pipeline", "status", "0190aaaa-0000-7000-8000-000000000000", "--json")
 	require.Equal(t, 1, r.code, r.String())
 	require.Contains(t, r.stderr, `"not_found"`)

@@ -48,6 +48,8 @@ type reloadOutput struct {
 	// Added, Removed name the plugins the reload starts and stops running.
 	Added   []string `json:"plugins_added"`
 	Removed []string `json:"plugins_removed"`
+	// Skipped are the pipelines the daemon does not run after the reload.
+	Skipped []events.SkippedPipeline `json:"skipped_pipelines,omitempty"`
 	// Ends counts the queued jobs the reload cancels, by plugin (dry run).
 	Ends map[string]int `json:"queued_jobs_to_cancel,omitempty"`
 }
@@ -113,11 +115,15 @@ func systemReload(c *cli.Context) error {
 	}
 	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, orEmpty(a.Changes)
 	out.Added, out.Removed = pluginChanges(applied, a)
+	out.Skipped = a.SkippedPipelines
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
 	fmt.Fprintf(e.stdout, "reloaded %s (daemon pid %d): %s\n", out.Config, h.PID, describeChanges(out))
 	printChanges(e.stdout, out.Changes)
+	for _, p := range out.Skipped {
+		fmt.Fprintf(e.stderr, "warning: pipeline %s is skipped (it does not run): %s; install or fix the plugin, then reload\n", p.Name, p.Reason)
+	}
 	return nil
 }
 
