@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -47,18 +46,8 @@ func CanReplay(j *Job) error {
 func ReplayJob(ctx context.Context, l *ledger.Ledger, cmd Replay) (ReplayResult, error) {
 	// Prepared from the job read outside the writer, as RetryJob does; the
 	// decision folds it again.
-	evs, err := l.ReadStream(ctx, events.JobStream(cmd.JobID))
+	j, err := readToRedo(ctx, l, cmd.JobID, CanReplay)
 	if err != nil {
-		return ReplayResult{}, fmt.Errorf("replay job: %w", err)
-	}
-	j, err := FoldJob(evs)
-	if errors.Is(err, ErrJobNotFound) {
-		err = fmt.Errorf("%w: %s", ErrJobNotFound, cmd.JobID)
-	}
-	if err != nil {
-		return ReplayResult{}, fmt.Errorf("replay job: %w", err)
-	}
-	if err := CanReplay(j); err != nil {
 		return ReplayResult{}, fmt.Errorf("replay job: %w", err)
 	}
 	enq := cmd.enqueue(j)

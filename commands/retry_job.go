@@ -71,18 +71,8 @@ func RetryJob(ctx context.Context, l *ledger.Ledger, cmd Retry) (RetryResult, er
 	// The new job is prepared from the old one read outside the writer (a
 	// large payload is encoded here, not on the writer's goroutine); the
 	// decision folds it again, and only job.retried can have changed it.
-	evs, err := l.ReadStream(ctx, events.JobStream(cmd.JobID))
+	j, err := readToRedo(ctx, l, cmd.JobID, CanRetry)
 	if err != nil {
-		return RetryResult{}, fmt.Errorf("retry job: %w", err)
-	}
-	j, err := FoldJob(evs)
-	if errors.Is(err, ErrJobNotFound) {
-		err = fmt.Errorf("%w: %s", ErrJobNotFound, cmd.JobID)
-	}
-	if err != nil {
-		return RetryResult{}, fmt.Errorf("retry job: %w", err)
-	}
-	if err := CanRetry(j); err != nil {
 		return RetryResult{}, fmt.Errorf("retry job: %w", err)
 	}
 	enq := cmd.enqueue(j)
@@ -142,4 +132,22 @@ func (cmd Retry) decide(tx *ledger.Tx, j *Job, enq Enqueue) ([]ledger.NewEvent, 
 	}
 	retried := j.next(events.JobRetried, events.Retried{RetryJobID: enqueued.JobID}, "", cmd.actor())
 	return append(evs, retried), res, nil
+}
+
+// readToRedo is job id as its stream folds now, read outside the writer,
+// if can allows it: what a retry or a replay prepares its new job from
+// (their decisions fold it again).
+func readToRedo(ctx context.Context, l *ledger.Ledger, id string, can func(*Job) error) (*Job, error) {
+	evs, err := l.ReadStream(ctx, events.JobStream(id))
+	if err != nil {
+		return nil, err
+	}
+	j, err := FoldJob(evs)
+	if errors.Is(err, ErrJobNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return j, can(j)
 }

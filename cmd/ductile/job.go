@@ -450,22 +450,11 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err := commands.CanRetry(j); err != nil {
 		return retryRefused(ctx, l, j, err)
 	}
-	// The plugin and command must still be there, as for any enqueue.
-	set, err := currentPlugins(ctx, e, l)
+	set, ranBy, err := stillInstalled(ctx, e, l, j)
 	if err != nil {
 		return err
 	}
-	p, err := set.plugin(j.Plugin)
-	if err != nil {
-		return err
-	}
-	if _, err := set.command(p, j.Command, false); err != nil {
-		return err
-	}
-	out := retryOutput{RetryOf: id, Plugin: j.Plugin, Command: j.Command, RanBy: "daemon"}
-	if set.daemonPID == 0 {
-		out.RanBy = "none"
-	}
+	out := retryOutput{RetryOf: id, Plugin: j.Plugin, Command: j.Command, RanBy: ranBy}
 	if c.Bool("dry-run") {
 		out.Status, out.DryRun = "would enqueue", true
 		if c.Bool("json") {
@@ -508,6 +497,27 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 }
 
 // whoRuns says who will run a job enqueued now.
+// stillInstalled checks that j's plugin and command are still there, as
+// for any enqueue, and says who would run a new job of them (daemon, or
+// none): what a retry and a replay check before they enqueue one.
+func stillInstalled(ctx context.Context, e *env, l *ledger.Ledger, j *commands.Job) (pluginSet, string, error) {
+	set, err := currentPlugins(ctx, e, l)
+	if err != nil {
+		return set, "", err
+	}
+	p, err := set.plugin(j.Plugin)
+	if err != nil {
+		return set, "", err
+	}
+	if _, err := set.command(p, j.Command, false); err != nil {
+		return set, "", err
+	}
+	if set.daemonPID == 0 {
+		return set, "none", nil
+	}
+	return set, "daemon", nil
+}
+
 func whoRuns(set pluginSet) string {
 	if set.daemonPID != 0 {
 		return fmt.Sprintf("the daemon (pid %d) will run it", set.daemonPID)

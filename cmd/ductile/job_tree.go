@@ -170,21 +170,11 @@ func jobReplay(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err := commands.CanReplay(j); err != nil {
 		return replayRefused(j)
 	}
-	set, err := currentPlugins(ctx, e, l)
+	set, ranBy, err := stillInstalled(ctx, e, l, j)
 	if err != nil {
 		return err
 	}
-	p, err := set.plugin(j.Plugin)
-	if err != nil {
-		return err
-	}
-	if _, err := set.command(p, j.Command, false); err != nil {
-		return err
-	}
-	out := replayOutput{ReplayOf: id, Plugin: j.Plugin, Command: j.Command, RanBy: "daemon"}
-	if set.daemonPID == 0 {
-		out.RanBy = "none"
-	}
+	out := replayOutput{ReplayOf: id, Plugin: j.Plugin, Command: j.Command, RanBy: ranBy}
 	if c.Bool("dry-run") {
 		out.Status, out.DryRun = "would enqueue", true
 		if c.Bool("json") {
