@@ -391,7 +391,7 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if !c.Bool("dry-run") {
 		// A pipeline job's cancel moves its run on: the steps it enqueues
 		// are built with the config that runs them.
-		cfg, err := jobsConfig(c.Context, e, l)
+		cfg, err := serviceSettings(c.Context, e, l)
 		if err != nil {
 			return err
 		}

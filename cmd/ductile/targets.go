@@ -59,25 +59,6 @@ func daemonPlugins(ctx context.Context, e *env, l *ledger.Ledger, pid int) (plug
 	return pluginSet{applied: a, daemonPID: a.PID, config: cfg}, nil
 }
 
-// jobsConfig is the config jobs the CLI makes are built with: the running
-// daemon's applied settings, or this process's config without a daemon.
-// (The compiled pipelines are not needed: a run's version is read from the
-// ledger, pipeline.compiled, when it is not given.)
-func jobsConfig(ctx context.Context, e *env, l *ledger.Ledger) (*config.Config, error) {
-	h, err := daemon.Holder(e.stateDir)
-	if err != nil {
-		return nil, err
-	}
-	if !h.Daemon() {
-		return e.cfg, nil
-	}
-	set, err := daemonPlugins(ctx, e, l, h.PID)
-	if err != nil {
-		return nil, err
-	}
-	return set.config, nil
-}
-
 // appliedConfig is the config a daemon's config.applied record says it
 // decides with (config.Settings.Config).
 func appliedConfig(a events.ConfigAppliedData) (*config.Config, error) {
