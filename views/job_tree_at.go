@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -121,7 +122,7 @@ func TreeNow(tree JobTree) JobTreeAt {
 // after each commit: a cut newer than the projector's checkpoint may miss
 // the jobs enqueued since.
 func ReadJobTreeAt(ctx context.Context, l *ledger.Ledger, id string, cut Cut, limit int) (JobTreeAt, error) {
-	limit = max(limit, 1)
+	limit = min(max(limit, 1), math.MaxInt32) // limit+1 below must not overflow
 	tree := JobTreeAt{Jobs: []JobAt{}}
 	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		seq, err := cutSeq(conn, cut)

@@ -15,9 +15,6 @@ import (
 	"github.com/ductile/ductile/views"
 )
 
-// codeArchived: a moment whose events an archive moved out of the ledger.
-const codeArchived errorCode = "archived"
-
 func jobTreeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tree",
