@@ -97,6 +97,9 @@ func printJobTree(e *env, out jobTreeOutput) {
 			children[*j.ParentJobID] = append(children[*j.ParentJobID], j)
 		}
 	}
+	if out.AncestorsArchived {
+		fmt.Fprintf(w, "(the ancestors of %s were archived: the tree starts at the nearest job still in the ledger)\n", out.Root)
+	}
 	var walk func(j views.JobAt, depth int)
 	walk = func(j views.JobAt, depth int) {
 		mark := " "
