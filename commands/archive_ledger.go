@@ -34,7 +34,7 @@ func (cmd ArchiveLedger) Run(ctx context.Context, l *ledger.Ledger) (ledger.Arch
 	opts := ledger.ArchiveOptions{
 		Before:           cmd.Before,
 		Cut:              ArchiveCut,
-		ForgetVersionsOf: "job/",
+		ForgetVersionsOf: []string{events.JobStream(""), events.RunStream("")},
 		Progress:         cmd.Progress,
 		AfterFileWritten: cmd.AfterFileWritten,
 		Event: func(a ledger.Archive) ledger.NewEvent {
@@ -68,7 +68,8 @@ func (cmd ArchiveLedger) Run(ctx context.Context, l *ledger.Ledger) (ledger.Arch
 // before the cut is finished there, and the compiled version a run still
 // running is on stays readable (pipeline.compiled: a superseded one stays in
 // the main file). Other streams keep their versions
-// (ledger.ArchiveOptions.ForgetVersionsOf) and their newest archived event
+// (ledger.ArchiveOptions.ForgetVersionsOf forgets only job and run streams,
+// archived whole and never appended to again) and their newest archived event
 // of each type is carried in the main file, so what reads a stream's newest
 // event (a schedule's last firing, a breaker's state, a plugin's state and
 // health, the applied config) reads the same after the archive: those need

@@ -550,7 +550,7 @@ func TestPipelineProjectionsReplayEqual(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, events.RunFailed, got.Status)
 	require.Equal(t, "no", got.Error)
-	runs, err := views.ListRuns(b.ctx, b.l, views.RunFilter{Pipeline: "linear"})
+	runs, err := views.FindRuns(b.ctx, b.l, views.RunQuery{Pipeline: "linear"})
 	require.NoError(t, err)
 	require.Len(t, runs, 2)
 	require.Equal(t, running.RunID, runs[0].RunID)

@@ -82,6 +82,7 @@ type Config struct {
 	schedules    map[string]*scheduleNodes // where plugins.<name>.schedules was written
 	routeNodes   []*yaml.Node              // the mapping of each of Routes, for Check
 	fileKeys     map[string][]string       // the top-level keys of each of Files, for integrity tiers
+	fileStats    map[string]fileStat       // mode and owner of each file read (Files, scopes files), for the permission checks
 	webhookNodes []webhookNodes            // where each of WebhookSettings.Endpoints was written
 }
 

@@ -84,7 +84,7 @@ func FuzzLoadData(f *testing.F) {
 		if strings.Contains(s, "include") {
 			t.Skip("includes read the file system")
 		}
-		c, err := loadData(path, []byte(s), lookup)
+		c, err := loadData(path, []byte(s), fileStat{}, lookup)
 		if err != nil {
 			if _, ok := err.(*ValidationError); !ok {
 				t.Fatalf("error %T %v, want *ValidationError", err, err)
@@ -101,7 +101,7 @@ func FuzzLoadData(f *testing.F) {
 		if err != nil {
 			t.Fatalf("print as YAML: %v", err)
 		}
-		back, err := loadData(path, printed, lookup)
+		back, err := loadData(path, printed, fileStat{}, lookup)
 		if err != nil {
 			t.Fatalf("the printed config does not load: %v\nloaded from:\n%s\nprinted:\n%s", err, s, printed)
 		}

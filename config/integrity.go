@@ -24,9 +24,14 @@ import (
 // config with none has nothing to verify.
 //
 // Permissions (spec §13.2: config and lock files 0600, relaxed only on
-// purpose): a high-security file or .checksums that a group or others may
-// write fails the load, since whoever can write it can add a token; one
-// they may read is an IntegrityWarning.
+// purpose): a high-security file or .checksums that another user owns, or
+// that a group or others may write, fails the load, since whoever can
+// write it can add a token; so does a directory between it and the config
+// directory that another user owns or that a group or others may write
+// (unless sticky, like /tmp), since whoever can write the directory can
+// rename their own file in place. The owner and mode are those of the
+// descriptor read (permissions.go). A file a group or others may read is
+// an IntegrityWarning.
 
 // ChecksumsName is the name of the checksums file beside the config file.
 const ChecksumsName = ".checksums"
@@ -34,18 +39,33 @@ const ChecksumsName = ".checksums"
 // ChecksumsPath is the checksums file of the config at c.Source.
 func (c *Config) ChecksumsPath() string { return filepath.Join(c.Dir, ChecksumsName) }
 
-// LoadUnverified loads like Load but does not verify .checksums or the
-// files' permissions: for ductile config lock, which writes .checksums.
+// LoadUnverified loads like Load but does not verify .checksums: for
+// ductile config lock, which writes .checksums. The files' owners and
+// permissions are checked as Load checks them: lock does not record a
+// file Load would refuse.
 func LoadUnverified(path string) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	data, err := readConfigFile(abs)
+	data, st, err := readConfigFile(abs)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	return loadData(abs, data, os.LookupEnv)
+	cfg, err := loadData(abs, data, st, os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	sums, err := readChecksumsFile(cfg.ChecksumsPath())
+	if err != nil {
+		return nil, &ValidationError{Errors: []FieldError{{File: ChecksumsName, Msg: err.Error()}}}
+	}
+	errs, warnings := cfg.permissionProblems(sums, effectiveUID())
+	if err := permissionError(errs); err != nil {
+		return nil, err
+	}
+	cfg.IntegrityWarnings = warnings
+	return cfg, nil
 }
 
 // Checksums lists every file c was loaded from with its hash as read: the
@@ -111,6 +131,11 @@ func ReadChecksums(path, dir string) ([]FileHash, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	return parseChecksums(path, dir, data)
+}
+
+// parseChecksums parses data, the content of the checksums file at path.
+func parseChecksums(path, dir string, data []byte) ([]FileHash, error) {
 	var out []FileHash
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 1; sc.Scan(); line++ {
@@ -166,7 +191,16 @@ func UpdateChecksums(path, dir string, paths ...string) (bool, error) {
 // others. Without a checksums file, each high-security file is an error
 // (ductile config lock writes one) and there is nothing else to compare.
 func (c *Config) IntegrityProblems() (errs, warnings []FieldError, err error) {
-	if _, err := os.Stat(c.ChecksumsPath()); errors.Is(err, fs.ErrNotExist) {
+	sums, err := readChecksumsFile(c.ChecksumsPath())
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.integrityProblems(sums)
+}
+
+// integrityProblems is IntegrityProblems against sums, .checksums as read.
+func (c *Config) integrityProblems(sums checksumsFile) (errs, warnings []FieldError, err error) {
+	if !sums.exists {
 		for _, f := range c.Checksums() {
 			if c.HighSecurity(f.Path) {
 				errs = append(errs, FieldError{File: displayPath(c.Dir, f.Path), Msg: fmt.Sprintf(
@@ -176,7 +210,7 @@ func (c *Config) IntegrityProblems() (errs, warnings []FieldError, err error) {
 		}
 		return errs, nil, nil
 	}
-	listed, err := ReadChecksums(c.ChecksumsPath(), c.Dir)
+	listed, err := parseChecksums(c.ChecksumsPath(), c.Dir, sums.data)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,40 +236,6 @@ func (c *Config) IntegrityProblems() (errs, warnings []FieldError, err error) {
 	return errs, warnings, nil
 }
 
-// PermissionProblems checks the modes of the high-security files and of
-// .checksums (if any): errors for those a group or others may write,
-// warnings for those they may read.
-func (c *Config) PermissionProblems() (errs, warnings []FieldError) {
-	var paths []string
-	for _, f := range c.Checksums() {
-		if c.HighSecurity(f.Path) {
-			paths = append(paths, f.Path)
-		}
-	}
-	if _, err := os.Stat(c.ChecksumsPath()); err == nil {
-		paths = append(paths, c.ChecksumsPath())
-	}
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			errs = append(errs, FieldError{File: displayPath(c.Dir, p), Msg: fmt.Sprintf("cannot check its permissions: %v", err)})
-			continue
-		}
-		mode := info.Mode().Perm()
-		switch {
-		case mode&0o022 != 0:
-			errs = append(errs, FieldError{File: displayPath(c.Dir, p), Msg: fmt.Sprintf(
-				"may be written by %s (mode %04o): whoever can write it can add a token or change what the config trusts; run chmod 600 %s",
-				who(mode>>1), mode, p)})
-		case mode&0o044 != 0:
-			warnings = append(warnings, FieldError{File: displayPath(c.Dir, p), Msg: fmt.Sprintf(
-				"may be read by %s (mode %04o): it names tokens, secrets or hashes; run chmod 600 %s, or leave it if the sharing is intended (only a warning)",
-				who(mode>>2), mode, p)})
-		}
-	}
-	return errs, warnings
-}
-
 // who names the classes of users whose bit is set in mode's group (0o010)
 // and other (0o001) triplets, shifted to the execute position.
 func who(mode fs.FileMode) string {
@@ -253,8 +253,12 @@ func who(mode fs.FileMode) string {
 // may write it or .checksums, and records the other problems in
 // IntegrityWarnings.
 func (c *Config) verifyChecksums() error {
-	permErrs, permWarnings := c.PermissionProblems()
-	errs, warnings, err := c.IntegrityProblems()
+	sums, err := readChecksumsFile(c.ChecksumsPath())
+	if err != nil {
+		return &ValidationError{Errors: []FieldError{{File: ChecksumsName, Msg: err.Error()}}}
+	}
+	permErrs, permWarnings := c.permissionProblems(sums, effectiveUID())
+	errs, warnings, err := c.integrityProblems(sums)
 	if err != nil {
 		return &ValidationError{Errors: append(permErrs, FieldError{File: ChecksumsName, Msg: err.Error()})}
 	}
@@ -275,12 +279,7 @@ func LoadUnlocked(path string) (*Config, error) {
 		return nil, err
 	}
 	if _, err := os.Stat(cfg.ChecksumsPath()); errors.Is(err, fs.ErrNotExist) {
-		errs, warnings := cfg.PermissionProblems()
-		if len(errs) > 0 {
-			return nil, &ValidationError{Errors: errs}
-		}
-		cfg.IntegrityWarnings = warnings
-		return cfg, nil
+		return cfg, nil // LoadUnverified checked the permissions
 	}
 	if err := cfg.verifyChecksums(); err != nil {
 		return nil, err

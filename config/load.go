@@ -34,11 +34,11 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	data, err := readConfigFile(abs)
+	data, st, err := readConfigFile(abs)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
-	cfg, err := loadData(abs, data, os.LookupEnv)
+	cfg, err := loadData(abs, data, st, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
@@ -62,19 +62,21 @@ const (
 // bytes. It opens without blocking (a FIFO with no writer would otherwise
 // hang the open) and checks the file it opened, not the path, so a file
 // swapped after a check cannot slip through; it reads no more than the
-// limit even if the file grows meanwhile.
-func readConfigFile(path string) ([]byte, error) {
+// limit even if the file grows meanwhile. It returns the mode and owner of
+// the file it read, for the permission checks.
+func readConfigFile(path string) ([]byte, fileStat, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, fileStat{}, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, fileStat{}, err
 	}
-	refuse := func(format string, args ...any) ([]byte, error) {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf(format, args...)}
+	st := statOf(info)
+	refuse := func(format string, args ...any) ([]byte, fileStat, error) {
+		return nil, fileStat{}, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf(format, args...)}
 	}
 	if !info.Mode().IsRegular() {
 		return refuse("is %s, not a regular file: a config file must be a regular file", fileKind(info.Mode()))
@@ -84,12 +86,12 @@ func readConfigFile(path string) ([]byte, error) {
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, err
+		return nil, fileStat{}, err
 	}
 	if len(data) > MaxFileSize {
 		return refuse("grew past the %s limit for a config file while being read", sizeName(MaxFileSize))
 	}
-	return data, nil
+	return data, st, nil
 }
 
 // fileKind names the type of a file that is not a regular file.
@@ -116,7 +118,7 @@ func sizeName(n int) string {
 }
 
 // loadData loads the config file at abs, whose content is data.
-func loadData(abs string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+func loadData(abs string, data []byte, st fileStat, lookupEnv func(string) (string, bool)) (*Config, error) {
 	l := &loader{
 		dir:          filepath.Dir(abs),
 		lookupEnv:    lookupEnv,
@@ -126,6 +128,7 @@ func loadData(abs string, data []byte, lookupEnv func(string) (string, bool)) (*
 		origin:       map[*yaml.Node]string{},
 		interpolated: map[*yaml.Node]bool{},
 		fileKeys:     map[string][]string{},
+		stats:        map[string]fileStat{abs: st},
 	}
 	l.bytesRead = len(data)
 	l.loadFile(abs, data, []string{abs})
@@ -147,6 +150,7 @@ func loadData(abs string, data []byte, lookupEnv func(string) (string, bool)) (*
 	cfg.pluginKeys = map[string]*yaml.Node{}
 	cfg.schedules = map[string]*scheduleNodes{}
 	cfg.fileKeys = l.fileKeys
+	cfg.fileStats = l.stats
 	l.decode(root, cfg)
 
 	if len(l.errs) > 0 {
@@ -182,6 +186,7 @@ type loader struct {
 	origin       map[*yaml.Node]string
 	interpolated map[*yaml.Node]bool
 	fileKeys     map[string][]string // absolute path → its top-level keys
+	stats        map[string]fileStat // absolute path → mode and owner, as read
 	errs         []FieldError
 }
 
@@ -333,7 +338,7 @@ func (l *loader) includeFile(target string, entry *yaml.Node, path string, chain
 		l.fail(entry, path, "%s links to %s, which is not a YAML file: include only *.yaml and *.yml files", l.display(target), real)
 		return
 	}
-	data, err := readConfigFile(target)
+	data, st, err := readConfigFile(target)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -349,6 +354,7 @@ func (l *loader) includeFile(target string, entry *yaml.Node, path string, chain
 		}
 		return
 	}
+	l.stats[target] = st
 	l.loadFile(target, data, append(chain[:len(chain):len(chain)], target))
 }
 

@@ -150,7 +150,7 @@ func (s Settings) Config() (*Config, error) {
 	if source == "" {
 		source = "applied-config.yaml"
 	}
-	cfg, err := loadData(source, data, func(string) (string, bool) { return "", false })
+	cfg, err := loadData(source, data, fileStat{}, func(string) (string, bool) { return "", false })
 	if err != nil {
 		return nil, fmt.Errorf("rebuild applied config: %w", err)
 	}

@@ -167,7 +167,7 @@ func (l *loader) scopes(n *yaml.Node, path string, fileNode, hashNode *yaml.Node
 		target = filepath.Join(filepath.Dir(holder), target)
 	}
 	t.File, t.ScopesFile = holder, filepath.Clean(target)
-	data, err := readConfigFile(t.ScopesFile)
+	data, st, err := readConfigFile(t.ScopesFile)
 	if err != nil {
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
@@ -181,6 +181,7 @@ func (l *loader) scopes(n *yaml.Node, path string, fileNode, hashNode *yaml.Node
 		return false
 	}
 	t.ScopesHash = HashBytes(data)
+	l.stats[t.ScopesFile] = st
 	ok := true
 	switch {
 	case hashNode == nil:

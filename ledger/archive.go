@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -72,13 +73,13 @@ type ArchiveOptions struct {
 	// Event builds the event recording the archive, appended in the
 	// transaction that deletes the archived events.
 	Event func(a Archive) NewEvent
-	// ForgetVersionsOf is a stream name prefix whose streams' versions need
-	// not be kept once archived (streams archived whole, never appended to
-	// again: "job/"). Other streams go on counting from their archived
+	// ForgetVersionsOf are stream name prefixes whose streams' versions
+	// need not be kept once archived (streams archived whole, never
+	// appended to again: "job/", "run/"). Other streams go on counting from their archived
 	// version, and their newest archived event of each type is carried in
 	// the main file (archived_stream_types), where Tx.LastEvent,
 	// ReadStreamLast and ReadStreamLastOfType find it.
-	ForgetVersionsOf string
+	ForgetVersionsOf []string
 	// Progress, if set, is called while the archive file is written with the
 	// events copied so far and the total.
 	Progress func(copied, total int64)
@@ -388,11 +389,15 @@ func (l *Ledger) recordArchive(ctx context.Context, plan ArchivePlan, a Archive,
 		if err != nil {
 			return fmt.Errorf("archive: record: %w", err)
 		}
-		err = queries.KeepArchivedVersions(conn, queries.KeepArchivedVersionsParams{AfterSeq: plan.Anchor, UntilSeq: plan.Through, SkipPrefix: opts.ForgetVersionsOf})
+		forget, err := json.Marshal(append([]string{}, opts.ForgetVersionsOf...))
+		if err != nil {
+			return fmt.Errorf("archive: %w", err)
+		}
+		err = queries.KeepArchivedVersions(conn, queries.KeepArchivedVersionsParams{AfterSeq: plan.Anchor, UntilSeq: plan.Through, SkipPrefixes: string(forget)})
 		if err != nil {
 			return fmt.Errorf("archive: keep stream versions: %w", err)
 		}
-		err = queries.CarryArchivedEvents(conn, queries.CarryArchivedEventsParams{AfterSeq: plan.Anchor, UntilSeq: plan.Through, SkipPrefix: opts.ForgetVersionsOf})
+		err = queries.CarryArchivedEvents(conn, queries.CarryArchivedEventsParams{AfterSeq: plan.Anchor, UntilSeq: plan.Through, SkipPrefixes: string(forget)})
 		if err != nil {
 			return fmt.Errorf("archive: carry each stream's newest events: %w", err)
 		}

@@ -47,7 +47,7 @@ func archiveSetup(t *testing.T) (*testBundle, *archiveClock) {
 }
 
 func archiveOpts() ledger.ArchiveOptions {
-	return ledger.ArchiveOptions{Before: archiveCut, Event: archivedEvent, ForgetVersionsOf: "job/"}
+	return ledger.ArchiveOptions{Before: archiveCut, Event: archivedEvent, ForgetVersionsOf: []string{"job/"}}
 }
 
 func TestArchiveMovesThePrefixAndTheChainVerifiesAcrossBothFiles(t *testing.T) {

@@ -20,25 +20,26 @@ SELECT version FROM archived_streams WHERE stream = CAST(@stream AS TEXT);
 -- name: KeepArchivedVersions :exec
 -- Records the newest version each stream reached in events after_seq <
 -- seq <= until_seq, and the type of that event, but for streams whose
--- names start with skip_prefix. (A bare column beside max() is SQLite's:
+-- names start with one of skip_prefixes (a JSON array of strings). (A bare column beside max() is SQLite's:
 -- it is taken from the row holding the max.)
 INSERT INTO archived_streams (stream, version, type)
 SELECT stream, max(version), type FROM events
 WHERE seq > CAST(@after_seq AS INTEGER) AND seq <= CAST(@until_seq AS INTEGER)
-  AND NOT (CAST(@skip_prefix AS TEXT) <> '' AND substr(stream, 1, length(CAST(@skip_prefix AS TEXT))) = CAST(@skip_prefix AS TEXT))
+  AND NOT EXISTS (SELECT 1 FROM json_each(CAST(@skip_prefixes AS TEXT)) AS p WHERE p.value <> '' AND substr(stream, 1, length(p.value)) = p.value)
 GROUP BY stream
 ON CONFLICT (stream) DO UPDATE SET version = excluded.version, type = excluded.type
 WHERE excluded.version > archived_streams.version;
 
 -- name: CarryArchivedEvents :exec
 -- Keeps, for each stream and type, the newest event after_seq < seq <=
--- until_seq in full (but for streams whose names start with skip_prefix),
+-- until_seq in full (but for streams whose names start with one of
+-- skip_prefixes, a JSON array of strings),
 -- replacing what an earlier archive kept: what ReadStreamLast and
 -- ReadStreamLastOfType read once the main file holds none.
 INSERT INTO archived_stream_types (stream, type, seq, version, data, meta, recorded_at, prev_hash, hash)
 SELECT stream, type, max(seq), version, data, meta, recorded_at, prev_hash, hash FROM events
 WHERE seq > CAST(@after_seq AS INTEGER) AND seq <= CAST(@until_seq AS INTEGER)
-  AND NOT (CAST(@skip_prefix AS TEXT) <> '' AND substr(stream, 1, length(CAST(@skip_prefix AS TEXT))) = CAST(@skip_prefix AS TEXT))
+  AND NOT EXISTS (SELECT 1 FROM json_each(CAST(@skip_prefixes AS TEXT)) AS p WHERE p.value <> '' AND substr(stream, 1, length(p.value)) = p.value)
 GROUP BY stream, type
 ON CONFLICT (stream, type) DO UPDATE SET
     seq = excluded.seq, version = excluded.version, data = excluded.data, meta = excluded.meta,

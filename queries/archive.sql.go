@@ -178,20 +178,20 @@ func ArchivedStreamVersion(conn *sqlite.Conn, stream string, fn func(int64) erro
 const keepArchivedVersions = `INSERT INTO archived_streams (stream, version, type)
 SELECT stream, max(version), type FROM events
 WHERE seq > CAST(?1 AS INTEGER) AND seq <= CAST(?2 AS INTEGER)
-  AND NOT (CAST(?3 AS TEXT) <> '' AND substr(stream, 1, length(CAST(?3 AS TEXT))) = CAST(?3 AS TEXT))
+  AND NOT EXISTS (SELECT 1 FROM json_each(CAST(?3 AS TEXT)) AS p WHERE p.value <> '' AND substr(stream, 1, length(p.value)) = p.value)
 GROUP BY stream
 ON CONFLICT (stream) DO UPDATE SET version = excluded.version, type = excluded.type
 WHERE excluded.version > archived_streams.version`
 
 type KeepArchivedVersionsParams struct {
-	AfterSeq   int64
-	UntilSeq   int64
-	SkipPrefix string
+	AfterSeq     int64
+	UntilSeq     int64
+	SkipPrefixes string
 }
 
 // Records the newest version each stream reached in events after_seq <
 // seq <= until_seq, and the type of that event, but for streams whose
-// names start with skip_prefix. (A bare column beside max() is SQLite's:
+// names start with one of skip_prefixes (a JSON array of strings). (A bare column beside max() is SQLite's:
 // it is taken from the row holding the max.)
 func KeepArchivedVersions(conn *sqlite.Conn, arg KeepArchivedVersionsParams) (err error) {
 	stmt, err := conn.Prepare(keepArchivedVersions)
@@ -205,7 +205,7 @@ func KeepArchivedVersions(conn *sqlite.Conn, arg KeepArchivedVersionsParams) (er
 	}()
 	stmt.BindInt64(1, arg.AfterSeq)
 	stmt.BindInt64(2, arg.UntilSeq)
-	stmt.BindText(3, arg.SkipPrefix)
+	stmt.BindText(3, arg.SkipPrefixes)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -221,7 +221,7 @@ func KeepArchivedVersions(conn *sqlite.Conn, arg KeepArchivedVersionsParams) (er
 const carryArchivedEvents = `INSERT INTO archived_stream_types (stream, type, seq, version, data, meta, recorded_at, prev_hash, hash)
 SELECT stream, type, max(seq), version, data, meta, recorded_at, prev_hash, hash FROM events
 WHERE seq > CAST(?1 AS INTEGER) AND seq <= CAST(?2 AS INTEGER)
-  AND NOT (CAST(?3 AS TEXT) <> '' AND substr(stream, 1, length(CAST(?3 AS TEXT))) = CAST(?3 AS TEXT))
+  AND NOT EXISTS (SELECT 1 FROM json_each(CAST(?3 AS TEXT)) AS p WHERE p.value <> '' AND substr(stream, 1, length(p.value)) = p.value)
 GROUP BY stream, type
 ON CONFLICT (stream, type) DO UPDATE SET
     seq = excluded.seq, version = excluded.version, data = excluded.data, meta = excluded.meta,
@@ -229,13 +229,14 @@ ON CONFLICT (stream, type) DO UPDATE SET
 WHERE excluded.seq > archived_stream_types.seq`
 
 type CarryArchivedEventsParams struct {
-	AfterSeq   int64
-	UntilSeq   int64
-	SkipPrefix string
+	AfterSeq     int64
+	UntilSeq     int64
+	SkipPrefixes string
 }
 
 // Keeps, for each stream and type, the newest event after_seq < seq <=
-// until_seq in full (but for streams whose names start with skip_prefix),
+// until_seq in full (but for streams whose names start with one of
+// skip_prefixes, a JSON array of strings),
 // replacing what an earlier archive kept: what ReadStreamLast and
 // ReadStreamLastOfType read once the main file holds none.
 func CarryArchivedEvents(conn *sqlite.Conn, arg CarryArchivedEventsParams) (err error) {
@@ -250,7 +251,7 @@ func CarryArchivedEvents(conn *sqlite.Conn, arg CarryArchivedEventsParams) (err 
 	}()
 	stmt.BindInt64(1, arg.AfterSeq)
 	stmt.BindInt64(2, arg.UntilSeq)
-	stmt.BindText(3, arg.SkipPrefix)
+	stmt.BindText(3, arg.SkipPrefixes)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {

@@ -34,10 +34,6 @@ FROM pipeline_runs ORDER BY run_id;
 SELECT run_id, pipeline, hash, status, job_id, trigger, error, started_seq, started_at, finished_seq, finished_at
 FROM pipeline_runs WHERE run_id = CAST(@run_id AS TEXT);
 
--- name: ListPipelineRuns :many
-SELECT run_id, pipeline, hash, status, job_id, trigger, error, started_seq, started_at, finished_seq, finished_at
-FROM pipeline_runs WHERE (CAST(@pipeline AS TEXT) = '' OR pipeline = CAST(@pipeline AS TEXT)) ORDER BY started_seq DESC LIMIT @limit;
-
 -- name: DeleteArchivedEventContext :exec
 -- ledger.archived: the jobs whose events moved to an archive.
 DELETE FROM event_context WHERE seq <= CAST(@through_seq AS INTEGER);

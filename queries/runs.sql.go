@@ -15,15 +15,7 @@ import (
 const findPipelineRuns = `
 SELECT run_id, pipeline, hash, status, job_id, trigger, error, started_seq, started_at, finished_seq, finished_at
 FROM pipeline_runs
-WHERE (CAST(?1 AS TEXT) = '' OR pipeline = CAST(?1 AS TEXT))
-  AND (CAST(?2 AS TEXT) = '' OR status = CAST(?2 AS TEXT))
-ORDER BY started_seq DESC LIMIT ?3`
-
-type FindPipelineRunsParams struct {
-	Pipeline string
-	Status   string
-	Limit    int64
-}
+ORDER BY started_seq DESC LIMIT ?1`
 
 type FindPipelineRunsRow struct {
 	RunID       string
@@ -39,9 +31,11 @@ type FindPipelineRunsRow struct {
 	FinishedAt  *string
 }
 
-// Pipeline runs as pipeline runs and GET /runs list them (views.FindRuns).
-// Runs, newest start first, of one pipeline and/or one status (” = any).
-func FindPipelineRuns(conn *sqlite.Conn, arg FindPipelineRunsParams, fn func(FindPipelineRunsRow) error) (err error) {
+// Pipeline runs as pipeline runs and GET /runs list them (views.FindRuns),
+// newest start first, one query per filter so that each reads its own
+// index from the newest end and stops at its limit (migration 00018).
+// Every run.
+func FindPipelineRuns(conn *sqlite.Conn, limit int64, fn func(FindPipelineRunsRow) error) (err error) {
 	stmt, err := conn.Prepare(findPipelineRuns)
 	if err != nil {
 		return fmt.Errorf("FindPipelineRuns: %w", err)
@@ -51,9 +45,7 @@ func FindPipelineRuns(conn *sqlite.Conn, arg FindPipelineRunsParams, fn func(Fin
 			err = fmt.Errorf("FindPipelineRuns: %w", resetErr)
 		}
 	}()
-	stmt.BindText(1, arg.Pipeline)
-	stmt.BindText(2, arg.Status)
-	stmt.BindInt64(3, arg.Limit)
+	stmt.BindInt64(1, limit)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -63,6 +55,234 @@ func FindPipelineRuns(conn *sqlite.Conn, arg FindPipelineRunsParams, fn func(Fin
 			return nil
 		}
 		var row FindPipelineRunsRow
+		row.RunID = stmt.ColumnText(0)
+		row.Pipeline = stmt.ColumnText(1)
+		row.Hash = stmt.ColumnText(2)
+		row.Status = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.JobID = &val
+		}
+		row.Trigger = stmt.ColumnText(5)
+		if !stmt.ColumnIsNull(6) {
+			val := stmt.ColumnText(6)
+			row.Error = &val
+		}
+		row.StartedSeq = stmt.ColumnInt64(7)
+		row.StartedAt = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnInt64(9)
+			row.FinishedSeq = &val
+		}
+		if !stmt.ColumnIsNull(10) {
+			val := stmt.ColumnText(10)
+			row.FinishedAt = &val
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const findPipelineRunsOfPipeline = `SELECT run_id, pipeline, hash, status, job_id, trigger, error, started_seq, started_at, finished_seq, finished_at
+FROM pipeline_runs
+WHERE pipeline = CAST(?1 AS TEXT)
+ORDER BY started_seq DESC LIMIT ?2`
+
+type FindPipelineRunsOfPipelineParams struct {
+	Pipeline string
+	Limit    int64
+}
+
+type FindPipelineRunsOfPipelineRow struct {
+	RunID       string
+	Pipeline    string
+	Hash        string
+	Status      string
+	JobID       *string
+	Trigger     string
+	Error       *string
+	StartedSeq  int64
+	StartedAt   string
+	FinishedSeq *int64
+	FinishedAt  *string
+}
+
+// The runs of one pipeline (pipeline_runs_by_pipeline).
+func FindPipelineRunsOfPipeline(conn *sqlite.Conn, arg FindPipelineRunsOfPipelineParams, fn func(FindPipelineRunsOfPipelineRow) error) (err error) {
+	stmt, err := conn.Prepare(findPipelineRunsOfPipeline)
+	if err != nil {
+		return fmt.Errorf("FindPipelineRunsOfPipeline: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("FindPipelineRunsOfPipeline: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Pipeline)
+	stmt.BindInt64(2, arg.Limit)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("FindPipelineRunsOfPipeline: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row FindPipelineRunsOfPipelineRow
+		row.RunID = stmt.ColumnText(0)
+		row.Pipeline = stmt.ColumnText(1)
+		row.Hash = stmt.ColumnText(2)
+		row.Status = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.JobID = &val
+		}
+		row.Trigger = stmt.ColumnText(5)
+		if !stmt.ColumnIsNull(6) {
+			val := stmt.ColumnText(6)
+			row.Error = &val
+		}
+		row.StartedSeq = stmt.ColumnInt64(7)
+		row.StartedAt = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnInt64(9)
+			row.FinishedSeq = &val
+		}
+		if !stmt.ColumnIsNull(10) {
+			val := stmt.ColumnText(10)
+			row.FinishedAt = &val
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const findPipelineRunsWithStatus = `SELECT run_id, pipeline, hash, status, job_id, trigger, error, started_seq, started_at, finished_seq, finished_at
+FROM pipeline_runs
+WHERE status = CAST(?1 AS TEXT)
+ORDER BY started_seq DESC LIMIT ?2`
+
+type FindPipelineRunsWithStatusParams struct {
+	Status string
+	Limit  int64
+}
+
+type FindPipelineRunsWithStatusRow struct {
+	RunID       string
+	Pipeline    string
+	Hash        string
+	Status      string
+	JobID       *string
+	Trigger     string
+	Error       *string
+	StartedSeq  int64
+	StartedAt   string
+	FinishedSeq *int64
+	FinishedAt  *string
+}
+
+// The runs of one status (pipeline_runs_by_status).
+func FindPipelineRunsWithStatus(conn *sqlite.Conn, arg FindPipelineRunsWithStatusParams, fn func(FindPipelineRunsWithStatusRow) error) (err error) {
+	stmt, err := conn.Prepare(findPipelineRunsWithStatus)
+	if err != nil {
+		return fmt.Errorf("FindPipelineRunsWithStatus: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("FindPipelineRunsWithStatus: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Status)
+	stmt.BindInt64(2, arg.Limit)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("FindPipelineRunsWithStatus: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row FindPipelineRunsWithStatusRow
+		row.RunID = stmt.ColumnText(0)
+		row.Pipeline = stmt.ColumnText(1)
+		row.Hash = stmt.ColumnText(2)
+		row.Status = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.JobID = &val
+		}
+		row.Trigger = stmt.ColumnText(5)
+		if !stmt.ColumnIsNull(6) {
+			val := stmt.ColumnText(6)
+			row.Error = &val
+		}
+		row.StartedSeq = stmt.ColumnInt64(7)
+		row.StartedAt = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnInt64(9)
+			row.FinishedSeq = &val
+		}
+		if !stmt.ColumnIsNull(10) {
+			val := stmt.ColumnText(10)
+			row.FinishedAt = &val
+		}
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const findPipelineRunsOfPipelineWithStatus = `SELECT run_id, pipeline, hash, status, job_id, trigger, error, started_seq, started_at, finished_seq, finished_at
+FROM pipeline_runs INDEXED BY pipeline_runs_by_pipeline
+WHERE pipeline = CAST(?1 AS TEXT) AND status = CAST(?2 AS TEXT)
+ORDER BY started_seq DESC LIMIT ?3`
+
+type FindPipelineRunsOfPipelineWithStatusParams struct {
+	Pipeline string
+	Status   string
+	Limit    int64
+}
+
+type FindPipelineRunsOfPipelineWithStatusRow struct {
+	RunID       string
+	Pipeline    string
+	Hash        string
+	Status      string
+	JobID       *string
+	Trigger     string
+	Error       *string
+	StartedSeq  int64
+	StartedAt   string
+	FinishedSeq *int64
+	FinishedAt  *string
+}
+
+// The runs of one pipeline and one status (pipeline_runs_by_pipeline, the
+// status checked on each).
+func FindPipelineRunsOfPipelineWithStatus(conn *sqlite.Conn, arg FindPipelineRunsOfPipelineWithStatusParams, fn func(FindPipelineRunsOfPipelineWithStatusRow) error) (err error) {
+	stmt, err := conn.Prepare(findPipelineRunsOfPipelineWithStatus)
+	if err != nil {
+		return fmt.Errorf("FindPipelineRunsOfPipelineWithStatus: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("FindPipelineRunsOfPipelineWithStatus: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Pipeline)
+	stmt.BindText(2, arg.Status)
+	stmt.BindInt64(3, arg.Limit)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("FindPipelineRunsOfPipelineWithStatus: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row FindPipelineRunsOfPipelineWithStatusRow
 		row.RunID = stmt.ColumnText(0)
 		row.Pipeline = stmt.ColumnText(1)
 		row.Hash = stmt.ColumnText(2)

@@ -20,6 +20,9 @@ type JobTree struct {
 	// Truncated: the tree holds more than the cap; Jobs are the ones
 	// nearest the root (breadth first).
 	Truncated bool `json:"truncated"`
+	// AncestorsArchived: Root has a parent an archive moved out of the
+	// ledger; the tree shown starts at the nearest ancestor still present.
+	AncestorsArchived bool `json:"ancestors_archived,omitempty"`
 }
 
 // ReadJobTree reads the tree of job id (a full id; ResolveJobID first), at
@@ -32,11 +35,11 @@ func ReadJobTree(ctx context.Context, l *ledger.Ledger, id string, limit int) (J
 	limit = max(limit, 1)
 	tree := JobTree{Jobs: []Job{}}
 	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
-		root, err := rootOf(conn, id)
+		root, archived, err := rootOf(conn, id)
 		if err != nil {
 			return err
 		}
-		tree.Root = root
+		tree.Root, tree.AncestorsArchived = root, archived
 		return queries.ListJobTree(conn, queries.ListJobTreeParams{RootID: tree.Root, MaxJobs: int64(limit) + 1},
 			func(r queries.ListJobTreeRow) error {
 				tree.Jobs = append(tree.Jobs, jobOf(queries.GetJobRow(r)))
@@ -57,21 +60,27 @@ func ReadJobTree(ctx context.Context, l *ledger.Ledger, id string, limit int) (J
 // below it; a cycle, which no event sequence makes, would end here).
 const maxTreeDepth = 10_000
 
-// rootOf is the topmost ancestor of job id through parent_job_id.
-func rootOf(conn *sqlite.Conn, id string) (string, error) {
-	for range maxTreeDepth {
+// rootOf is the topmost ancestor of job id through parent_job_id that is
+// present: when an archive moved an ancestor out of the ledger (its
+// job_queue row is gone), the walk stops at the nearest one present and
+// says so (archived).
+func rootOf(conn *sqlite.Conn, id string) (root string, archived bool, err error) {
+	for step := range maxTreeDepth {
 		found := false
 		var parent *string
 		if err := queries.GetJob(conn, id, func(r queries.GetJobRow) error { found, parent = true, r.ParentJobID; return nil }); err != nil {
-			return "", err
+			return "", false, err
 		}
 		if !found {
-			return "", &JobNotFoundError{ID: id}
+			if step == 0 {
+				return "", false, &JobNotFoundError{ID: id}
+			}
+			return root, true, nil
 		}
 		if parent == nil {
-			return id, nil
+			return id, false, nil
 		}
-		id = *parent
+		root, id = id, *parent
 	}
-	return id, nil
+	return id, false, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -96,12 +97,14 @@ type JobTreeAt struct {
 	// (seq), the root first.
 	Jobs      []JobAt `json:"jobs"`
 	Truncated bool    `json:"truncated"`
+	// AncestorsArchived: as JobTree's.
+	AncestorsArchived bool `json:"ancestors_archived,omitempty"`
 }
 
 // TreeNow is the tree the projection holds now in JobTreeAt's shape, which
 // marshals to the same JSON as tree itself.
 func TreeNow(tree JobTree) JobTreeAt {
-	out := JobTreeAt{Root: tree.Root, Jobs: make([]JobAt, 0, len(tree.Jobs)), Truncated: tree.Truncated}
+	out := JobTreeAt{Root: tree.Root, Jobs: make([]JobAt, 0, len(tree.Jobs)), Truncated: tree.Truncated, AncestorsArchived: tree.AncestorsArchived}
 	for _, j := range tree.Jobs {
 		out.Jobs = append(out.Jobs, JobAt{Job: j})
 	}
@@ -121,7 +124,7 @@ func TreeNow(tree JobTree) JobTreeAt {
 // after each commit: a cut newer than the projector's checkpoint may miss
 // the jobs enqueued since.
 func ReadJobTreeAt(ctx context.Context, l *ledger.Ledger, id string, cut Cut, limit int) (JobTreeAt, error) {
-	limit = max(limit, 1)
+	limit = min(max(limit, 1), math.MaxInt32) // limit+1 below must not overflow
 	tree := JobTreeAt{Jobs: []JobAt{}}
 	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		seq, err := cutSeq(conn, cut)
@@ -136,7 +139,7 @@ func ReadJobTreeAt(ctx context.Context, l *ledger.Ledger, id string, cut Cut, li
 			}
 			tree.At = at.Format(time.RFC3339Nano)
 		}
-		if tree.Root, err = rootOf(conn, id); err != nil {
+		if tree.Root, tree.AncestorsArchived, err = rootOf(conn, id); err != nil {
 			return err
 		}
 		var ids []queries.ListJobTreeAtRow

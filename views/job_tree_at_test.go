@@ -3,6 +3,7 @@ package views_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -185,4 +186,20 @@ func TestParseCut(t *testing.T) {
 		var cutErr *views.CutError
 		require.ErrorAs(t, err, &cutErr, bad)
 	}
+}
+
+// TestJobTreeAtHugeLimit: a limit at the top of int (limit+1 would
+// overflow) reads the whole tree, untruncated.
+func TestJobTreeAtHugeLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	root := b.enqueue(t, "fetch", 1)
+	b.start(t, root)
+	child, _ := b.child(t, "notify", root, root, `{}`, 1)
+	b.project(t)
+	tree, err := views.ReadJobTreeAt(b.ctx, b.l, root, views.Cut{Seq: b.mark(t)}, math.MaxInt)
+	require.NoError(t, err)
+	require.False(t, tree.Truncated)
+	require.Contains(t, statuses(tree), child)
+	require.Len(t, statuses(tree), 2)
 }

@@ -40,7 +40,7 @@ func ReadRun(ctx context.Context, l *ledger.Ledger, runID string) (Run, error) {
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
 		return queries.GetPipelineRun(conn, runID, func(r queries.GetPipelineRunRow) error {
 			found = true
-			run = runFrom(queries.ListPipelineRunsRow(r))
+			run = runFrom(queries.FindPipelineRunsRow(r))
 			return nil
 		})
 	})
@@ -67,33 +67,7 @@ func ReadRun(ctx context.Context, l *ledger.Ledger, runID string) (Run, error) {
 	return run, nil
 }
 
-// RunFilter narrows ListRuns.
-type RunFilter struct {
-	Pipeline string // "": every pipeline
-	Limit    int    // 0: 100
-}
-
-// ListRuns lists runs, newest first (without their results).
-func ListRuns(ctx context.Context, l *ledger.Ledger, f RunFilter) ([]Run, error) {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 100
-	}
-	out := []Run{}
-	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return queries.ListPipelineRuns(conn, queries.ListPipelineRunsParams{Pipeline: f.Pipeline, Limit: int64(limit)},
-			func(r queries.ListPipelineRunsRow) error {
-				out = append(out, runFrom(r))
-				return nil
-			})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return out, nil
-}
-
-func runFrom(r queries.ListPipelineRunsRow) Run {
+func runFrom(r queries.FindPipelineRunsRow) Run {
 	run := Run{RunID: r.RunID, Pipeline: r.Pipeline, Hash: r.Hash, Status: r.Status, Trigger: r.Trigger,
 		StartedSeq: r.StartedSeq, StartedAt: r.StartedAt}
 	if r.JobID != nil {

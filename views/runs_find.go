@@ -25,12 +25,26 @@ func FindRuns(ctx context.Context, l *ledger.Ledger, q RunQuery) ([]Run, error) 
 		limit = 100
 	}
 	out := []Run{}
+	add := func(r queries.FindPipelineRunsRow) error {
+		out = append(out, runFrom(r))
+		return nil
+	}
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
-		return queries.FindPipelineRuns(conn, queries.FindPipelineRunsParams{Pipeline: q.Pipeline, Status: q.Status, Limit: int64(limit)},
-			func(r queries.FindPipelineRunsRow) error {
-				out = append(out, runFrom(queries.ListPipelineRunsRow(r)))
-				return nil
-			})
+		switch {
+		case q.Pipeline != "" && q.Status != "":
+			return queries.FindPipelineRunsOfPipelineWithStatus(conn, queries.FindPipelineRunsOfPipelineWithStatusParams{Pipeline: q.Pipeline, Status: q.Status, Limit: int64(limit)},
+				func(r queries.FindPipelineRunsOfPipelineWithStatusRow) error {
+					return add(queries.FindPipelineRunsRow(r))
+				})
+		case q.Pipeline != "":
+			return queries.FindPipelineRunsOfPipeline(conn, queries.FindPipelineRunsOfPipelineParams{Pipeline: q.Pipeline, Limit: int64(limit)},
+				func(r queries.FindPipelineRunsOfPipelineRow) error { return add(queries.FindPipelineRunsRow(r)) })
+		case q.Status != "":
+			return queries.FindPipelineRunsWithStatus(conn, queries.FindPipelineRunsWithStatusParams{Status: q.Status, Limit: int64(limit)},
+				func(r queries.FindPipelineRunsWithStatusRow) error { return add(queries.FindPipelineRunsRow(r)) })
+		default:
+			return queries.FindPipelineRuns(conn, int64(limit), add)
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("find runs: %w", err)

@@ -43,6 +43,7 @@ const (
 	codeInvalidConfig errorCode = "invalid_config" // the config file does not load
 	codeTimeout       errorCode = "timeout"        // gave up waiting (--timeout)
 	codeCanceled      errorCode = "canceled"       // interrupted by SIGINT or SIGTERM
+	codeArchived      errorCode = "archived"       // a moment whose events an archive moved out of the ledger
 	codeError         errorCode = "error"          // any other failure
 )
 

@@ -15,9 +15,6 @@ import (
 	"github.com/ductile/ductile/views"
 )
 
-// codeArchived: a moment whose events an archive moved out of the ledger.
-const codeArchived errorCode = "archived"
-
 func jobTreeCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "tree",
@@ -99,6 +96,9 @@ func printJobTree(e *env, out jobTreeOutput) {
 		if j.ParentJobID != nil && j.ID != out.Root {
 			children[*j.ParentJobID] = append(children[*j.ParentJobID], j)
 		}
+	}
+	if out.AncestorsArchived {
+		fmt.Fprintf(w, "(the ancestors of %s were archived: the tree starts at the nearest job still in the ledger)\n", out.Root)
 	}
 	var walk func(j views.JobAt, depth int)
 	walk = func(j views.JobAt, depth int) {

@@ -64,6 +64,9 @@ func pipelineRun(c *cli.Context) error {
 	if c.IsSet("timeout") && !c.Bool("wait") {
 		return usagef("--timeout needs --wait: it bounds how long to wait for the run (see: ductile pipeline run --help)")
 	}
+	if c.Duration("timeout") < 0 {
+		return usagef("--timeout must not be negative, got %s: give how long to wait (leave it out to wait until the run finishes)", c.Duration("timeout"))
+	}
 	e, err := loadEnv(c)
 	if err != nil {
 		return err

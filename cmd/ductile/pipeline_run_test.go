@@ -84,7 +84,7 @@ func TestPipelineRunRefuses(t *testing.T) {
 	t.Parallel()
 	configPath, stateDir := pipelineConfig(t, "")
 	for _, args := range [][]string{
-		{}, {"a", "b"}, {"fetch", "--timeout", "1s"},
+		{}, {"a", "b"}, {"fetch", "--timeout", "1s"}, {"fetch", "--wait", "--timeout", "-1s"},
 		{"fetch", "--payload", "[1]"}, {"fetch", "--payload", `"x"`}, {"fetch", "--payload", "{"},
 	} {
 		r := runPipelineCommand(t, configPath, stateDir, args...)
