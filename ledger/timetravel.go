@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -65,7 +66,8 @@ func ArchivedThrough(conn *sqlite.Conn) (int64, error) {
 }
 
 // ReadStreamThrough is a stream's events with seq <= until, oldest first,
-// read through UNIQUE (stream, version): the stream as it stood at until.
+// read through UNIQUE (stream, version): the stream as it stood at until,
+// without its job.stderr_written (output no fold reads).
 func ReadStreamThrough(conn *sqlite.Conn, stream string, until int64) ([]Event, error) {
 	var out []Event
 	err := queries.ReadStreamThrough(conn, queries.ReadStreamThroughParams{Stream: stream, UntilSeq: until},
@@ -77,4 +79,19 @@ func ReadStreamThrough(conn *sqlite.Conn, stream string, until int64) ([]Event, 
 		return nil, fmt.Errorf("read stream %s through seq %d: %w", stream, until, err)
 	}
 	return out, nil
+}
+
+// ReadStreamVersion is one event of a stream, by version (ok false: none).
+func (l *Ledger) ReadStreamVersion(ctx context.Context, stream string, version int64) (ev Event, ok bool, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		return queries.ReadStreamVersion(conn, queries.ReadStreamVersionParams{Stream: stream, Version: version},
+			func(r queries.ReadStreamVersionRow) error {
+				ev, ok = eventFromRow(queries.ReadStreamRow(r)), true
+				return nil
+			})
+	})
+	if err != nil {
+		return Event{}, false, fmt.Errorf("read %s v%d: %w", stream, version, err)
+	}
+	return ev, ok, nil
 }

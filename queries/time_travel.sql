@@ -31,8 +31,17 @@ SELECT id, seq FROM tree;
 
 -- name: ReadStreamThrough :many
 -- One stream's events up to a seq, oldest first, through UNIQUE (stream,
--- version) (a stream's versions rise with its seqs).
+-- version) (a stream's versions rise with its seqs), but its
+-- job.stderr_written: output, which no fold reads (a job's stderr may be
+-- many thousand events; their data is never loaded).
 SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE stream = CAST(@stream AS TEXT) AND seq <= CAST(@until_seq AS INTEGER)
+WHERE stream = CAST(@stream AS TEXT) AND seq <= CAST(@until_seq AS INTEGER) AND type <> 'job.stderr_written'
 ORDER BY version;
+
+-- name: ReadStreamVersion :many
+-- One event of a stream, by its version: a point read of UNIQUE (stream,
+-- version).
+SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = CAST(@stream AS TEXT) AND version = CAST(@version AS INTEGER);

@@ -137,7 +137,7 @@ func ListJobTreeAt(conn *sqlite.Conn, arg ListJobTreeAtParams, fn func(ListJobTr
 
 const readStreamThrough = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
 FROM events
-WHERE stream = CAST(?1 AS TEXT) AND seq <= CAST(?2 AS INTEGER)
+WHERE stream = CAST(?1 AS TEXT) AND seq <= CAST(?2 AS INTEGER) AND type <> 'job.stderr_written'
 ORDER BY version`
 
 type ReadStreamThroughParams struct {
@@ -158,7 +158,9 @@ type ReadStreamThroughRow struct {
 }
 
 // One stream's events up to a seq, oldest first, through UNIQUE (stream,
-// version) (a stream's versions rise with its seqs).
+// version) (a stream's versions rise with its seqs), but its
+// job.stderr_written: output, which no fold reads (a job's stderr may be
+// many thousand events; their data is never loaded).
 func ReadStreamThrough(conn *sqlite.Conn, arg ReadStreamThroughParams, fn func(ReadStreamThroughRow) error) (err error) {
 	stmt, err := conn.Prepare(readStreamThrough)
 	if err != nil {
@@ -180,6 +182,67 @@ func ReadStreamThrough(conn *sqlite.Conn, arg ReadStreamThroughParams, fn func(R
 			return nil
 		}
 		var row ReadStreamThroughRow
+		row.Seq = stmt.ColumnInt64(0)
+		row.Stream = stmt.ColumnText(1)
+		row.Version = stmt.ColumnInt64(2)
+		row.Type = stmt.ColumnText(3)
+		row.Data = stmt.ColumnText(4)
+		row.Meta = stmt.ColumnText(5)
+		row.RecordedAt = stmt.ColumnText(6)
+		row.PrevHash = make([]byte, stmt.ColumnLen(7))
+		stmt.ColumnBytes(7, row.PrevHash)
+		row.Hash = make([]byte, stmt.ColumnLen(8))
+		stmt.ColumnBytes(8, row.Hash)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
+const readStreamVersion = `SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
+FROM events
+WHERE stream = CAST(?1 AS TEXT) AND version = CAST(?2 AS INTEGER)`
+
+type ReadStreamVersionParams struct {
+	Stream  string
+	Version int64
+}
+
+type ReadStreamVersionRow struct {
+	Seq        int64
+	Stream     string
+	Version    int64
+	Type       string
+	Data       string
+	Meta       string
+	RecordedAt string
+	PrevHash   []byte
+	Hash       []byte
+}
+
+// One event of a stream, by its version: a point read of UNIQUE (stream,
+// version).
+func ReadStreamVersion(conn *sqlite.Conn, arg ReadStreamVersionParams, fn func(ReadStreamVersionRow) error) (err error) {
+	stmt, err := conn.Prepare(readStreamVersion)
+	if err != nil {
+		return fmt.Errorf("ReadStreamVersion: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ReadStreamVersion: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Stream)
+	stmt.BindInt64(2, arg.Version)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ReadStreamVersion: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ReadStreamVersionRow
 		row.Seq = stmt.ColumnInt64(0)
 		row.Stream = stmt.ColumnText(1)
 		row.Version = stmt.ColumnInt64(2)

@@ -25,6 +25,7 @@ func TestTimeTravelReadsByKey(t *testing.T) {
 		{"EventRecordedAt", eventRecordedAt, []any{42}, "USING INTEGER PRIMARY KEY"},
 		{"SeqBounds", seqBounds, nil, "SEARCH events"}, // min() and max() of the key: one row each,
 		{"ReadStreamThrough", readStreamThrough, []any{"job/x", 100}, "USING INDEX sqlite_autoindex_events_1 (stream=?)"},
+		{"ReadStreamVersion", readStreamVersion, []any{"job/x", 1}, "USING INDEX sqlite_autoindex_events_1 (stream=? AND version=?)"},
 	} {
 		plan := explain(t, conn, tc.name, tc.query, tc.args...)
 		text := strings.Join(plan, "; ")

@@ -47,16 +47,17 @@ func ReadBaggage(ctx context.Context, l *ledger.Ledger, id string) (Baggage, err
 	return b, nil
 }
 
-// enqueuedOf is a job's job.enqueued, folded from its stream.
+// enqueuedOf is a job as its job.enqueued (version 1) makes it: one point
+// read, whatever the length of its stream.
 func enqueuedOf(ctx context.Context, l *ledger.Ledger, id string) (*commands.Job, error) {
-	evs, err := l.ReadStream(ctx, events.JobStream(id))
+	ev, ok, err := l.ReadStreamVersion(ctx, events.JobStream(id), 1)
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) == 0 {
+	if !ok {
 		return nil, &JobNotFoundError{ID: id}
 	}
-	return commands.FoldJob(evs[:1])
+	return commands.FoldJob([]ledger.Event{ev})
 }
 
 func errorsIsNotFound(err error) bool {
