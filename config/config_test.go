@@ -553,9 +553,9 @@ api: {listen: ":8080"}
 	js, err := json.Marshal(c)
 	require.NoError(t, err)
 	require.Equal(t, `{"plugin_roots":[`+mustJSON(t, filepath.Join(dir, "plugins"))+`],`+
-		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false,"max_route_depth":5},`+
+		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false,"max_route_depth":5,"max_hook_depth":3},`+
 		`"plugins":{"echo":{"enabled":true,"parallelism":0,"max_outstanding_polls":1,"retry":{"max_attempts":4,"backoff_base":"1m30s"},`+
-		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"circuit_breaker":{"enabled":true,"threshold":3,"reset_after":"30m"},"config":{"a":"x","b":1}}},`+
+		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"circuit_breaker":{"enabled":true,"threshold":3,"reset_after":"30m"},"notify_on_complete":false,"config":{"a":"x","b":1}}},`+
 		`"routes":[{"from":"echo","event_type":"e","to":"sink","command":"handle"}],`+
 		`"api":{"listen":":8080"}}`, string(js))
 
@@ -569,6 +569,7 @@ service:
     job_log_retention: 720h
     allow_symlinks: false
     max_route_depth: 5
+    max_hook_depth: 3
 plugins:
     echo:
         enabled: true
@@ -586,6 +587,7 @@ plugins:
             enabled: true
             threshold: 3
             reset_after: 30m
+        notify_on_complete: false
         config:
             a: x
             b: 1

@@ -51,6 +51,7 @@ type PluginSettings struct {
 	Retry               retryView          `json:"retry" yaml:"retry"`
 	Timeouts            timeoutsView       `json:"timeouts" yaml:"timeouts"`
 	CircuitBreaker      circuitBreakerView `json:"circuit_breaker" yaml:"circuit_breaker"`
+	NotifyOnComplete    bool               `json:"notify_on_complete" yaml:"notify_on_complete"`
 	// ConfigHash is the hash of the plugin's config: map (HashValue).
 	ConfigHash string         `json:"config_hash" yaml:"config_hash"`
 	Schedules  []scheduleView `json:"schedules,omitempty" yaml:"schedules,omitempty"`
@@ -76,7 +77,7 @@ func (c *Config) Settings() Settings {
 	for name, pv := range v.Plugins {
 		s.Plugins[name] = PluginSettings{
 			Enabled: pv.Enabled, Parallelism: pv.Parallelism, MaxOutstandingPolls: pv.MaxOutstandingPolls,
-			Retry: pv.Retry, Timeouts: pv.Timeouts, CircuitBreaker: pv.CircuitBreaker, ConfigHash: HashValue(c.Plugins[name].Config), Schedules: pv.Schedules,
+			Retry: pv.Retry, Timeouts: pv.Timeouts, CircuitBreaker: pv.CircuitBreaker, NotifyOnComplete: pv.NotifyOnComplete, ConfigHash: HashValue(c.Plugins[name].Config), Schedules: pv.Schedules,
 		}
 	}
 	for name, n := range map[string]*yaml.Node{"pipelines": c.Pipelines, "api": c.API, "webhooks": c.Webhooks} {
@@ -134,7 +135,7 @@ func (s Settings) Config() (*Config, error) {
 	for name, p := range s.Plugins {
 		v.Plugins[name] = pluginView{
 			Enabled: p.Enabled, Parallelism: p.Parallelism, MaxOutstandingPolls: p.MaxOutstandingPolls,
-			Retry: p.Retry, Timeouts: p.Timeouts, CircuitBreaker: p.CircuitBreaker, Config: map[string]any{}, Schedules: p.Schedules,
+			Retry: p.Retry, Timeouts: p.Timeouts, CircuitBreaker: p.CircuitBreaker, NotifyOnComplete: p.NotifyOnComplete, Config: map[string]any{}, Schedules: p.Schedules,
 		}
 	}
 	var n yaml.Node

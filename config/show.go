@@ -277,6 +277,7 @@ type serviceView struct {
 	JobLogRetention string `json:"job_log_retention" yaml:"job_log_retention"`
 	AllowSymlinks   bool   `json:"allow_symlinks" yaml:"allow_symlinks"`
 	MaxRouteDepth   int    `json:"max_route_depth" yaml:"max_route_depth"`
+	MaxHookDepth    int    `json:"max_hook_depth" yaml:"max_hook_depth"`
 }
 
 type pluginView struct {
@@ -286,6 +287,7 @@ type pluginView struct {
 	Retry               retryView          `json:"retry" yaml:"retry"`
 	Timeouts            timeoutsView       `json:"timeouts" yaml:"timeouts"`
 	CircuitBreaker      circuitBreakerView `json:"circuit_breaker" yaml:"circuit_breaker"`
+	NotifyOnComplete    bool               `json:"notify_on_complete" yaml:"notify_on_complete"`
 	Config              map[string]any     `json:"config" yaml:"config"`
 	Schedules           []scheduleView     `json:"schedules,omitempty" yaml:"schedules,omitempty"`
 }
@@ -370,6 +372,7 @@ func (c *Config) view() configView {
 			JobLogRetention: formatDuration(c.Service.JobLogRetention),
 			AllowSymlinks:   c.Service.AllowSymlinks,
 			MaxRouteDepth:   c.Service.MaxRouteDepth,
+			MaxHookDepth:    c.Service.MaxHookDepth,
 		},
 		Plugins:   make(map[string]pluginView, len(c.Plugins)),
 		Routes:    make([]routeView, 0, len(c.Routes)),
@@ -393,8 +396,9 @@ func (c *Config) view() configView {
 				Health: formatDuration(p.Timeouts.Health),
 				Init:   formatDuration(p.Timeouts.Init),
 			},
-			CircuitBreaker: newCircuitBreakerView(p.CircuitBreaker),
-			Config:         conf,
+			CircuitBreaker:   newCircuitBreakerView(p.CircuitBreaker),
+			NotifyOnComplete: p.NotifyOnComplete,
+			Config:           conf,
 		}
 		for _, e := range p.Schedules {
 			pv.Schedules = append(pv.Schedules, newScheduleView(e))

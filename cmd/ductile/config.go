@@ -147,14 +147,14 @@ func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
 		out.Errors = append(out.Errors, "skipped "+p.Error())
 	}
 	errs, warnings := cfg.Check(installed, skipped)
-	pipelineErrs, err := pipelineErrors(cfg, installed, skipped)
+	pipelineErrs, pipelineWarnings, err := pipelineErrors(cfg, installed, skipped)
 	if err != nil {
 		return err
 	}
 	for _, fe := range append(errs, pipelineErrs...) {
 		out.Errors = append(out.Errors, fe.Error())
 	}
-	for _, fe := range append(append(cfg.Unused(), cfg.IntegrityWarnings...), warnings...) {
+	for _, fe := range append(append(append(cfg.Unused(), cfg.IntegrityWarnings...), warnings...), pipelineWarnings...) {
 		out.Warnings = append(out.Warnings, fe.Error())
 	}
 	return nil

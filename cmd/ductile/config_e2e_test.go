@@ -46,6 +46,9 @@ func TestConfigCheck(t *testing.T) {
 				`mistakes.yaml:14: routes[4].to: plugin "sink" is disabled (plugins.sink.enabled: false): jobs this route makes fail at once`,
 			}},
 		{file: "unused.yaml", code: 0, locked: true},
+		{file: "hooks.yaml", code: 0, warnings: []string{
+			`hooks.yaml:6: pipelines[alert-on-failure].on-hook: no enabled plugin has notify_on_complete: true, so this pipeline never runs (job.failed fires only for such plugins' jobs): set plugins.<name>.notify_on_complete: true (configured plugins: echo) on the plugins whose jobs it should follow`,
+		}},
 		{file: "pipelines.yaml", code: 1,
 			errors: []string{
 				`pipelines.yaml:12: pipelines[bad].steps[step1].uses: plugin "sink" has no command "poll" (its commands: handle): write uses: plugin (runs handle) or plugin.command, naming one that is installed (see: ductile plugin list)`,

@@ -317,15 +317,16 @@ func pipelineCheck(installed map[string]config.InstalledPlugin, skipped []string
 	}
 }
 
-// pipelineErrors are the pipelines' compile errors for config check.
-func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string) ([]config.FieldError, error) {
-	_, err := pipeline.Compile(cfg, pipelineCheck(installed, skipped))
+// pipelineErrors are the pipelines' compile errors for config check, and
+// their warnings (an on-hook pipeline no plugin can fire).
+func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string) (errs, warnings []config.FieldError, err error) {
+	set, err := pipeline.Compile(cfg, pipelineCheck(installed, skipped))
 	var ve *config.ValidationError
 	switch {
 	case err == nil:
-		return nil, nil
+		return nil, pipeline.HookWarnings(cfg, set), nil
 	case errors.As(err, &ve):
-		return ve.Errors, nil
+		return ve.Errors, nil, nil
 	}
-	return nil, err
+	return nil, nil, err
 }
