@@ -359,9 +359,9 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "unset-var",
 			want: []string{
-				"config.yaml:4: plugins.echo.config.token: environment variable DUCTILE_TEST_UNSET is not set: export DUCTILE_TEST_UNSET=… or use ${DUCTILE_TEST_UNSET:-default}",
-				"config.yaml:5: plugins.echo.config.url: environment variable DUCTILE_TEST_UNSET_HOST is not set: export DUCTILE_TEST_UNSET_HOST=… or use ${DUCTILE_TEST_UNSET_HOST:-default}",
-				"config.yaml:5: plugins.echo.config.url: environment variable DUCTILE_TEST_UNSET is not set: export DUCTILE_TEST_UNSET=… or use ${DUCTILE_TEST_UNSET:-default}",
+				"config.yaml:4: plugins.echo.config.token: environment variable DUCTILE_TEST_UNSET is not set: export DUCTILE_TEST_UNSET=… or use ${DUCTILE_TEST_UNSET:-default} (a running daemon reads the environment it was started with: set it there and restart the daemon; exporting it in this shell does not reach it)",
+				"config.yaml:5: plugins.echo.config.url: environment variable DUCTILE_TEST_UNSET_HOST is not set: export DUCTILE_TEST_UNSET_HOST=… or use ${DUCTILE_TEST_UNSET_HOST:-default} (a running daemon reads the environment it was started with: set it there and restart the daemon; exporting it in this shell does not reach it)",
+				"config.yaml:5: plugins.echo.config.url: environment variable DUCTILE_TEST_UNSET is not set: export DUCTILE_TEST_UNSET=… or use ${DUCTILE_TEST_UNSET:-default} (a running daemon reads the environment it was started with: set it there and restart the daemon; exporting it in this shell does not reach it)",
 				`config.yaml:6: plugins.echo.config.bad: invalid placeholder "${1BAD}": write ${NAME} or ${NAME:-default}, NAME being letters, digits and _ not starting with a digit ("$${" for a literal "${")`,
 				`config.yaml:7: plugins.echo.config.open: unterminated "${": close it with "}", or write "$${" for a literal "${"`,
 			},
@@ -393,7 +393,7 @@ func TestLoadErrors(t *testing.T) {
 				"config.yaml:15: routes[1].from: missing: name the plugin that emits the event",
 				"config.yaml:15: routes[1].to: missing: name the plugin that receives the event",
 				"config.yaml:16: routes[2]: must be a mapping with keys from, event_type, to, command",
-				"extra.yaml:4: plugins.other.config.token: environment variable DUCTILE_TEST_UNSET is not set: export DUCTILE_TEST_UNSET=… or use ${DUCTILE_TEST_UNSET:-default}",
+				"extra.yaml:4: plugins.other.config.token: environment variable DUCTILE_TEST_UNSET is not set: export DUCTILE_TEST_UNSET=… or use ${DUCTILE_TEST_UNSET:-default} (a running daemon reads the environment it was started with: set it there and restart the daemon; exporting it in this shell does not reach it)",
 				`extra.yaml:6: plugins.other.timeouts.handle: invalid duration "soon": use a Go duration like 90s, 15m or 2h30m, or days like 7d`,
 				"extra.yaml:7: plugins.other.timeouts.poll: must be greater than 0, got 0s",
 			},

@@ -86,7 +86,7 @@ func expand(s string, lookupEnv func(string) (string, bool)) (out string, expand
 			v, ok = def, true
 		}
 		if !ok {
-			problems = append(problems, fmt.Sprintf("environment variable %s is not set: export %s=… or use ${%s:-default}", name, name, name))
+			problems = append(problems, fmt.Sprintf("environment variable %s is not set: export %s=… or use ${%s:-default} (a running daemon reads the environment it was started with: set it there and restart the daemon; exporting it in this shell does not reach it)", name, name, name))
 			continue
 		}
 		b.WriteString(v)
