@@ -439,13 +439,9 @@ type retryOutput struct {
 
 func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 	ctx := c.Context
-	id, err := views.ResolveJobID(ctx, l, c.Args().First())
+	id, j, err := jobArg(c, l)
 	if err != nil {
-		return jobError(err)
-	}
-	j, err := views.JobState(ctx, l, id)
-	if err != nil {
-		return jobError(err)
+		return err
 	}
 	if err := commands.CanRetry(j); err != nil {
 		return retryRefused(ctx, l, j, err)
@@ -497,6 +493,20 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 }
 
 // whoRuns says who will run a job enqueued now.
+// jobArg is the job the command's argument names (a unique id prefix will
+// do), as its stream folds now.
+func jobArg(c *cli.Context, l *ledger.Ledger) (string, *commands.Job, error) {
+	id, err := views.ResolveJobID(c.Context, l, c.Args().First())
+	if err != nil {
+		return "", nil, jobError(err)
+	}
+	j, err := views.JobState(c.Context, l, id)
+	if err != nil {
+		return "", nil, jobError(err)
+	}
+	return id, j, nil
+}
+
 // stillInstalled checks that j's plugin and command are still there, as
 // for any enqueue, and says who would run a new job of them (daemon, or
 // none): what a retry and a replay check before they enqueue one.

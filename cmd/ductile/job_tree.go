@@ -159,13 +159,9 @@ type replayOutput struct {
 
 func jobReplay(c *cli.Context, e *env, l *ledger.Ledger) error {
 	ctx := c.Context
-	id, err := views.ResolveJobID(ctx, l, c.Args().First())
+	id, j, err := jobArg(c, l)
 	if err != nil {
-		return jobError(err)
-	}
-	j, err := views.JobState(ctx, l, id)
-	if err != nil {
-		return jobError(err)
+		return err
 	}
 	if err := commands.CanReplay(j); err != nil {
 		return replayRefused(j)
