@@ -39,11 +39,34 @@ const ChecksumsName = ".checksums"
 // ChecksumsPath is the checksums file of the config at c.Source.
 func (c *Config) ChecksumsPath() string { return filepath.Join(c.Dir, ChecksumsName) }
 
+// How a load treats .checksums (the files' owners and permissions are
+// checked in every mode: lock never records a file Load would refuse).
+type checksumsMode int
+
+const (
+	// requireChecksums: Load, for a start or a reload.
+	requireChecksums checksumsMode = iota
+	// checksumsIfPresent: LoadUnlocked, for token create and revoke, which
+	// write a .checksums when there is none.
+	checksumsIfPresent
+	// ignoreChecksums: LoadUnverified, for config lock, which writes it.
+	ignoreChecksums
+)
+
 // LoadUnverified loads like Load but does not verify .checksums: for
-// ductile config lock, which writes .checksums. The files' owners and
-// permissions are checked as Load checks them: lock does not record a
-// file Load would refuse.
-func LoadUnverified(path string) (*Config, error) {
+// ductile config lock, which writes .checksums.
+func LoadUnverified(path string) (*Config, error) { return load(path, ignoreChecksums) }
+
+// LoadUnlocked loads like Load, but a config without .checksums is not
+// refused for its high-security files: for the commands that write one
+// when there is none (ductile config token create and revoke, then Lock).
+func LoadUnlocked(path string) (*Config, error) { return load(path, checksumsIfPresent) }
+
+// load reads the config at path and its includes, then checks the
+// high-security files' permissions and, as mode says, .checksums (read
+// once): a *ValidationError for what refuses the config, the rest in
+// IntegrityWarnings.
+func load(path string, mode checksumsMode) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
@@ -61,8 +84,15 @@ func LoadUnverified(path string) (*Config, error) {
 		return nil, &ValidationError{Errors: []FieldError{{File: ChecksumsName, Msg: err.Error()}}}
 	}
 	errs, warnings := cfg.permissionProblems(sums, effectiveUID())
-	if err := permissionError(errs); err != nil {
-		return nil, err
+	if mode == requireChecksums || mode == checksumsIfPresent && sums.exists {
+		sumErrs, sumWarnings, err := cfg.integrityProblems(sums)
+		if err != nil {
+			return nil, &ValidationError{Errors: append(errs, FieldError{File: ChecksumsName, Msg: err.Error()})}
+		}
+		errs, warnings = append(errs, sumErrs...), append(warnings, sumWarnings...)
+	}
+	if len(errs) > 0 {
+		return nil, &ValidationError{Errors: errs}
 	}
 	cfg.IntegrityWarnings = warnings
 	return cfg, nil
@@ -246,45 +276,6 @@ func who(mode fs.FileMode) string {
 		return "its group"
 	}
 	return "others"
-}
-
-// verifyChecksums fails with a *ValidationError when a high-security file
-// does not match .checksums (or there is none), or when a group or others
-// may write it or .checksums, and records the other problems in
-// IntegrityWarnings.
-func (c *Config) verifyChecksums() error {
-	sums, err := readChecksumsFile(c.ChecksumsPath())
-	if err != nil {
-		return &ValidationError{Errors: []FieldError{{File: ChecksumsName, Msg: err.Error()}}}
-	}
-	permErrs, permWarnings := c.permissionProblems(sums, effectiveUID())
-	errs, warnings, err := c.integrityProblems(sums)
-	if err != nil {
-		return &ValidationError{Errors: append(permErrs, FieldError{File: ChecksumsName, Msg: err.Error()})}
-	}
-	if errs = append(permErrs, errs...); len(errs) > 0 {
-		return &ValidationError{Errors: errs}
-	}
-	c.IntegrityWarnings = append(permWarnings, warnings...)
-	return nil
-}
-
-// LoadUnlocked loads like Load, but a config without .checksums is not
-// refused for its high-security files: for the commands that write one
-// when there is none (ductile config token create and revoke, then
-// Lock). The files' permissions are checked as Load checks them.
-func LoadUnlocked(path string) (*Config, error) {
-	cfg, err := LoadUnverified(path)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(cfg.ChecksumsPath()); errors.Is(err, fs.ErrNotExist) {
-		return cfg, nil // LoadUnverified checked the permissions
-	}
-	if err := cfg.verifyChecksums(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
 }
 
 // Lock writes .checksums for the config at path as it is now, every file it

@@ -29,24 +29,7 @@ import (
 // mappings merge key by key, any other value replaces the earlier one, except
 // that the top-level routes and pipelines lists concatenate. An empty value
 // never overrides.
-func Load(path string) (*Config, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
-	}
-	data, st, err := readConfigFile(abs)
-	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
-	}
-	cfg, err := loadData(abs, data, st, os.LookupEnv)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.verifyChecksums(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
+func Load(path string) (*Config, error) { return load(path, requireChecksums) }
 
 // Limits on what Load reads, so that a config naming a device, a pipe or a
 // huge file cannot hang it or exhaust memory.

@@ -169,11 +169,3 @@ func (c *Config) permissionProblems(sums checksumsFile, euid uint32) (errs, warn
 
 // effectiveUID is the user whose files ductile trusts.
 func effectiveUID() uint32 { return uint32(os.Geteuid()) }
-
-// permissionError is a *ValidationError of errs, or nil.
-func permissionError(errs []FieldError) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return &ValidationError{Errors: errs}
-}
