@@ -87,8 +87,3 @@ type BreakerChanged struct {
 	// ProbeJobID is the half-open breaker's probe job.
 	ProbeJobID string `json:"probe_job_id,omitempty"`
 }
-
-// BreakerEventTypes lists every breaker event type.
-func BreakerEventTypes() []string {
-	return []string{BreakerFailureRecorded, BreakerFailuresCleared, BreakerOpened, BreakerHalfOpened, BreakerClosed, BreakerReset}
-}

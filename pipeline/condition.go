@@ -255,18 +255,6 @@ func (c *Condition) String() string {
 	return c.Path + " " + c.Op + " " + string(c.Value)
 }
 
-// paths lists every path c reads.
-func (c *Condition) paths() []string {
-	if c.Path != "" {
-		return []string{c.Path}
-	}
-	var out []string
-	for _, o := range c.Of {
-		out = append(out, o.paths()...)
-	}
-	return out
-}
-
 // lookup returns the value at a dotted path (payload.a.b) of scope.
 func (s Scope) lookup(path string) (any, bool) {
 	parts := strings.Split(path, ".")

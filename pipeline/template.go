@@ -137,15 +137,3 @@ func text(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
-
-// readsPayload reports whether the node's with: reads payload.*.
-func (n *Node) readsPayload() bool {
-	for _, raw := range n.With {
-		for _, ref := range references(decode(raw)) {
-			if strings.HasPrefix(ref+".", "payload.") {
-				return true
-			}
-		}
-	}
-	return false
-}
