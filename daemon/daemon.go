@@ -97,11 +97,19 @@ type Daemon struct {
 
 // current is what the daemon runs with: a reload replaces it whole.
 type current struct {
-	config    *config.Config
-	plugins   *pluginhost.Registry
-	pipelines *pipeline.Set
+	config  *config.Config
+	plugins *pluginhost.Registry
+	// pipelines are the compiled pipelines with the config, as a command
+	// ending a job here moves runs on with them (one per applied config:
+	// its cache of recorded versions serves every such command).
+	pipelines *commands.Pipelines
 	applied   events.ConfigAppliedData
 	auth      *auth.Registry // the API's tokens and the webhooks' secrets, from config
+}
+
+// newCurrent is what a daemon that applied cfg decides with.
+func newCurrent(cfg *config.Config, reg *pluginhost.Registry, set *pipeline.Set, applied events.ConfigAppliedData) *current {
+	return &current{config: cfg, plugins: reg, pipelines: &commands.Pipelines{Set: set, Config: cfg}, applied: applied, auth: auth.New(cfg)}
 }
 
 // Config is the config the daemon runs with now (read-only).
@@ -172,7 +180,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	applied := Applied(reg, cfg, "start")
 	applied.StartedAt = commands.Time(d.started)
 	applied.Pipelines, applied.SkippedPipelines = appliedPipelines(set), skippedPipelines
-	d.current.Store(&current{config: cfg, plugins: reg, pipelines: set, applied: applied, auth: auth.New(cfg)})
+	d.current.Store(newCurrent(cfg, reg, set, applied))
 	if !opts.NoDispatch {
 		// The schedules the previous daemon ran count on where unchanged.
 		prev, ok, err := LastApplied(ctx, d.Ledger)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
@@ -70,7 +69,7 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	if d.Dispatcher != nil {
 		d.Dispatcher.ApplyPipelines(cfg, reg, set)
 	}
-	d.current.Store(&current{config: cfg, plugins: reg, pipelines: set, applied: a, auth: auth.New(cfg)})
+	d.current.Store(newCurrent(cfg, reg, set, a))
 	d.applySchedules(time.Now())
 	d.log.Info("config reloaded", "changes", len(a.Changes), "plugins", len(a.Plugins), "skipped", len(a.Skipped), "seq", seq)
 	if err := d.endOrphanedQueuedJobs(ctx, old, a, seq); err != nil {
