@@ -39,7 +39,6 @@ func TestPipelineSuccessorThatCannotBeEnqueued(t *testing.T) {
 		require.Contains(t, fin.Error, "payload nests")
 	})
 	t.Run("a step whose baggage makes a context too deep is recorded dead", func(t *testing.T) {
-		needCompiler(t)
 		b := setup(t)
 		pl := linear()
 		pl.Nodes["b"].Baggage = []pipeline.Claim{{Path: "x.y.z", From: "payload.result"}}
@@ -156,7 +155,6 @@ func TestPipelineRunStateCarriesNoResults(t *testing.T) {
 }
 
 func TestPipelineJoinMergesNumbersByValue(t *testing.T) {
-	needCompiler(t)
 	b := setup(t)
 	pl := fanout(false)
 	pl.Nodes["b0"].Baggage = []pipeline.Claim{{Path: "x.n", From: "payload.a"}, {Path: "x.k", From: "payload.k"}}
@@ -171,7 +169,6 @@ func TestPipelineJoinMergesNumbersByValue(t *testing.T) {
 }
 
 func TestPipelineJoinConflictFailsABypassedJoin(t *testing.T) {
-	needCompiler(t)
 	b := setup(t)
 	pl := fanout(false)
 	pl.Nodes["b0"].Baggage = []pipeline.Claim{{Path: "x.n", From: "payload.a"}}
@@ -190,7 +187,6 @@ func TestPipelineJoinConflictFailsABypassedJoin(t *testing.T) {
 }
 
 func TestPipelineStepDeadAtOnceFiresHooks(t *testing.T) {
-	needCompiler(t)
 	b := setup(t)
 	pl := linear()
 	pl.Nodes["a"].Baggage = []pipeline.Claim{{Path: "web.url", From: "payload.url"}}

@@ -21,9 +21,7 @@ import (
 )
 
 // Pipelines here are built by hand as their compiled form: the runtime's
-// tests do not depend on the compiler. The tests that need conditions or
-// baggage claims evaluated (the compiler's Eval and Accrete) call
-// needCompiler and are skipped until those are built.
+// tests do not depend on the compiler's parsing.
 
 // uses is a uses node of plugin p (command handle) followed by next.
 func uses(id, p, next string) *pipeline.Node {
@@ -54,13 +52,6 @@ func fanout(continueOnError bool) *pipeline.Pipeline {
 	return graph("fanout", "split",
 		&pipeline.Node{ID: "split", Kind: pipeline.KindSplit, Branches: []string{"b0", "b1", "b2"}, Next: "join", ContinueOnError: continueOnError},
 		uses("b0", "p0", ""), uses("b1", "p1", ""), uses("b2", "p2", ""), uses("join", "pj", ""))
-}
-
-func needCompiler(t *testing.T) {
-	t.Helper()
-	if _, err := (&pipeline.Condition{Op: "exists", Path: "payload.x"}).Eval(pipeline.Scope{}); err != nil && err.Error() == "pipelines: not built yet" {
-		t.Skip("needs the pipeline compiler's Eval and Accrete")
-	}
 }
 
 func startRun(t *testing.T, b *testBundle, pl *pipeline.Pipeline, payload string) commands.RunStartedResult {
@@ -396,9 +387,6 @@ func TestPipelineOnTrigger(t *testing.T) {
 	pl := graph("watch", "a", uses("a", "pa", ""))
 	pl.On = "file.found"
 	set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"watch": pl}}
-	if len(set.Triggered("file.found")) == 0 {
-		t.Skip("needs the pipeline compiler's Set.Triggered")
-	}
 	cfg := config.Default()
 	res, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(cfg, "scanner", "poll", commands.ByCLI))
 	require.NoError(t, err)
@@ -423,9 +411,6 @@ func TestPipelineHooks(t *testing.T) {
 	pl := graph("audit", "a", uses("a", "auditor", ""))
 	pl.OnHook = commands.HookCompleted
 	set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"audit": pl}}
-	if len(set.Hooked(commands.HookCompleted)) == 0 {
-		t.Skip("needs the pipeline compiler's Set.Hooked")
-	}
 	cfg := config.Default()
 	pc := config.DefaultPlugin()
 	pc.NotifyOnComplete = true
@@ -481,7 +466,6 @@ func TestPipelineLookupFallsBackToTheLedger(t *testing.T) {
 }
 
 func TestPipelineIfBypass(t *testing.T) {
-	needCompiler(t)
 	b := setup(t)
 	pl := linear()
 	pl.Nodes["b"].If = &pipeline.Condition{Op: "eq", Path: "payload.result", Value: raw(`"go"`)}
@@ -494,7 +478,6 @@ func TestPipelineIfBypass(t *testing.T) {
 }
 
 func TestPipelineBaggageViolation(t *testing.T) {
-	needCompiler(t)
 	b := setup(t)
 	pl := linear()
 	pl.Nodes["a"].Baggage = []pipeline.Claim{{Path: "web.url", From: "payload.url"}}
