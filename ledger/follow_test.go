@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,6 +80,84 @@ func TestFollowSeesEveryMatchingEventOnceInOrder(t *testing.T) {
 	require.Len(t, s.filtered, wantFiltered)
 	for i, seq := range s.filtered {
 		require.Equal(t, int64(3*i+2), seq, "every event of job/1 once, in seq order")
+	}
+}
+
+// Followers whose callbacks wait (a client that does not read its stream)
+// hold no read connection meanwhile: eight of them on a pool of four leave
+// the pool to other reads.
+func TestFollowersHoldNoConnectionWhileTheirCallbackWaits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ledger.Options{Synchronous: "NORMAL", ReadConns: 4})
+	for i := range 10 {
+		_, err := b.l.Append(context.Background(), ledger.NewEvent{Stream: fmt.Sprintf("x/%d", i), Type: "test.appended"})
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	const followers = 8
+	waiting := make(chan struct{}, followers)
+	done := make(chan struct{}, followers)
+	for i := range followers {
+		f := ledger.Filter{}
+		if i%2 == 1 {
+			f.Stream = "x/3"
+		}
+		go func() {
+			defer func() { done <- struct{}{} }()
+			_, _ = b.l.Follow(ctx, 0, f, func(ledger.Event) error {
+				waiting <- struct{}{}
+				<-ctx.Done()
+				return ctx.Err()
+			})
+		}()
+	}
+	for range followers {
+		<-waiting
+	}
+	readCtx, readCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer readCancel()
+	_, err := b.l.LastSeq(readCtx)
+	require.NoError(t, err, "followers waiting in their callbacks hold the read pool")
+	cancel()
+	for range followers {
+		<-done
+	}
+}
+
+// A follow of large events reads them in pages bounded by size as well as
+// count, and still sees every event once, in order.
+func TestFollowPagesLargeEventsBySize(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ledger.Options{Synchronous: "NORMAL"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	big := strings.Repeat("y", 100<<10)
+	const total = 30 // about 3 MB: a dozen size-bounded pages
+	for i := range total {
+		_, err := b.l.Append(ctx, ledger.NewEvent{Stream: fmt.Sprintf("big/%d", i%2), ExpectedVersion: ledger.AnyVersion, Type: "test.big", Data: map[string]string{"big": big}})
+		require.NoError(t, err)
+	}
+	for _, f := range []ledger.Filter{{}, {Stream: "big/1"}} {
+		var seqs []int64
+		want := total
+		if f.Stream != "" {
+			want = total / 2
+		}
+		_, err := b.l.Follow(ctx, 0, f, func(ev ledger.Event) error {
+			seqs = append(seqs, ev.Seq)
+			if len(seqs) == want {
+				return ledger.ErrStopFollowing
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		for i, seq := range seqs {
+			if f.Stream == "" {
+				require.Equal(t, int64(i+1), seq)
+			} else {
+				require.Equal(t, int64(2*i+2), seq)
+			}
+		}
 	}
 }
 

@@ -69,6 +69,9 @@ type Ledger struct {
 
 	writer *sqlite.Conn // owned by the writer goroutine once Open returns
 	reads  *sqlitex.Pool
+	// followers holds a token per Follow page read under way (follow.go):
+	// followers never take the whole read pool.
+	followers chan struct{}
 
 	mu     sync.RWMutex // guards closed; held for reading while sending on reqs
 	closed bool
@@ -149,6 +152,8 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		log:  opts.Logger.With("component", "ledger"),
 		reqs: make(chan *request, opts.MaxBatch),
 		done: make(chan struct{}),
+
+		followers: make(chan struct{}, followerConns(opts.ReadConns)),
 	}
 	l.notify.init()
 

@@ -56,6 +56,8 @@ func openReadOnly(ctx context.Context, abs string, opts Options) (*Ledger, error
 		log:  opts.Logger.With("component", "ledger"),
 		reqs: make(chan *request),
 		done: make(chan struct{}),
+
+		followers: make(chan struct{}, followerConns(opts.ReadConns)),
 	}
 	close(l.done) // no writer goroutine
 	l.notify.init()
