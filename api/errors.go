@@ -23,14 +23,17 @@ const (
 	CodeTooLarge     = "too_large"     // 413
 	CodeUnavailable  = "unavailable"   // 503
 	CodeTooManySync  = "too_many_sync" // 503: api.max_concurrent_sync callers wait already
-	CodeError        = "error"         // 500 and anything else
+	// CodeTooManyStreams is a 429: the token has api.max_streams_per_token
+	// event streams open already.
+	CodeTooManyStreams = "too_many_streams"
+	CodeError          = "error" // 500 and anything else
 )
 
 // Error is every error response's body: a stable code, what went wrong and
 // what to do next.
 type Error struct {
 	Status  int                 `json:"-"`
-	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,archived,too_large,unavailable,too_many_sync,error" doc:"Stable error code"`
+	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
 	Errors  []*huma.ErrorDetail `json:"errors,omitempty" doc:"Details of invalid input"`

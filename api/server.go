@@ -7,10 +7,12 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -64,6 +66,10 @@ type Server struct {
 	// syncSlots holds one token per synchronous pipeline caller waiting
 	// (api.max_concurrent_sync).
 	syncSlots chan struct{}
+	// streamsOpen counts the event streams open per token
+	// (api.max_streams_per_token).
+	streamsMu   sync.Mutex
+	streamsOpen map[string]int
 }
 
 // New builds the API's routes.
@@ -78,7 +84,7 @@ func New(opts Options) *Server {
 		opts.Started = opts.Now()
 	}
 	opts.Settings = withDefaults(opts.Settings)
-	s := &Server{opts: opts, echo: echo.New()}
+	s := &Server{opts: opts, echo: echo.New(), streamsOpen: map[string]int{}}
 	s.streams, s.stop = context.WithCancel(context.Background())
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.echoError
@@ -117,6 +123,9 @@ func withDefaults(s config.APIServer) config.APIServer {
 	if s.MaxConcurrentSync <= 0 {
 		s.MaxConcurrentSync = d.MaxConcurrentSync
 	}
+	if s.MaxStreamsPerToken <= 0 {
+		s.MaxStreamsPerToken = d.MaxStreamsPerToken
+	}
 	for _, pair := range []struct{ set, def *time.Duration }{
 		{&s.ReadHeaderTimeout, &d.ReadHeaderTimeout}, {&s.ReadTimeout, &d.ReadTimeout},
 		{&s.WriteTimeout, &d.WriteTimeout}, {&s.IdleTimeout, &d.IdleTimeout}, {&s.MaxSyncTimeout, &d.MaxSyncTimeout},
@@ -154,11 +163,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// mount serves handler at path (GET) behind the guard; stream lifts the
-// write timeout and ends the response when Shutdown begins.
+// mount serves handler at path (GET) behind the guard; stream counts the
+// response against its token's api.max_streams_per_token, lifts the
+// request's write timeout (the handler sets one per write) and ends the
+// response when Shutdown begins.
 func (s *Server) mount(path string, need auth.Scope, handler http.Handler, stream bool) {
 	s.echo.GET(path, func(c echo.Context) error {
-		if _, err := s.check(c.Request().Header.Get("Authorization"), need); err != nil {
+		token, err := s.check(c.Request().Header.Get("Authorization"), need)
+		if err != nil {
 			return err
 		}
 		if handler == nil {
@@ -166,6 +178,11 @@ func (s *Server) mount(path string, need auth.Scope, handler http.Handler, strea
 		}
 		w, r := c.Response().Writer, c.Request()
 		if stream {
+			release, err := s.openStream(token)
+			if err != nil {
+				return err
+			}
+			defer release()
 			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()
@@ -175,6 +192,29 @@ func (s *Server) mount(path string, need auth.Scope, handler http.Handler, strea
 		handler.ServeHTTP(w, r)
 		return nil
 	})
+}
+
+// openStream counts one more event stream of token, or refuses it with a
+// 429 too_many_streams once the token has api.max_streams_per_token open.
+// release ends the count.
+func (s *Server) openStream(token string) (release func(), err error) {
+	limit := s.opts.Settings.MaxStreamsPerToken
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streamsOpen[token] >= limit {
+		return nil, &Error{Status: http.StatusTooManyRequests, Code: CodeTooManyStreams,
+			Message: fmt.Sprintf("token %q has %d event streams open already (api.max_streams_per_token)", token, limit),
+			Hint: "close a stream of this token first (resume a new one with Last-Event-ID), use another token, " +
+				"or raise api.max_streams_per_token in the config and reload"}
+	}
+	s.streamsOpen[token]++
+	return func() {
+		s.streamsMu.Lock()
+		defer s.streamsMu.Unlock()
+		if s.streamsOpen[token]--; s.streamsOpen[token] == 0 {
+			delete(s.streamsOpen, token)
+		}
+	}, nil
 }
 
 // echoError writes errors of echo's router and of mounted routes in the

@@ -9,14 +9,15 @@ import (
 
 // API defaults.
 const (
-	DefaultAPIListen            = "127.0.0.1:8080"
-	DefaultAPIMaxBodySize       = 1 << 20 // 1 MiB
-	DefaultAPIReadHeaderTimeout = 5 * time.Second
-	DefaultAPIReadTimeout       = 30 * time.Second
-	DefaultAPIWriteTimeout      = 30 * time.Second
-	DefaultAPIIdleTimeout       = 120 * time.Second
-	DefaultAPIMaxConcurrentSync = 10
-	DefaultAPIMaxSyncTimeout    = 5 * time.Minute
+	DefaultAPIListen             = "127.0.0.1:8080"
+	DefaultAPIMaxBodySize        = 1 << 20 // 1 MiB
+	DefaultAPIReadHeaderTimeout  = 5 * time.Second
+	DefaultAPIReadTimeout        = 30 * time.Second
+	DefaultAPIWriteTimeout       = 30 * time.Second
+	DefaultAPIIdleTimeout        = 120 * time.Second
+	DefaultAPIMaxConcurrentSync  = 10
+	DefaultAPIMaxSyncTimeout     = 5 * time.Minute
+	DefaultAPIMaxStreamsPerToken = 8
 )
 
 // APIServer holds the HTTP API's settings (the api: section). The API is
@@ -39,6 +40,9 @@ type APIServer struct {
 	// MaxSyncTimeout caps how long a synchronous caller waits (a
 	// pipeline's own timeout may be shorter).
 	MaxSyncTimeout time.Duration
+	// MaxStreamsPerToken is how many event streams (GET /events) one token
+	// may hold open at once; one more is answered 429.
+	MaxStreamsPerToken int
 }
 
 // DefaultAPIServer returns the API's settings with every default, enabled.
@@ -48,6 +52,7 @@ func DefaultAPIServer() APIServer {
 		ReadHeaderTimeout: DefaultAPIReadHeaderTimeout, ReadTimeout: DefaultAPIReadTimeout,
 		WriteTimeout: DefaultAPIWriteTimeout, IdleTimeout: DefaultAPIIdleTimeout,
 		MaxConcurrentSync: DefaultAPIMaxConcurrentSync, MaxSyncTimeout: DefaultAPIMaxSyncTimeout,
+		MaxStreamsPerToken: DefaultAPIMaxStreamsPerToken,
 	}
 }
 
@@ -94,6 +99,15 @@ func (l *loader) apiServer(n *yaml.Node, path string, cfg *Config) {
 			}
 		}},
 		field{"max_sync_timeout", func(v *yaml.Node, path string) { l.duration(v, path, &s.MaxSyncTimeout) }},
+		field{"max_streams_per_token", func(v *yaml.Node, path string) {
+			if i, ok := l.integer(v, path); ok {
+				if i < 1 {
+					l.fail(v, path, "must be ≥ 1, got %d (how many event streams one token may hold open at once)", i)
+					return
+				}
+				s.MaxStreamsPerToken = i
+			}
+		}},
 	)
 	cfg.APIServer = s
 }

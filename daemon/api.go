@@ -63,7 +63,7 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 		}
 	}
 	if opts.Events == nil {
-		opts.Events = stream.Handler(d.Ledger, stream.Options{Logger: d.log})
+		opts.Events = stream.Handler(d.Ledger, stream.Options{WriteTimeout: settings.WriteTimeout, Logger: d.log})
 	}
 	if opts.Metrics == nil && d.Metrics != nil {
 		opts.Metrics = d.Metrics.Handler()

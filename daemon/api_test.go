@@ -16,7 +16,7 @@ import (
 )
 
 // freeAddr is a 127.0.0.1 address nothing listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,12 +22,20 @@ import (
 // DefaultHeartbeat is how often an idle stream writes a comment line.
 const DefaultHeartbeat = 15 * time.Second
 
+// DefaultWriteTimeout is how long one write to a client may take before the
+// stream gives up on it.
+const DefaultWriteTimeout = 30 * time.Second
+
 // Options configure a stream handler.
 type Options struct {
 	// Heartbeat is how often an idle stream writes ": ping" so proxies
 	// keep the connection (default DefaultHeartbeat).
 	Heartbeat time.Duration
-	Logger    *slog.Logger
+	// WriteTimeout bounds each write (and flush) to the client (default
+	// DefaultWriteTimeout): a client that stops reading for longer loses
+	// its stream, and resumes with Last-Event-ID.
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // Query is what a request asks to follow: events after seq After that
@@ -118,16 +127,20 @@ func Handler(l *ledger.Ledger, opts Options) http.Handler {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &handler{l: l, heartbeat: opts.Heartbeat, log: opts.Logger.With("component", "stream")}
+	return &handler{l: l, heartbeat: opts.Heartbeat, writeTimeout: opts.WriteTimeout, log: opts.Logger.With("component", "stream")}
 }
 
 type handler struct {
-	l         *ledger.Ledger
-	heartbeat time.Duration
-	log       *slog.Logger
+	l            *ledger.Ledger
+	heartbeat    time.Duration
+	writeTimeout time.Duration
+	log          *slog.Logger
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -145,20 +158,27 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rc := http.NewResponseController(w)
-	// A stream outlives any write timeout the server sets for requests.
-	_ = rc.SetWriteDeadline(time.Time{})
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer
 	w.WriteHeader(http.StatusOK)
-	if err := h.serve(r.Context(), w, rc, q); err != nil && r.Context().Err() == nil {
+	err = h.serve(r.Context(), w, rc, q)
+	switch {
+	case err == nil || r.Context().Err() != nil:
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		h.log.Info("event stream ended: its client stopped reading", "after", h.writeTimeout, "remote", r.RemoteAddr)
+	default:
 		h.log.Warn("event stream ended", "err", err)
 	}
 }
 
 // serve writes the stream: one goroutine follows the ledger and hands
 // events over; this one writes them and the heartbeats, until ctx ends or a
-// write fails. The follower is stopped and waited for before serve returns.
+// write fails. Each write and flush has writeTimeout: a client that stops
+// reading ends its stream rather than holding it for ever (the stream
+// outlives the server's own write timeout for requests). The follower
+// holds no database connection while it waits for this one, and is
+// stopped and waited for before serve returns.
 func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseController, q Query) error {
 	ctx, cancel := context.WithCancel(ctx)
 	evs := make(chan views.Event)
@@ -183,7 +203,12 @@ func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseContr
 		})
 	}()
 
+	deadline := newWriteDeadline(ctx, rc, h.writeTimeout)
+	defer deadline.stop()
 	// Say where the stream starts, so a client knows it is live.
+	if err := deadline.next(); err != nil {
+		return err
+	}
 	if _, err := fmt.Fprintf(w, ": after %d\n\n", q.After); err != nil {
 		return err
 	}
@@ -203,10 +228,15 @@ func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseContr
 		case ev := <-evs:
 			buf, err = appendEvent(buf[:0], ev)
 			if err == nil {
+				err = deadline.next()
+			}
+			if err == nil {
 				_, err = w.Write(buf)
 			}
 		case <-beat.C:
-			_, err = io.WriteString(w, ": ping\n\n")
+			if err = deadline.next(); err == nil {
+				_, err = io.WriteString(w, ": ping\n\n")
+			}
 		}
 		if err == nil {
 			err = rc.Flush()
@@ -216,6 +246,40 @@ func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseContr
 		}
 		beat.Reset(h.heartbeat)
 	}
+}
+
+// writeDeadline gives each write of a stream its deadline, and ends a write
+// under way when the stream's context ends (a shutdown, the client gone):
+// a write blocked on a client that does not read heeds no context.
+type writeDeadline struct {
+	rc      *http.ResponseController
+	timeout time.Duration
+	stop    func() bool
+
+	mu    sync.Mutex
+	ended bool
+}
+
+func newWriteDeadline(ctx context.Context, rc *http.ResponseController, timeout time.Duration) *writeDeadline {
+	d := &writeDeadline{rc: rc, timeout: timeout}
+	d.stop = context.AfterFunc(ctx, func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.ended = true
+		_ = rc.SetWriteDeadline(time.Now())
+	})
+	return d
+}
+
+// next sets the deadline of the next write, or says the stream has ended.
+func (d *writeDeadline) next() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ended {
+		return context.Canceled
+	}
+	_ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout))
+	return nil
 }
 
 // appendEvent appends ev as one SSE message.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -347,4 +348,32 @@ func TestConcurrentStreams(t *testing.T) {
 		defer b.mu.Unlock()
 		return b.served == streams
 	}, 10*time.Second, 5*time.Millisecond)
+}
+
+// A client that stops reading loses its stream once a write to it has
+// waited WriteTimeout: the handler returns instead of holding the stream
+// (and its follower) for as long as the client keeps the connection open.
+func TestAStreamWhoseClientStopsReadingEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, stream.Options{WriteTimeout: 200 * time.Millisecond})
+	pad := strings.Repeat("z", 8<<10)
+	for i := range 500 { // 4 MB: far more than the sockets' buffers
+		_, err := b.l.Append(b.ctx, ledger.NewEvent{Stream: fmt.Sprintf("pad/%d", i), Type: "test.padded", Data: map[string]string{"pad": pad}})
+		require.NoError(t, err)
+	}
+	conn, err := net.Dial("tcp", b.srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(1024))
+	_, err = fmt.Fprintf(conn, "GET /?after=0 HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	line, err := bufio.NewReaderSize(conn, 16).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "200")
+	// Never read again: the handler must return on its own.
+	require.Eventually(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.served == 1
+	}, 20*time.Second, 10*time.Millisecond, "the stream of a client that stopped reading is still served")
 }
