@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -79,6 +80,14 @@ func humaError(status int, message string, errs ...error) huma.StatusError {
 	if status == http.StatusUnprocessableEntity {
 		status = http.StatusBadRequest
 	}
+	var tooLarge *http.MaxBytesError
+	for _, err := range errs {
+		if errors.As(err, &tooLarge) {
+			// capBody's cap, met while reading a body of no declared
+			// length (chunked): huma reports it as a failed read.
+			status, message, errs = http.StatusRequestEntityTooLarge, "the request body is larger than api.max_body_size", nil
+		}
+	}
 	e := newError(status, "", message)
 	for _, err := range errs {
 		if err == nil {
@@ -154,6 +163,21 @@ func errorOf(err error) *Error {
 		return newError(http.StatusBadRequest, "", err.Error())
 	}
 	return newError(http.StatusInternalServerError, "see the daemon's log", err.Error())
+}
+
+// checkBody is a request body as a payload (commands.CheckPayload, the
+// CLI's --payload rule), or the 400 that says why not.
+func checkBody(body []byte) (json.RawMessage, error) {
+	payload, err := commands.CheckPayload(body)
+	var bad *commands.PayloadError
+	if errors.As(err, &bad) {
+		hint := bad.Hint
+		if hint == "" {
+			hint = `send a JSON object, like {"url": "…"}, or no body`
+		}
+		return nil, newError(http.StatusBadRequest, hint, "the body "+bad.Problem)
+	}
+	return payload, err
 }
 
 func joinOrNone(names []string) string {

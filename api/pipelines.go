@@ -109,16 +109,9 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 	}
 	payload := json.RawMessage(`{}`)
 	if len(in.RawBody) > 0 {
-		var object map[string]json.RawMessage
-		if err := json.Unmarshal(in.RawBody, &object); err != nil || object == nil {
-			return nil, newError(http.StatusBadRequest, `send the payload as a JSON object, like {"url": "…"}, or no body`,
-				"the body is not a JSON object")
+		if payload, err = checkBody(in.RawBody); err != nil {
+			return nil, err
 		}
-		if d := events.JSONDepth(in.RawBody); d > commands.MaxPayloadDepth { // refused here, not a run that fails at once
-			return nil, newError(http.StatusBadRequest, "flatten the payload, or pass the plugin a path or a URL to the data",
-				fmt.Sprintf("the body nests %d levels, and a payload may nest at most %d", d, commands.MaxPayloadDepth))
-		}
-		payload = in.RawBody
 	}
 	synchronous := p.ExecutionMode == pipeline.ModeSynchronous
 	if synchronous {

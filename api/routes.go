@@ -21,11 +21,11 @@ func (s *Server) register() {
 		Summary:       "Enqueue a plugin command",
 		Description:   "Queues a job running the command with the body as its payload; answers once the job is durable. Needs plugin:ro for a command of type read, plugin:rw for any other.",
 		DefaultStatus: http.StatusAccepted, MaxBodyBytes: s.opts.Settings.MaxBodySize + 1, SkipValidateBody: true, // any JSON
-		RequestBody: &huma.RequestBody{Description: "The job's payload: any JSON value, or no body",
-			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{}}}},
+		RequestBody: &huma.RequestBody{Description: "The job's payload: a JSON object (UTF-8), or no body (no payload, as for a poll)",
+			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge},
 	}, auth.PluginRO), s.enqueue)
-	// huma requires a raw body; a payload is optional, and JSON.
+	// huma requires a raw body; a payload is optional, and a JSON object.
 	enqueue := s.api.OpenAPI().Paths["/plugin/{plugin}/{command}"].Post.RequestBody
 	enqueue.Required = false
 	delete(enqueue.Content, "application/octet-stream")
@@ -122,10 +122,9 @@ func (s *Server) enqueue(ctx context.Context, in *EnqueueInput) (*Accepted, erro
 	}
 	var payload json.RawMessage
 	if len(in.RawBody) > 0 {
-		if !json.Valid(in.RawBody) {
-			return nil, newError(http.StatusBadRequest, "send the payload as a JSON value, or no body", "the body is not valid JSON")
+		if payload, err = checkBody(in.RawBody); err != nil {
+			return nil, err
 		}
-		payload = in.RawBody
 	}
 	job := commands.JobFor(cfg, in.Plugin, in.Command, commands.ByAPI)
 	job.Payload, job.DedupeKey, job.Now = payload, in.IdempotencyKey, s.opts.Now()

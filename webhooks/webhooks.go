@@ -237,14 +237,16 @@ func fresh(header string, now time.Time, tolerance time.Duration) bool {
 	return sec >= now.Unix()-tol && sec <= now.Unix()+tol
 }
 
-// DecodePayload checks that body is one JSON value and returns it as the
-// job's payload.
+// DecodePayload checks that body is one JSON value (commands.CheckJSON: not
+// empty, valid UTF-8, not too deep) and returns it as the job's payload.
+// Any JSON value is taken, not only an object: a sender's format is its
+// own (some deliver a list of events).
 func DecodePayload(body []byte) (json.RawMessage, error) {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil, errors.New("the body is empty: a delivery's body must be JSON")
-	}
-	if !json.Valid(body) {
-		return nil, errors.New("the body is not valid JSON")
+	var bad *commands.PayloadError
+	if err := commands.CheckJSON(body); errors.As(err, &bad) {
+		return nil, errors.New("the body " + bad.Problem)
+	} else if err != nil {
+		return nil, err
 	}
 	return json.RawMessage(body), nil
 }
