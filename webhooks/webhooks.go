@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,7 +149,7 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 		return
 	}
 	if !Verify(secret, r.Header.Get(endpoint.SignatureHeader), signed(endpoint, r, body)) {
-		h.log.Warn("webhook refused: bad signature", "path", endpoint.Path, "remote", r.RemoteAddr)
+		h.log.Warn("webhook refused: bad signature", signatureProblem(endpoint, r)...)
 		forbidden(w)
 		return
 	}
@@ -189,6 +190,34 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 	}
 	h.log.Info("webhook accepted", "path", endpoint.Path, "job_id", res.JobID, "plugin", endpoint.Plugin, "command", endpoint.Command)
 	writeJSON(w, http.StatusAccepted, Accepted{JobID: res.JobID})
+}
+
+// signatureProblem says, for the daemon's log only (the sender gets a bare
+// 403), why a delivery's signature did not check: the header the endpoint
+// reads, whether the delivery had it, the other headers that look like a
+// signature, and what to fix.
+func signatureProblem(endpoint config.WebhookEndpoint, r *http.Request) []any {
+	present := r.Header.Get(endpoint.SignatureHeader) != ""
+	var others []string
+	for name := range r.Header {
+		if strings.Contains(strings.ToLower(name), "signature") && !strings.EqualFold(name, endpoint.SignatureHeader) {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	fix := "the delivery has no " + endpoint.SignatureHeader + " header: make the sender sign its deliveries with the secret named by secret_ref"
+	switch {
+	case present:
+		fix = "the signature in " + endpoint.SignatureHeader + " does not match the body: check that the sender signs with the secret named by secret_ref (HMAC-SHA256 of the raw body"
+		if endpoint.TimestampHeader != "" {
+			fix += ", prefixed by the " + endpoint.TimestampHeader + " value and a dot"
+		}
+		fix += ")"
+	case len(others) > 0:
+		fix = "the delivery signs in " + strings.Join(others, ", ") + ", not " + endpoint.SignatureHeader + ": set this endpoint's signature_header to the sender's"
+	}
+	return []any{"path", endpoint.Path, "remote", r.RemoteAddr, "signature_header", endpoint.SignatureHeader,
+		"signature_present", present, "other_signature_headers", others, "fix", fix}
 }
 
 // signed is the content the signature covers: the raw body, or

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,34 @@ type testBundle struct {
 	l       *ledger.Ledger
 	handler http.Handler
 	started time.Time
+	logs    *syncBuffer // the handler's log, JSON lines
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// take returns what was logged since the last take, one record a line.
+func (s *syncBuffer) take() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for line := range strings.Lines(s.b.String()) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil {
+			out = append(out, rec)
+		}
+	}
+	s.b.Reset()
+	return out
 }
 
 func setup(t testing.TB) *testBundle {
@@ -71,13 +100,13 @@ func setup(t testing.TB) *testBundle {
 	l, err := ledger.Open(context.Background(), filepath.Join(dir, "ductile.db"), ledger.Options{Synchronous: "NORMAL"})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	b := &testBundle{l: l, started: now.Add(-time.Hour)}
+	b := &testBundle{l: l, started: now.Add(-time.Hour), logs: &syncBuffer{}}
 	b.handler = webhooks.New(webhooks.Options{
 		Ledger:  l,
 		Secrets: func() auth.Secrets { return fakeSecrets{"hook": secret} },
 		Config:  func() *config.Config { return cfg },
 		Health:  func() webhooks.Health { return webhooks.Health{Started: b.started, PluginsLoaded: 3} },
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:  slog.New(slog.NewJSONHandler(b.logs, nil)),
 		Now:     func() time.Time { return now },
 	})
 	return b
@@ -174,6 +203,45 @@ func TestRefusedDeliveriesEnqueueNothing(t *testing.T) {
 		}
 	}
 	require.Empty(t, b.jobs(t))
+}
+
+// TestBadSignatureLogsWhy: the sender gets a bare 403; the daemon's log
+// says which header the endpoint reads, whether the delivery had it, the
+// other signature headers it had, and what to fix.
+func TestBadSignatureLogsWhy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := `{"a":1}`
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		present bool
+		others  []any
+		fix     string
+	}{
+		{"in another header", map[string]string{"X-Signature": sig(body)}, false, []any{"X-Signature"},
+			"the delivery signs in X-Signature, not X-Hub-Signature-256: set this endpoint's signature_header"},
+		{"none at all", nil, false, nil, "the delivery has no X-Hub-Signature-256 header"},
+		{"wrong secret", map[string]string{"X-Hub-Signature-256": webhooks.Sign([]byte("other"), []byte(body))}, true, nil,
+			"does not match the body: check that the sender signs with the secret named by secret_ref"},
+	} {
+		b.logs.take()
+		code, out := b.post(t, http.MethodPost, "/hook", []byte(body), tc.headers)
+		require.Equal(t, http.StatusForbidden, code, tc.name)
+		require.Equal(t, map[string]any{"code": "forbidden", "message": "forbidden"}, out, tc.name)
+		logs := b.logs.take()
+		require.Len(t, logs, 1, tc.name)
+		rec := logs[0]
+		require.Equal(t, "webhook refused: bad signature", rec["msg"], tc.name)
+		require.Equal(t, "X-Hub-Signature-256", rec["signature_header"], tc.name)
+		require.Equal(t, tc.present, rec["signature_present"], tc.name)
+		if tc.others == nil {
+			require.Empty(t, rec["other_signature_headers"], tc.name)
+		} else {
+			require.Equal(t, tc.others, rec["other_signature_headers"], tc.name)
+		}
+		require.Contains(t, rec["fix"], tc.fix, tc.name)
+	}
 }
 
 func TestOversizeByContentLengthAndByStream(t *testing.T) {
