@@ -34,6 +34,7 @@ type Error struct {
 	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,archived,too_large,unavailable,too_many_sync,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
+	Scope   string              `json:"scope,omitempty" doc:"The scope the route needs, which the token lacks (403 forbidden)"`
 	Errors  []*huma.ErrorDetail `json:"errors,omitempty" doc:"Details of invalid input"`
 }
 

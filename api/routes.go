@@ -26,9 +26,10 @@ func (s *Server) register() {
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge},
 	}, auth.PluginRO), s.enqueue)
 	// huma requires a raw body; a payload is optional, and a JSON object.
-	enqueue := s.api.OpenAPI().Paths["/plugin/{plugin}/{command}"].Post.RequestBody
-	enqueue.Required = false
-	delete(enqueue.Content, "application/octet-stream")
+	enqueue := s.api.OpenAPI().Paths["/plugin/{plugin}/{command}"].Post
+	enqueue.RequestBody.Required = false
+	delete(enqueue.RequestBody.Content, "application/octet-stream")
+	enqueue.Metadata[writeScopeKey] = auth.PluginRW
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job", Method: http.MethodGet, Path: "/job/{id}", Summary: "A job's status and result",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
