@@ -24,6 +24,7 @@ const (
 	CodeTooLarge     = "too_large"     // 413
 	CodeUnavailable  = "unavailable"   // 503
 	CodeTooManySync  = "too_many_sync" // 503: api.max_concurrent_sync callers wait already
+	CodeRunFailed    = "run_failed"    // 424: a synchronous pipeline's run failed
 	CodeError        = "error"         // 500 and anything else
 )
 
