@@ -49,15 +49,22 @@ type Options struct {
 type Health struct {
 	Started       time.Time
 	PluginsLoaded int
+	API           views.APIState // whether the daemon's HTTP API serves
 }
 
-// HealthReport is the body of /healthz (spec §10.3).
+// HealthReport is the body of /healthz (spec §10.3, with the ledger's
+// writes and the daemon's API).
 type HealthReport struct {
-	Status             string `json:"status"` // ok | unavailable
-	UptimeSeconds      int64  `json:"uptime_seconds"`
-	QueueDepth         int64  `json:"queue_depth"`
-	PluginsLoaded      int    `json:"plugins_loaded"`
-	PluginsCircuitOpen int    `json:"plugins_circuit_open"`
+	// Status is ok; degraded while the daemon's API should serve and does
+	// not (200); unavailable while the ledger cannot be read or written
+	// (503).
+	Status             string             `json:"status"`
+	UptimeSeconds      int64              `json:"uptime_seconds"`
+	QueueDepth         int64              `json:"queue_depth"`
+	PluginsLoaded      int                `json:"plugins_loaded"`
+	PluginsCircuitOpen int                `json:"plugins_circuit_open"`
+	Writes             ledger.WriteHealth `json:"writes"`
+	API                views.APIState     `json:"api"`
 }
 
 // Accepted is the body of a delivery's answer: 202 when enqueued, 200 when
@@ -283,7 +290,8 @@ func DecodePayload(body []byte) (json.RawMessage, error) {
 // handleHealth answers /healthz from the read side (spec §10.3).
 func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 	facts := h.opts.Health()
-	report := HealthReport{Status: "ok", PluginsLoaded: facts.PluginsLoaded}
+	report := HealthReport{PluginsLoaded: facts.PluginsLoaded, Writes: h.opts.Ledger.WriteHealth(), API: facts.API}
+	report.Status = views.DaemonHealth(report.Writes, &report.API)
 	if !facts.Started.IsZero() {
 		report.UptimeSeconds = int64(h.opts.Now().Sub(facts.Started) / time.Second)
 	}
@@ -294,10 +302,12 @@ func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.log.Error("healthz: read the ledger", "err", err.Error())
 		report.Status = "unavailable"
-		writeJSON(w, http.StatusServiceUnavailable, report)
-		return
 	}
-	writeJSON(w, http.StatusOK, report)
+	status := http.StatusOK
+	if report.Status == "unavailable" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, report)
 }
 
 func tooLarge(w http.ResponseWriter, endpoint config.WebhookEndpoint) {

@@ -13,11 +13,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/config"
@@ -59,6 +62,8 @@ type testBundle struct {
 	handler http.Handler
 	started time.Time
 	logs    *syncBuffer // the handler's log, JSON lines
+	path    string      // the ledger's file
+	api     atomic.Pointer[views.APIState]
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -97,17 +102,23 @@ func setup(t testing.TB) *testBundle {
 	require.NoError(t, err)
 	cfg, err := config.Load(filepath.Join(dir, "config.yaml"))
 	require.NoError(t, err)
-	l, err := ledger.Open(context.Background(), filepath.Join(dir, "ductile.db"), ledger.Options{Synchronous: "NORMAL"})
+	path := filepath.Join(dir, "ductile.db")
+	// A short busy timeout: TestHealthz makes the writes fail with a lock.
+	l, err := ledger.Open(context.Background(), path, ledger.Options{Synchronous: "NORMAL", BusyTimeout: 50 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	b := &testBundle{l: l, started: now.Add(-time.Hour), logs: &syncBuffer{}}
+	b := &testBundle{l: l, started: now.Add(-time.Hour), logs: &syncBuffer{}, path: path}
+	b.api.Store(&views.APIState{Enabled: true, Listening: "127.0.0.1:8080"})
 	b.handler = webhooks.New(webhooks.Options{
 		Ledger:  l,
 		Secrets: func() auth.Secrets { return fakeSecrets{"hook": secret} },
 		Config:  func() *config.Config { return cfg },
-		Health:  func() webhooks.Health { return webhooks.Health{Started: b.started, PluginsLoaded: 3} },
-		Logger:  slog.New(slog.NewJSONHandler(b.logs, nil)),
-		Now:     func() time.Time { return now },
+		Health: func() webhooks.Health {
+			return webhooks.Health{Started: b.started, PluginsLoaded: 3, API: *b.api.Load()}
+		},
+		Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
+		Now:    func() time.Time { return now },
 	})
 	return b
 }
@@ -322,9 +333,55 @@ func TestHealthz(t *testing.T) {
 	code, out := b.post(t, http.MethodGet, "/healthz", nil, nil)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, map[string]any{"status": "ok", "uptime_seconds": float64(3600), "queue_depth": float64(2),
-		"plugins_loaded": float64(3), "plugins_circuit_open": float64(0)}, out)
+		"plugins_loaded": float64(3), "plugins_circuit_open": float64(0), "writes": map[string]any{"failing": false},
+		"api": map[string]any{"enabled": true, "listening": "127.0.0.1:8080"}}, out)
 	code, _ = b.post(t, http.MethodPost, "/healthz", nil, nil)
 	require.Equal(t, http.StatusMethodNotAllowed, code)
+}
+
+// TestHealthzSaysTheAPIIsOff: a daemon whose API could not listen is
+// degraded, and /healthz says why.
+func TestHealthzSaysTheAPIIsOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	off := "127.0.0.1:8080 is not free (listen tcp 127.0.0.1:8080: bind: address already in use)"
+	b.api.Store(&views.APIState{Enabled: true, Off: off})
+	code, out := b.post(t, http.MethodGet, "/healthz", nil, nil)
+	require.Equal(t, http.StatusOK, code, "the webhooks still serve")
+	require.Equal(t, "degraded", out["status"])
+	require.Equal(t, map[string]any{"enabled": true, "off": off}, out["api"])
+
+	b.api.Store(&views.APIState{Enabled: false}) // api.enabled: false is no fault
+	_, out = b.post(t, http.MethodGet, "/healthz", nil, nil)
+	require.Equal(t, "ok", out["status"])
+}
+
+// TestHealthzWhileWritesFail: while the ledger's writes fail, /healthz is
+// 503 unavailable and says since when.
+func TestHealthzWhileWritesFail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	intruder, err := sqlite.OpenConn(b.path, sqlite.OpenReadWrite)
+	require.NoError(t, err)
+	defer intruder.Close()
+	end, err := sqlitex.ImmediateTransaction(intruder) // holds the write lock
+	require.NoError(t, err)
+	body := `{}`
+	code, out := b.post(t, http.MethodPost, "/hook", []byte(body), map[string]string{"X-Hub-Signature-256": sig(body)})
+	require.Equal(t, http.StatusServiceUnavailable, code, "%v", out)
+	code, out = b.post(t, http.MethodGet, "/healthz", nil, nil)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "unavailable", out["status"])
+	writes := out["writes"].(map[string]any)
+	require.Equal(t, true, writes["failing"])
+	require.NotEmpty(t, writes["since"])
+	require.Contains(t, writes["last_error"], "database is locked")
+	end(&err) // err is set: the intruder rolls back
+	code, _ = b.post(t, http.MethodPost, "/hook", []byte(body), map[string]string{"X-Hub-Signature-256": sig(body)})
+	require.Equal(t, http.StatusAccepted, code)
+	code, out = b.post(t, http.MethodGet, "/healthz", nil, nil)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok", out["status"])
 }
 
 func TestVerify(t *testing.T) {
