@@ -19,7 +19,7 @@ import (
 func (s *Server) document() {
 	doc := s.api.OpenAPI()
 	doc.Servers = []*huma.Server{{URL: serverURL(s.opts.Settings.Listen),
-		Description: "This daemon, at its api.listen (the document served at /openapi.json names the address it listens on)"}}
+		Description: "This daemon, at its api.listen"}}
 	doc.Security = []map[string][]string{{bearerScheme: {}}}
 	for _, item := range doc.Paths {
 		for _, op := range []*huma.Operation{item.Get, item.Post} {
