@@ -129,6 +129,12 @@ func (f *fixture) do(method, path, key string, body []byte, headers ...string) r
 		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
+	return f.send(req)
+}
+
+// send sends req and records its status for the OpenAPI test.
+func (f *fixture) send(req *http.Request) response {
+	f.t.Helper()
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(f.t, err)
 	defer res.Body.Close()
@@ -137,7 +143,7 @@ func (f *fixture) do(method, path, key string, body []byte, headers ...string) r
 	r := response{status: res.StatusCode, raw: raw, header: res.Header}
 	_ = json.Unmarshal(raw, &r.body)
 	statuses.Lock()
-	route := method + " " + routeOf(req.URL.Path)
+	route := req.Method + " " + routeOf(req.URL.Path)
 	if statuses.seen[route] == nil {
 		statuses.seen[route] = map[int]bool{}
 	}
@@ -216,8 +222,8 @@ func TestEnqueue(t *testing.T) {
 	requireError(t, f.do("POST", "/plugin/broken/poll", "plugin-rw", nil), 409, "conflict")
 	requireError(t, f.do("POST", "/plugin/echo/handle", "plugin-rw", bytes.Repeat([]byte(" "), 2000)), 413, "too_large")
 	// A body exactly at the cap is accepted.
-	body := append([]byte(`"`), bytes.Repeat([]byte("a"), 1022)...)
-	body = append(body, '"')
+	body := append([]byte(`{"a":"`), bytes.Repeat([]byte("a"), 1024-8)...)
+	body = append(body, `"}`...)
 	require.Equal(t, http.StatusAccepted, f.do("POST", "/plugin/echo/handle", "plugin-rw", body).status)
 }
 

@@ -1,8 +1,13 @@
 package api
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -13,8 +18,12 @@ import (
 const bearerScheme = "bearer"
 
 // scopeKey is the operation metadata key of the scope a route needs; an
-// operation without one needs no token.
-const scopeKey = "scope"
+// operation without one needs no token. writeScopeKey, on POST /plugin,
+// is the further scope a command not of type read needs.
+const (
+	scopeKey      = "scope"
+	writeScopeKey = "write_scope"
+)
 
 // authorizationKey is the context key of the request's Authorization
 // header, for a handler that needs a further scope (a write command).
@@ -29,6 +38,17 @@ func (s *Server) check(authorization string, need auth.Scope) (string, error) {
 			"the API has no tokens")
 	}
 	token, err := s.opts.Guard.Check(authorization, need)
+	if errors.Is(err, auth.ErrForbidden) {
+		who := "the token"
+		if token != "" {
+			who = fmt.Sprintf("token %q", token)
+		}
+		e := newError(http.StatusForbidden,
+			fmt.Sprintf("use a token with %s (or *), or make one: ductile config token create NAME --scopes %s; each route's scope is in GET /openapi.json (security) and docs/api.md", need, need),
+			fmt.Sprintf("%s does not grant %s, which this route needs", who, need))
+		e.Scope = string(need)
+		return token, e
+	}
 	if err != nil {
 		return "", errorOf(err)
 	}
@@ -75,4 +95,40 @@ func secured(op huma.Operation, need auth.Scope) huma.Operation {
 	op.Security = []map[string][]string{{bearerScheme: {string(need)}}}
 	op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden)
 	return op
+}
+
+// RouteScope is the scope one route needs.
+type RouteScope struct {
+	Method string     `json:"method"`
+	Path   string     `json:"path"`
+	Scope  auth.Scope `json:"scope"`          // "" for none: no token needed
+	When   string     `json:"when,omitempty"` // the requests it is for, when not all
+}
+
+// RouteScopes is the scope each route needs, from the operations as
+// registered (the OpenAPI document's security says the same), by path and
+// method.
+func RouteScopes() []RouteScope { return New(Options{}).routeScopes() }
+
+func (s *Server) routeScopes() []RouteScope {
+	var out []RouteScope
+	for path, item := range s.api.OpenAPI().Paths {
+		for method, op := range map[string]*huma.Operation{http.MethodGet: item.Get, http.MethodPost: item.Post} {
+			if op == nil {
+				continue
+			}
+			need, _ := op.Metadata[scopeKey].(auth.Scope)
+			write, ok := op.Metadata[writeScopeKey].(auth.Scope)
+			if !ok {
+				out = append(out, RouteScope{Method: method, Path: path, Scope: need})
+				continue
+			}
+			out = append(out, RouteScope{Method: method, Path: path, Scope: need, When: "a command of type read"},
+				RouteScope{Method: method, Path: path, Scope: write, When: "any other command"})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b RouteScope) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Method, b.Method))
+	})
+	return out
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -23,6 +24,7 @@ const (
 	CodeTooLarge     = "too_large"     // 413
 	CodeUnavailable  = "unavailable"   // 503
 	CodeTooManySync  = "too_many_sync" // 503: api.max_concurrent_sync callers wait already
+	CodeRunFailed    = "run_failed"    // 424: a synchronous pipeline's run failed
 	// CodeTooManyStreams is a 429: the token has api.max_streams_per_token
 	// event streams open already.
 	CodeTooManyStreams = "too_many_streams"
@@ -36,6 +38,7 @@ type Error struct {
 	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
+	Scope   string              `json:"scope,omitempty" doc:"The scope the route needs, which the token lacks (403 forbidden)"`
 	Errors  []*huma.ErrorDetail `json:"errors,omitempty" doc:"Details of invalid input"`
 }
 
@@ -81,6 +84,14 @@ func humaError(status int, message string, errs ...error) huma.StatusError {
 	}
 	if status == http.StatusUnprocessableEntity {
 		status = http.StatusBadRequest
+	}
+	var tooLarge *http.MaxBytesError
+	for _, err := range errs {
+		if errors.As(err, &tooLarge) {
+			// capBody's cap, met while reading a body of no declared
+			// length (chunked): huma reports it as a failed read.
+			status, message, errs = http.StatusRequestEntityTooLarge, "the request body is larger than api.max_body_size", nil
+		}
 	}
 	e := newError(status, "", message)
 	for _, err := range errs {
@@ -157,6 +168,21 @@ func errorOf(err error) *Error {
 		return newError(http.StatusBadRequest, "", err.Error())
 	}
 	return newError(http.StatusInternalServerError, "see the daemon's log", err.Error())
+}
+
+// checkBody is a request body as a payload (commands.CheckPayload, the
+// CLI's --payload rule), or the 400 that says why not.
+func checkBody(body []byte) (json.RawMessage, error) {
+	payload, err := commands.CheckPayload(body)
+	var bad *commands.PayloadError
+	if errors.As(err, &bad) {
+		hint := bad.Hint
+		if hint == "" {
+			hint = `send a JSON object, like {"url": "…"}, or no body`
+		}
+		return nil, newError(http.StatusBadRequest, hint, "the body "+bad.Problem)
+	}
+	return payload, err
 }
 
 func joinOrNone(names []string) string {

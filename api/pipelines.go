@@ -45,8 +45,9 @@ func (s *Server) registerPipelines() {
 		Summary: "Run a pipeline",
 		Description: "Starts a run of the pipeline with the body as the payload of its first step's event (ductile.pipeline). " +
 			"An async pipeline answers 202 once the run is durable. A synchronous one waits for the run to finish, up to the " +
-			"pipeline's timeout capped by api.max_sync_timeout: 200 with its status and results, or 202 with status running " +
-			"past it (the run goes on: see its first job with GET /job/{id}/tree). At most api.max_concurrent_sync callers wait " +
+			"pipeline's timeout capped by api.max_sync_timeout: 200 with its status and results when it succeeded, 424 (code run_failed) " +
+			"with the same body when it failed, so that a script's curl -f fails too; or 202 with status running " +
+			"past the wait (the run goes on: see its first job with GET /job/{id}/tree). At most api.max_concurrent_sync callers wait " +
 			"at once: one more is answered 503 too_many_sync with Retry-After, and nothing is started. " +
 			"Idempotency-Key is not supported for pipelines yet: a request with it is refused (400).",
 		MaxBodyBytes: s.opts.Settings.MaxBodySize + 1, SkipValidateBody: true,
@@ -59,9 +60,13 @@ func (s *Server) registerPipelines() {
 	op.RequestBody.Required = false
 	delete(op.RequestBody.Content, "application/octet-stream")
 	ok := op.Responses["200"]
-	ok.Description = "A synchronous pipeline's run finished within the wait: its status and results"
+	ok.Description = "A synchronous pipeline's run succeeded within the wait: its status and results"
 	op.Responses["202"] = &huma.Response{
 		Description: "The run started (an async pipeline), or a synchronous one is still running past the wait: status running",
+		Content:     ok.Content,
+	}
+	op.Responses[strconv.Itoa(http.StatusFailedDependency)] = &huma.Response{
+		Description: "A synchronous pipeline's run failed within the wait: status failed, its error and results, and code run_failed",
 		Content:     ok.Content,
 	}
 	op.Responses["503"].Headers = map[string]*huma.Param{"Retry-After": {
@@ -85,16 +90,20 @@ type RunPipelineInput struct {
 	RawBody        []byte
 }
 
-// PipelineRun is the answer to a pipeline run: 200 when a synchronous
-// run finished within the wait, 202 otherwise.
+// PipelineRun is the answer to a pipeline run: when a synchronous run
+// finished within the wait, 200 if it succeeded and 424 if it failed (with
+// the error shape's code, message and hint too); 202 otherwise.
 type PipelineRun struct {
 	Status int
 	Body   struct {
 		RunID   string             `json:"run_id"`
 		JobID   string             `json:"job_id" doc:"The run's first job"`
-		Status  string             `json:"status" enum:"running,succeeded,failed" doc:"running (202), or how the run finished (200)"`
+		Status  string             `json:"status" enum:"running,succeeded,failed" doc:"running (202), succeeded (200) or failed (424)"`
 		Error   string             `json:"error,omitempty" doc:"Why the run failed"`
 		Results []events.RunResult `json:"results,omitempty" doc:"When it finished: the jobs that ended a path of the run, in the order they ended"`
+		Code    string             `json:"code,omitempty" enum:"run_failed" doc:"run_failed (424)"`
+		Message string             `json:"message,omitempty" doc:"What failed (424)"`
+		Hint    string             `json:"hint,omitempty" doc:"Where to look (424)"`
 	}
 }
 
@@ -109,16 +118,9 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 	}
 	payload := json.RawMessage(`{}`)
 	if len(in.RawBody) > 0 {
-		var object map[string]json.RawMessage
-		if err := json.Unmarshal(in.RawBody, &object); err != nil || object == nil {
-			return nil, newError(http.StatusBadRequest, `send the payload as a JSON object, like {"url": "…"}, or no body`,
-				"the body is not a JSON object")
+		if payload, err = checkBody(in.RawBody); err != nil {
+			return nil, err
 		}
-		if d := events.JSONDepth(in.RawBody); d > commands.MaxPayloadDepth { // refused here, not a run that fails at once
-			return nil, newError(http.StatusBadRequest, "flatten the payload, or pass the plugin a path or a URL to the data",
-				fmt.Sprintf("the body nests %d levels, and a payload may nest at most %d", d, commands.MaxPayloadDepth))
-		}
-		payload = in.RawBody
 	}
 	synchronous := p.ExecutionMode == pipeline.ModeSynchronous
 	if synchronous {
@@ -161,6 +163,12 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 	}
 	out.Status = http.StatusOK
 	out.Body.Status, out.Body.Error, out.Body.Results = finished.Status, finished.Error, finished.Results
+	if finished.Status == events.RunFailed {
+		b := &out.Body
+		out.Status, b.Code = http.StatusFailedDependency, CodeRunFailed
+		b.Message = fmt.Sprintf("pipeline %s: run %s failed: %s", p.Name, b.RunID, b.Error)
+		b.Hint = "see its jobs: GET /job/" + b.JobID + "/tree, or: ductile job inspect " + b.JobID
+	}
 	return out, nil
 }
 

@@ -150,8 +150,8 @@ func TestRunPipelineAsync(t *testing.T) {
 }
 
 // TestRunPipelineSyncFinishes: a synchronous pipeline whose run finishes
-// within its timeout answers 200 with the run's status and results, a
-// failed run too.
+// within its timeout answers with the run's status and results: 200 when it
+// succeeded, 424 run_failed when it failed (so that curl -f fails).
 func TestRunPipelineSyncFinishes(t *testing.T) {
 	r := newRuns()
 	f := startPipelines(t, r, nil)
@@ -160,7 +160,14 @@ func TestRunPipelineSyncFinishes(t *testing.T) {
 		run := r.next(t)
 		finish(t, f.l, run, status)
 		res := answer(t, got)
-		require.Equal(t, http.StatusOK, res.status, string(res.raw))
+		if status == events.RunSucceeded {
+			require.Equal(t, http.StatusOK, res.status, string(res.raw))
+			require.NotContains(t, res.body, "code")
+		} else {
+			requireError(t, res, http.StatusFailedDependency, "run_failed")
+			require.Contains(t, res.body["message"], "pipeline sync: run "+run.RunID+" failed: step fetch: job "+run.JobID+" is dead")
+			require.Contains(t, res.body["hint"], "GET /job/"+run.JobID+"/tree")
+		}
 		require.Equal(t, run.RunID, res.body["run_id"])
 		require.Equal(t, run.JobID, res.body["job_id"])
 		require.Equal(t, status, res.body["status"])
@@ -309,7 +316,7 @@ func TestRunPipelineRefusals(t *testing.T) {
 	for _, body := range []string{`[1]`, `"x"`, `null`, `{"a":`, `3`} {
 		res := f.do("POST", "/pipeline/async", "plugin-rw", []byte(body))
 		requireError(t, res, http.StatusBadRequest, "invalid_input")
-		require.Contains(t, res.body["message"], "not a JSON object", body)
+		require.Contains(t, res.body["message"], "JSON", body) // must be a JSON object, or is not valid JSON
 	}
 	deep := `{"a":` + strings.Repeat("[", commands.MaxPayloadDepth) + strings.Repeat("]", commands.MaxPayloadDepth) + `}`
 	res = f.do("POST", "/pipeline/sync", "plugin-rw", []byte(deep)) // not a run that fails at once

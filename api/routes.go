@@ -10,6 +10,7 @@ import (
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/views"
 )
@@ -21,14 +22,15 @@ func (s *Server) register() {
 		Summary:       "Enqueue a plugin command",
 		Description:   "Queues a job running the command with the body as its payload; answers once the job is durable. Needs plugin:ro for a command of type read, plugin:rw for any other.",
 		DefaultStatus: http.StatusAccepted, MaxBodyBytes: s.opts.Settings.MaxBodySize + 1, SkipValidateBody: true, // any JSON
-		RequestBody: &huma.RequestBody{Description: "The job's payload: any JSON value, or no body",
-			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{}}}},
+		RequestBody: &huma.RequestBody{Description: "The job's payload: a JSON object (UTF-8), or no body (no payload, as for a poll)",
+			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge},
 	}, auth.PluginRO), s.enqueue)
-	// huma requires a raw body; a payload is optional, and JSON.
-	enqueue := s.api.OpenAPI().Paths["/plugin/{plugin}/{command}"].Post.RequestBody
-	enqueue.Required = false
-	delete(enqueue.Content, "application/octet-stream")
+	// huma requires a raw body; a payload is optional, and a JSON object.
+	enqueue := s.api.OpenAPI().Paths["/plugin/{plugin}/{command}"].Post
+	enqueue.RequestBody.Required = false
+	delete(enqueue.RequestBody.Content, "application/octet-stream")
+	enqueue.Metadata[writeScopeKey] = auth.PluginRW
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job", Method: http.MethodGet, Path: "/job/{id}", Summary: "A job's status and result",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
@@ -74,6 +76,9 @@ func (s *Server) register() {
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
 	}, s.health)
+	health := s.api.OpenAPI().Paths["/healthz"].Get
+	health.Responses["503"] = &huma.Response{Description: "The ledger's writes fail: status unavailable, and since when in writes",
+		Content: health.Responses["200"].Content}
 	// Validation failures are answered 400, not huma's 422.
 	for _, item := range s.api.OpenAPI().Paths {
 		for _, op := range []*huma.Operation{item.Get, item.Post} {
@@ -122,10 +127,9 @@ func (s *Server) enqueue(ctx context.Context, in *EnqueueInput) (*Accepted, erro
 	}
 	var payload json.RawMessage
 	if len(in.RawBody) > 0 {
-		if !json.Valid(in.RawBody) {
-			return nil, newError(http.StatusBadRequest, "send the payload as a JSON value, or no body", "the body is not valid JSON")
+		if payload, err = checkBody(in.RawBody); err != nil {
+			return nil, err
 		}
-		payload = in.RawBody
 	}
 	job := commands.JobFor(cfg, in.Plugin, in.Command, commands.ByAPI)
 	job.Payload, job.DedupeKey, job.Now = payload, in.IdempotencyKey, s.opts.Now()
@@ -401,22 +405,28 @@ func (s *Server) getQueue(ctx context.Context, in *QueueInput) (*Queue, error) {
 	return &Queue{Body: q}, nil
 }
 
-// Health is GET /healthz's answer (spec §10.3, with the projector's lag).
+// Health is GET /healthz's answer (spec §10.3, with the projector's lag
+// and whether the ledger's writes succeed): 503 while they fail.
 type Health struct {
-	Body struct {
-		Status             string           `json:"status" enum:"ok,degraded"`
-		UptimeSeconds      int64            `json:"uptime_seconds"`
-		QueueDepth         int64            `json:"queue_depth"`
-		PluginsLoaded      int              `json:"plugins_loaded"`
-		PluginsCircuitOpen int              `json:"plugins_circuit_open"`
-		ProjectorLag       *projections.Lag `json:"projector_lag,omitempty"`
+	Status int
+	Body   struct {
+		Status             string             `json:"status" enum:"ok,degraded,unavailable" doc:"unavailable (503) while the ledger's writes fail; degraded while the projector fails"`
+		UptimeSeconds      int64              `json:"uptime_seconds"`
+		QueueDepth         int64              `json:"queue_depth"`
+		PluginsLoaded      int                `json:"plugins_loaded"`
+		PluginsCircuitOpen int                `json:"plugins_circuit_open"`
+		ProjectorLag       *projections.Lag   `json:"projector_lag,omitempty"`
+		Writes             ledger.WriteHealth `json:"writes" doc:"Whether the ledger's writes succeed; if not, since when and the last error"`
 	}
 }
 
 func (s *Server) health(ctx context.Context, _ *struct{}) (*Health, error) {
-	out := &Health{}
+	out := &Health{Status: http.StatusOK}
 	b := &out.Body
-	b.Status = "ok"
+	b.Writes = s.opts.Ledger.WriteHealth()
+	if b.Status = views.DaemonHealth(b.Writes, nil); b.Writes.Failing {
+		out.Status = http.StatusServiceUnavailable
+	}
 	b.UptimeSeconds = int64(s.opts.Now().Sub(s.opts.Started).Seconds())
 	_, applied := s.opts.Current()
 	for _, p := range applied.Plugins {
@@ -435,7 +445,7 @@ func (s *Server) health(ctx context.Context, _ *struct{}) (*Health, error) {
 			return nil, errorOf(err)
 		}
 		b.ProjectorLag = &lag
-		if lag.LastError != "" {
+		if lag.LastError != "" && b.Status == "ok" {
 			b.Status = "degraded"
 		}
 	}

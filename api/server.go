@@ -101,6 +101,7 @@ func New(opts Options) *Server {
 	s.register()
 	s.mount("/events", auth.EventsRO, opts.Events, true)
 	s.mount("/metrics", auth.JobsRO, opts.Metrics, false)
+	s.document()
 
 	set := opts.Settings
 	s.http = &http.Server{

@@ -13,6 +13,7 @@ import (
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/stream"
+	"github.com/ductile/ductile/views"
 )
 
 // APIOptions are what the daemon's HTTP API is built with beyond the
@@ -44,12 +45,16 @@ type apiServer struct {
 // an api: section.
 func (d *Daemon) startAPI(opts APIOptions) error {
 	settings := d.Config().APIServer
+	d.apiState = views.APIState{Enabled: settings.Enabled}
 	if !settings.Enabled {
 		return nil
 	}
 	ln, err := net.Listen("tcp", settings.Listen)
 	switch {
 	case err != nil && !settings.ListenSet:
+		// Reported by /healthz of the webhook listener, system status, and
+		// system start on its terminal (Options.Alerts).
+		d.apiState.Off = fmt.Sprintf("its default address %s is not free (%v): set api.listen to a free address (or api.enabled: false), then restart", settings.Listen, err)
 		d.log.Warn("api: its default address is not free: running without the HTTP API", "addr", settings.Listen, "err", err.Error(),
 			"fix", "set api.listen to a free address (or api.enabled: false), then restart")
 		return nil
@@ -79,9 +84,14 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	})
 	d.api = &apiServer{server: s, served: make(chan error, 1)}
 	go func() { d.api.served <- s.Serve(ln) }()
+	d.apiState.Listening = ln.Addr().String()
 	d.log.Info("api: listening", "addr", ln.Addr().String())
 	return nil
 }
+
+// APIState is whether the daemon serves its HTTP API, and why not when it
+// should (fixed at start).
+func (d *Daemon) APIState() views.APIState { return d.apiState }
 
 // stopAPI stops accepting requests and waits for those under way.
 func (d *Daemon) stopAPI() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -30,6 +31,7 @@ import (
 	"github.com/ductile/ductile/queries"
 	"github.com/ductile/ductile/schedule"
 	"github.com/ductile/ductile/scheduler"
+	"github.com/ductile/ductile/views"
 	"github.com/ductile/ductile/webhooks"
 )
 
@@ -64,6 +66,10 @@ type Options struct {
 	Secrets func() auth.Secrets
 	// API is what the HTTP API (config api:) is built with.
 	API APIOptions
+	// Alerts receives, besides the log, what the operator must see at
+	// once on the terminal the daemon was started from (system start:
+	// stderr): a front door that could not open. nil: the log alone.
+	Alerts io.Writer
 }
 
 // Daemon is a running Ductile: it holds the state directory's lock.
@@ -90,6 +96,8 @@ type Daemon struct {
 	schedules map[string]schedule.Schedule
 	retention *retention // prunes job logs (nil with NoDispatch)
 	api       *apiServer // nil with NoDispatch or without api:
+	apiState  views.APIState
+	report    atomic.Pointer[reportFile] // what system status reads of this daemon (nil with NoDispatch)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -152,6 +160,9 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 
 	lopts := opts.Ledger
 	lopts.Logger = log
+	if !opts.NoDispatch {
+		lopts.OnWriteHealth = func(ledger.WriteHealth) { d.report.Load().update(d) }
+	}
 	if d.Ledger, err = ledger.Open(ctx, DBPath(opts.StateDir), lopts); err != nil {
 		return nil, err
 	}
@@ -241,6 +252,12 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		if err := d.startWebhooks(cfg, opts.Secrets, log); err != nil {
 			return nil, err
 		}
+		report, err := openReport(opts.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		d.report.Store(report)
+		report.update(d)
 	}
 	return d, nil
 }
@@ -283,7 +300,7 @@ func (d *Daemon) close() error {
 	if d.Ledger != nil {
 		errs = append(errs, d.Ledger.Close())
 	}
-	errs = append(errs, d.lock.Release())
+	errs = append(errs, d.report.Load().close(), d.lock.Release())
 	return errors.Join(errs...)
 }
 
@@ -295,6 +312,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	d.log.Info("ductile started", "state_dir", opts.StateDir, "pid", os.Getpid(),
 		"head", d.Ledger.Head(), "plugins", len(d.Plugins().List()), "max_workers", d.Config().Service.MaxWorkers)
+	if api := d.APIState(); api.Down() && opts.Alerts != nil {
+		fmt.Fprintf(opts.Alerts, "ductile: running WITHOUT the HTTP API: %s\n", api.Off)
+	}
 	sd := notifier{log: d.log}
 	sd.ready(fmt.Sprintf("running %d plugins", len(d.Plugins().List())))
 	watching, stopWatchdog := context.WithCancel(ctx)

@@ -31,7 +31,7 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 		Secrets: secrets,
 		Config:  d.Config,
 		Health: func() webhooks.Health {
-			return webhooks.Health{Started: d.started, PluginsLoaded: d.pluginsRunning()}
+			return webhooks.Health{Started: d.started, PluginsLoaded: d.pluginsRunning(), API: d.apiState}
 		},
 		Logger: log,
 		Now:    time.Now,

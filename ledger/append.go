@@ -340,7 +340,7 @@ func (l *Ledger) commitBatch(batch []*request) {
 				// SQLite rolled the whole transaction back (I/O error, disk
 				// full…): nothing in this batch is in, so all of it fails.
 				if rerr == nil {
-					rerr = errors.New("transaction rolled back")
+					rerr = errRolledBack
 				}
 				return fmt.Errorf("append: %w", rerr)
 			}
@@ -367,6 +367,7 @@ func (l *Ledger) commitBatch(batch []*request) {
 		}
 		return nil
 	}()
+	l.noteBatch(err, batch, lastSeq > 0)
 	for _, r := range batch {
 		if err != nil {
 			r.seqs, r.err = nil, err
@@ -609,6 +610,7 @@ func (l *Ledger) runExclusive(r *request) {
 		defer end(&err)
 		return r.exclusive(conn)
 	}()
+	l.noteWrite(r.err)
 	if r.err == nil && r.newHead != nil {
 		l.committed.Store(r.newHead)
 	}

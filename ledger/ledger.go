@@ -55,6 +55,11 @@ type Options struct {
 	// fault point for crash tests (a hook that kills the process here leaves
 	// decisions made but not committed); leave it nil otherwise.
 	BeforeCommit func(appended []Event)
+	// OnWriteHealth, if set, is called with the new WriteHealth each time a
+	// write fails in the storage and when writes succeed again, on the
+	// goroutine that saw it (the writer's or the syncer's): it must be
+	// quick and must not write to the ledger.
+	OnWriteHealth func(WriteHealth)
 
 	// syncWAL replaces the syncer's fsync of the WAL file when set: this
 	// package's tests observe through it the order of flushes and answers.
@@ -82,6 +87,7 @@ type Ledger struct {
 	watcher *walWatcher
 	bell    *os.File // the doorbell this process rings (notify.go); nil if it cannot
 	syncer  syncer
+	writes  writeHealth // whether writes succeed (writehealth.go)
 	inline  atomic.Pointer[InlineProjection]
 	memos   memoTable // the writer goroutine's (memo.go)
 	// committed is the chain head after this process's last commit (or as

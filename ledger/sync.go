@@ -174,6 +174,7 @@ func (l *Ledger) syncLoop() {
 			flushed = head
 		} else {
 			l.syncer.failed.CompareAndSwap(nil, &err)
+			l.noteWrite(fmt.Errorf("%w: fsync of the WAL: %v", ErrNotDurable, err))
 		}
 		return err
 	}

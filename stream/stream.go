@@ -147,7 +147,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q, err := ParseQuery(r)
 	var usage *UsageError
 	if errors.As(err, &usage) {
-		writeError(w, http.StatusBadRequest, "usage", usage.Message, usage.Hint)
+		writeError(w, http.StatusBadRequest, "invalid_input", usage.Message, usage.Hint)
 		return
 	}
 	if q.Head {
@@ -297,16 +297,13 @@ func appendEvent(buf []byte, ev views.Event) ([]byte, error) {
 	return append(buf, "\n\n"...), nil
 }
 
-// writeError writes the API's error body.
+// writeError writes the API's error body (api.Error's shape).
 func writeError(w http.ResponseWriter, status int, code, message, hint string) {
-	type body struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Hint    string `json:"hint,omitempty"`
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
-		Error body `json:"error"`
-	}{body{code, message, hint}})
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Hint    string `json:"hint,omitempty"`
+	}{code, message, hint})
 }

@@ -280,13 +280,11 @@ func TestFilters(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, bad)
 		require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-		var e struct {
-			Error struct{ Code, Message, Hint string }
-		}
+		var e struct{ Code, Message, Hint string } // the API's error shape
 		require.NoError(t, json.Unmarshal(body, &e), string(body))
-		require.Equal(t, "usage", e.Error.Code)
-		require.NotEmpty(t, e.Error.Message)
-		require.NotEmpty(t, e.Error.Hint)
+		require.Equal(t, "invalid_input", e.Code)
+		require.NotEmpty(t, e.Message)
+		require.NotEmpty(t, e.Hint)
 	}
 }
 

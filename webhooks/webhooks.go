@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,15 +49,22 @@ type Options struct {
 type Health struct {
 	Started       time.Time
 	PluginsLoaded int
+	API           views.APIState // whether the daemon's HTTP API serves
 }
 
-// HealthReport is the body of /healthz (spec §10.3).
+// HealthReport is the body of /healthz (spec §10.3, with the ledger's
+// writes and the daemon's API).
 type HealthReport struct {
-	Status             string `json:"status"` // ok | unavailable
-	UptimeSeconds      int64  `json:"uptime_seconds"`
-	QueueDepth         int64  `json:"queue_depth"`
-	PluginsLoaded      int    `json:"plugins_loaded"`
-	PluginsCircuitOpen int    `json:"plugins_circuit_open"`
+	// Status is ok; degraded while the daemon's API should serve and does
+	// not (200); unavailable while the ledger cannot be read or written
+	// (503).
+	Status             string             `json:"status"`
+	UptimeSeconds      int64              `json:"uptime_seconds"`
+	QueueDepth         int64              `json:"queue_depth"`
+	PluginsLoaded      int                `json:"plugins_loaded"`
+	PluginsCircuitOpen int                `json:"plugins_circuit_open"`
+	Writes             ledger.WriteHealth `json:"writes"`
+	API                views.APIState     `json:"api"`
 }
 
 // Accepted is the body of a delivery's answer: 202 when enqueued, 200 when
@@ -148,7 +156,7 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 		return
 	}
 	if !Verify(secret, r.Header.Get(endpoint.SignatureHeader), signed(endpoint, r, body)) {
-		h.log.Warn("webhook refused: bad signature", "path", endpoint.Path, "remote", r.RemoteAddr)
+		h.log.Warn("webhook refused: bad signature", signatureProblem(endpoint, r)...)
 		forbidden(w)
 		return
 	}
@@ -189,6 +197,34 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 	}
 	h.log.Info("webhook accepted", "path", endpoint.Path, "job_id", res.JobID, "plugin", endpoint.Plugin, "command", endpoint.Command)
 	writeJSON(w, http.StatusAccepted, Accepted{JobID: res.JobID})
+}
+
+// signatureProblem says, for the daemon's log only (the sender gets a bare
+// 403), why a delivery's signature did not check: the header the endpoint
+// reads, whether the delivery had it, the other headers that look like a
+// signature, and what to fix.
+func signatureProblem(endpoint config.WebhookEndpoint, r *http.Request) []any {
+	present := r.Header.Get(endpoint.SignatureHeader) != ""
+	var others []string
+	for name := range r.Header {
+		if strings.Contains(strings.ToLower(name), "signature") && !strings.EqualFold(name, endpoint.SignatureHeader) {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	fix := "the delivery has no " + endpoint.SignatureHeader + " header: make the sender sign its deliveries with the secret named by secret_ref"
+	switch {
+	case present:
+		fix = "the signature in " + endpoint.SignatureHeader + " does not match the body: check that the sender signs with the secret named by secret_ref (HMAC-SHA256 of the raw body"
+		if endpoint.TimestampHeader != "" {
+			fix += ", prefixed by the " + endpoint.TimestampHeader + " value and a dot"
+		}
+		fix += ")"
+	case len(others) > 0:
+		fix = "the delivery signs in " + strings.Join(others, ", ") + ", not " + endpoint.SignatureHeader + ": set this endpoint's signature_header to the sender's"
+	}
+	return []any{"path", endpoint.Path, "remote", r.RemoteAddr, "signature_header", endpoint.SignatureHeader,
+		"signature_present", present, "other_signature_headers", others, "fix", fix}
 }
 
 // signed is the content the signature covers: the raw body, or
@@ -237,14 +273,16 @@ func fresh(header string, now time.Time, tolerance time.Duration) bool {
 	return sec >= now.Unix()-tol && sec <= now.Unix()+tol
 }
 
-// DecodePayload checks that body is one JSON value and returns it as the
-// job's payload.
+// DecodePayload checks that body is one JSON value (commands.CheckJSON: not
+// empty, valid UTF-8, not too deep) and returns it as the job's payload.
+// Any JSON value is taken, not only an object: a sender's format is its
+// own (some deliver a list of events).
 func DecodePayload(body []byte) (json.RawMessage, error) {
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil, errors.New("the body is empty: a delivery's body must be JSON")
-	}
-	if !json.Valid(body) {
-		return nil, errors.New("the body is not valid JSON")
+	var bad *commands.PayloadError
+	if err := commands.CheckJSON(body); errors.As(err, &bad) {
+		return nil, errors.New("the body " + bad.Problem)
+	} else if err != nil {
+		return nil, err
 	}
 	return json.RawMessage(body), nil
 }
@@ -252,7 +290,8 @@ func DecodePayload(body []byte) (json.RawMessage, error) {
 // handleHealth answers /healthz from the read side (spec §10.3).
 func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 	facts := h.opts.Health()
-	report := HealthReport{Status: "ok", PluginsLoaded: facts.PluginsLoaded}
+	report := HealthReport{PluginsLoaded: facts.PluginsLoaded, Writes: h.opts.Ledger.WriteHealth(), API: facts.API}
+	report.Status = views.DaemonHealth(report.Writes, &report.API)
 	if !facts.Started.IsZero() {
 		report.UptimeSeconds = int64(h.opts.Now().Sub(facts.Started) / time.Second)
 	}
@@ -263,10 +302,12 @@ func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.log.Error("healthz: read the ledger", "err", err.Error())
 		report.Status = "unavailable"
-		writeJSON(w, http.StatusServiceUnavailable, report)
-		return
 	}
-	writeJSON(w, http.StatusOK, report)
+	status := http.StatusOK
+	if report.Status == "unavailable" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, report)
 }
 
 func tooLarge(w http.ResponseWriter, endpoint config.WebhookEndpoint) {

@@ -12,11 +12,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"zombiezen.com/go/sqlite"
+	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/config"
@@ -57,6 +61,36 @@ type testBundle struct {
 	l       *ledger.Ledger
 	handler http.Handler
 	started time.Time
+	logs    *syncBuffer // the handler's log, JSON lines
+	path    string      // the ledger's file
+	api     atomic.Pointer[views.APIState]
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// take returns what was logged since the last take, one record a line.
+func (s *syncBuffer) take() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for line := range strings.Lines(s.b.String()) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) == nil {
+			out = append(out, rec)
+		}
+	}
+	s.b.Reset()
+	return out
 }
 
 func setup(t testing.TB) *testBundle {
@@ -68,17 +102,23 @@ func setup(t testing.TB) *testBundle {
 	require.NoError(t, err)
 	cfg, err := config.Load(filepath.Join(dir, "config.yaml"))
 	require.NoError(t, err)
-	l, err := ledger.Open(context.Background(), filepath.Join(dir, "ductile.db"), ledger.Options{Synchronous: "NORMAL"})
+	path := filepath.Join(dir, "ductile.db")
+	// A short busy timeout: TestHealthz makes the writes fail with a lock.
+	l, err := ledger.Open(context.Background(), path, ledger.Options{Synchronous: "NORMAL", BusyTimeout: 50 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
-	b := &testBundle{l: l, started: now.Add(-time.Hour)}
+	b := &testBundle{l: l, started: now.Add(-time.Hour), logs: &syncBuffer{}, path: path}
+	b.api.Store(&views.APIState{Enabled: true, Listening: "127.0.0.1:8080"})
 	b.handler = webhooks.New(webhooks.Options{
 		Ledger:  l,
 		Secrets: func() auth.Secrets { return fakeSecrets{"hook": secret} },
 		Config:  func() *config.Config { return cfg },
-		Health:  func() webhooks.Health { return webhooks.Health{Started: b.started, PluginsLoaded: 3} },
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now:     func() time.Time { return now },
+		Health: func() webhooks.Health {
+			return webhooks.Health{Started: b.started, PluginsLoaded: 3, API: *b.api.Load()}
+		},
+		Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
+		Now:    func() time.Time { return now },
 	})
 	return b
 }
@@ -156,6 +196,7 @@ func TestRefusedDeliveriesEnqueueNothing(t *testing.T) {
 		{name: "oversize", path: "/hook/small", body: `{"a":"0123456789abcdef"}`, headers: map[string]string{"X-Hub-Signature-256": sig(`{"a":"0123456789abcdef"}`)}, status: 413, code: "too_large"},
 		{name: "invalid JSON", path: "/hook", body: `{"a":`, headers: map[string]string{"X-Hub-Signature-256": sig(`{"a":`)}, status: 400, code: "invalid_json"},
 		{name: "empty body", path: "/hook", body: ``, headers: map[string]string{"X-Hub-Signature-256": sig(``)}, status: 400, code: "invalid_json"},
+		{name: "not UTF-8", path: "/hook", body: "{\"city\":\"Z\xfcrich\"}", headers: map[string]string{"X-Hub-Signature-256": sig("{\"city\":\"Z\xfcrich\"}")}, status: 400, code: "invalid_json"},
 		{name: "unknown path", path: "/hook/nope", body: body, headers: map[string]string{"X-Hub-Signature-256": good}, status: 404, code: "not_found"},
 		{name: "wrong method", method: http.MethodGet, path: "/hook", headers: map[string]string{"X-Hub-Signature-256": good}, status: 405, code: "method_not_allowed"},
 		{name: "delivery id missing", path: "/hook/replay", body: body, headers: map[string]string{"X-Hub-Signature-256": good}, status: 400, code: "missing_delivery_id"},
@@ -173,6 +214,45 @@ func TestRefusedDeliveriesEnqueueNothing(t *testing.T) {
 		}
 	}
 	require.Empty(t, b.jobs(t))
+}
+
+// TestBadSignatureLogsWhy: the sender gets a bare 403; the daemon's log
+// says which header the endpoint reads, whether the delivery had it, the
+// other signature headers it had, and what to fix.
+func TestBadSignatureLogsWhy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body := `{"a":1}`
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		present bool
+		others  []any
+		fix     string
+	}{
+		{"in another header", map[string]string{"X-Signature": sig(body)}, false, []any{"X-Signature"},
+			"the delivery signs in X-Signature, not X-Hub-Signature-256: set this endpoint's signature_header"},
+		{"none at all", nil, false, nil, "the delivery has no X-Hub-Signature-256 header"},
+		{"wrong secret", map[string]string{"X-Hub-Signature-256": webhooks.Sign([]byte("other"), []byte(body))}, true, nil,
+			"does not match the body: check that the sender signs with the secret named by secret_ref"},
+	} {
+		b.logs.take()
+		code, out := b.post(t, http.MethodPost, "/hook", []byte(body), tc.headers)
+		require.Equal(t, http.StatusForbidden, code, tc.name)
+		require.Equal(t, map[string]any{"code": "forbidden", "message": "forbidden"}, out, tc.name)
+		logs := b.logs.take()
+		require.Len(t, logs, 1, tc.name)
+		rec := logs[0]
+		require.Equal(t, "webhook refused: bad signature", rec["msg"], tc.name)
+		require.Equal(t, "X-Hub-Signature-256", rec["signature_header"], tc.name)
+		require.Equal(t, tc.present, rec["signature_present"], tc.name)
+		if tc.others == nil {
+			require.Empty(t, rec["other_signature_headers"], tc.name)
+		} else {
+			require.Equal(t, tc.others, rec["other_signature_headers"], tc.name)
+		}
+		require.Contains(t, rec["fix"], tc.fix, tc.name)
+	}
 }
 
 func TestOversizeByContentLengthAndByStream(t *testing.T) {
@@ -253,9 +333,55 @@ func TestHealthz(t *testing.T) {
 	code, out := b.post(t, http.MethodGet, "/healthz", nil, nil)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, map[string]any{"status": "ok", "uptime_seconds": float64(3600), "queue_depth": float64(2),
-		"plugins_loaded": float64(3), "plugins_circuit_open": float64(0)}, out)
+		"plugins_loaded": float64(3), "plugins_circuit_open": float64(0), "writes": map[string]any{"failing": false},
+		"api": map[string]any{"enabled": true, "listening": "127.0.0.1:8080"}}, out)
 	code, _ = b.post(t, http.MethodPost, "/healthz", nil, nil)
 	require.Equal(t, http.StatusMethodNotAllowed, code)
+}
+
+// TestHealthzSaysTheAPIIsOff: a daemon whose API could not listen is
+// degraded, and /healthz says why.
+func TestHealthzSaysTheAPIIsOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	off := "127.0.0.1:8080 is not free (listen tcp 127.0.0.1:8080: bind: address already in use)"
+	b.api.Store(&views.APIState{Enabled: true, Off: off})
+	code, out := b.post(t, http.MethodGet, "/healthz", nil, nil)
+	require.Equal(t, http.StatusOK, code, "the webhooks still serve")
+	require.Equal(t, "degraded", out["status"])
+	require.Equal(t, map[string]any{"enabled": true, "off": off}, out["api"])
+
+	b.api.Store(&views.APIState{Enabled: false}) // api.enabled: false is no fault
+	_, out = b.post(t, http.MethodGet, "/healthz", nil, nil)
+	require.Equal(t, "ok", out["status"])
+}
+
+// TestHealthzWhileWritesFail: while the ledger's writes fail, /healthz is
+// 503 unavailable and says since when.
+func TestHealthzWhileWritesFail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	intruder, err := sqlite.OpenConn(b.path, sqlite.OpenReadWrite)
+	require.NoError(t, err)
+	defer intruder.Close()
+	end, err := sqlitex.ImmediateTransaction(intruder) // holds the write lock
+	require.NoError(t, err)
+	body := `{}`
+	code, out := b.post(t, http.MethodPost, "/hook", []byte(body), map[string]string{"X-Hub-Signature-256": sig(body)})
+	require.Equal(t, http.StatusServiceUnavailable, code, "%v", out)
+	code, out = b.post(t, http.MethodGet, "/healthz", nil, nil)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, "unavailable", out["status"])
+	writes := out["writes"].(map[string]any)
+	require.Equal(t, true, writes["failing"])
+	require.NotEmpty(t, writes["since"])
+	require.Contains(t, writes["last_error"], "database is locked")
+	end(&err) // err is set: the intruder rolls back
+	code, _ = b.post(t, http.MethodPost, "/hook", []byte(body), map[string]string{"X-Hub-Signature-256": sig(body)})
+	require.Equal(t, http.StatusAccepted, code)
+	code, out = b.post(t, http.MethodGet, "/healthz", nil, nil)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "ok", out["status"])
 }
 
 func TestVerify(t *testing.T) {

@@ -236,8 +236,9 @@ plugins:
 }
 
 // TestPluginRunPayloadSources: --payload @FILE and --payload - read a
-// payload larger than an argument may be, checked as --payload is; bad ones
-// are usage errors that say what is wrong without echoing the payload, and
+// payload larger than an argument may be, checked as --payload is (a JSON
+// object: commands.CheckPayload, the API's rule too); bad ones are usage
+// errors that say what is wrong without echoing the payload, and
 // touch nothing.
 func TestPluginRunPayloadSources(t *testing.T) {
 	t.Parallel()
@@ -264,8 +265,10 @@ plugins:
 		{"invalid JSON on stdin", "-", `{"a":`, `ductile: --payload - (stdin) is not valid JSON: unexpected end of JSON input at line 1, column 5 (the text up to there ends "{\"a\":")`},
 		{"a short payload is not quoted whole", `{"password":"hunter2", "x": [1,2,}`, "", `invalid character '}' looking for beginning of value at line 1, column 34 (the text up to there ends " \"x\": [1,2,}")`},
 		{"@ with no file", "@", "", `ductile: --payload @ needs a file name: --payload @FILE reads the payload from FILE`},
-		{"empty stdin", "-", "", `ductile: --payload - (stdin) is empty: give a JSON value, e.g. {}`},
-		{"too deep", deep(1500), "", `ductile: --payload is too deep: it nests 1500 levels, and a payload may nest at most 500 (flatten it, or pass the plugin a file)`},
+		{"empty stdin", "-", "", `ductile: --payload - (stdin) is empty: give a JSON object, e.g. {}`},
+		{"a list", `[1,2]`, "", `ductile: --payload must be a JSON object, like {"url": "…"} (a plugin reads its input as event.payload.<key>`},
+		{"a string", `"x"`, "", `ductile: --payload must be a JSON object`},
+		{"too deep", deep(1500), "", `ductile: --payload is too deep: it nests 1500 levels, and a payload may nest at most 500 (flatten it, or pass the plugin a path or a URL to the data)`},
 		{"too deep even for encoding/json", "@" + file("deep.json", deep(20000)), "", `is too deep: it nests 20000 levels, and a payload may nest at most 500`},
 		{"just too deep", deep(501), "", `ductile: --payload is too deep: it nests 501 levels`},
 		{"missing file", "@" + filepath.Join(w.scratch, "nope.json"), "", `no such file or directory`},

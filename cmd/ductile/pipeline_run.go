@@ -197,21 +197,14 @@ func resultText(result json.RawMessage) string {
 	return text
 }
 
-// readObjectPayload is --payload as a JSON object ({} when not given): a
-// pipeline's first step reads its input as payload.<key>.
+// readObjectPayload is --payload ({} when not given): a pipeline's first
+// step reads its input as payload.<key>.
 func readObjectPayload(c *cli.Context) (json.RawMessage, error) {
 	payload, err := readPayload(c)
-	if err != nil {
-		return nil, err
-	}
-	if payload == nil {
+	if payload == nil && err == nil {
 		return json.RawMessage(`{}`), nil
 	}
-	var object map[string]json.RawMessage
-	if json.Unmarshal(payload, &object) != nil || object == nil {
-		return nil, usagef(`--payload must be a JSON object, like {"url": "…"}: a step reads its input as payload.<key>`)
-	}
-	return payload, nil
+	return payload, err
 }
 
 // configPipeline compiles the config's pipelines, checking each step's

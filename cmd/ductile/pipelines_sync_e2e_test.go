@@ -169,7 +169,7 @@ func (s *pipelineSyncWorld) waitRunning(plugin string) jobView {
 }
 
 // TestPipelineSyncAPIE2E: a synchronous pipeline answers 200 with its
-// results within its timeout and 202 with its run past it (the run then
+// results within its timeout (424 if it failed) and 202 with its run past it (the run then
 // finishes on its own); one caller beyond api.max_concurrent_sync gets 503
 // too_many_sync with Retry-After, and nothing starts; an async pipeline
 // answers 202 at once; a plugin:ro token gets 403.
@@ -192,10 +192,11 @@ func TestPipelineSyncAPIE2E(t *testing.T) {
 	a = s.mustPost("quick", s.rw, "")
 	require.Equal(t, http.StatusOK, a.status, a.raw)
 
-	// A failed run is a 200 too: the run finished, and says how.
+	// A failed run is a 424 run_failed (curl -f fails), with the same body.
 	require.NoError(t, os.WriteFile(s.broken, nil, 0o644))
 	a = s.mustPost("brokensync", s.rw, `{}`)
-	require.Equal(t, http.StatusOK, a.status, a.raw)
+	require.Equal(t, http.StatusFailedDependency, a.status, a.raw)
+	require.Contains(t, a.raw, `"code":"run_failed"`)
 	require.Equal(t, events.RunFailed, a.Status, a.raw)
 	require.Contains(t, a.Error, "upstream is down", a.raw)
 	require.Len(t, a.Results, 1, a.raw)

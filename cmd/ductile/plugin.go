@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -393,9 +392,10 @@ func openRunner(ctx context.Context, e *env) (*daemon.Daemon, daemon.LockHolder,
 // in a file the plugin reads, not in the ledger.
 const maxPayloadBytes = 16 << 20
 
-// readPayload returns --payload's JSON: the flag's text, the content of
-// FILE for @FILE, or stdin for "-"; nil when not given (or empty). Bad input
-// is a usage error that quotes at most a short excerpt of it.
+// readPayload returns --payload's JSON object (commands.CheckPayload, the
+// API's rule too): the flag's text, the content of FILE for @FILE, or stdin
+// for "-"; nil when not given (or empty). Bad input is a usage error that
+// quotes at most a short excerpt of it.
 func readPayload(c *cli.Context) (json.RawMessage, error) {
 	arg := c.String("payload")
 	var text []byte
@@ -434,39 +434,15 @@ func readPayload(c *cli.Context) (json.RawMessage, error) {
 	if len(text) > maxPayloadBytes {
 		return nil, usagef("%s is larger than %d MiB: pass the plugin a path or a URL to the data instead", from, maxPayloadBytes>>20)
 	}
-	if d := events.JSONDepth(text); d > commands.MaxPayloadDepth {
-		return nil, usagef("%s is too deep: it nests %d levels, and a payload may nest at most %d (flatten it, or pass the plugin a file)",
-			from, d, commands.MaxPayloadDepth)
+	payload, err := commands.CheckPayload(text)
+	var bad *commands.PayloadError
+	switch {
+	case errors.As(err, &bad) && bad.Hint != "":
+		return nil, hintf(codeUsage, bad.Hint, "%s %s", from, bad.Problem)
+	case errors.As(err, &bad):
+		return nil, usagef("%s %s", from, bad.Problem)
 	}
-	if len(bytes.TrimSpace(text)) == 0 {
-		return nil, usagef("%s is empty: give a JSON value, e.g. {}", from)
-	}
-	var valid json.RawMessage // validated without building the values
-	if err := json.Unmarshal(text, &valid); err != nil {
-		return nil, usagef("%s is not valid JSON: %s", from, jsonProblem(text, err))
-	}
-	if !utf8.Valid(text) {
-		return nil, usagef("%s is not valid UTF-8 (JSON text must be): convert it, e.g. with iconv -t UTF-8", from)
-	}
-	return json.RawMessage(text), nil
-}
-
-// jsonProblem describes a JSON syntax error by where it is (the line and
-// column of the last byte read) and the few bytes up to there, never more:
-// a short payload quoted whole, or a long one in part, may hold a secret.
-func jsonProblem(text []byte, err error) string {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
-		return err.Error()
-	}
-	read := text[:min(int(se.Offset), len(text))]
-	line := 1 + bytes.Count(read, []byte("\n"))
-	column := len(read) - bytes.LastIndexByte(read, '\n') - 1
-	upTo := read[max(0, len(read)-12):]
-	for len(upTo) > 0 && !utf8.RuneStart(upTo[0]) {
-		upTo = upTo[1:]
-	}
-	return fmt.Sprintf("%v at line %d, column %d (the text up to there ends %s)", se, line, column, strconv.Quote(string(upTo)))
+	return payload, err
 }
 
 // quote quotes s for a message, cut to about 80 characters: an error must

@@ -53,6 +53,11 @@ type daemonStatus struct {
 	Hash      string `json:"config_hash,omitempty"`
 	AppliedAt string `json:"applied_at,omitempty"`
 	Reason    string `json:"applied_reason,omitempty"`
+	// API and Writes are what the running daemon reports of itself
+	// (daemon.Report): whether its HTTP API serves, and whether its writes
+	// to the ledger fail.
+	API    *views.APIState     `json:"api,omitempty"`
+	Writes *ledger.WriteHealth `json:"writes,omitempty"`
 }
 
 type pluginStatus struct {
@@ -108,11 +113,19 @@ func readDaemonSide(ctx context.Context, e *env, l *ledger.Ledger) (daemonSide, 
 				return daemonSide{}, err
 			}
 			started, _ := time.Parse(time.RFC3339Nano, a.StartedAt)
-			return daemonSide{
+			side := daemonSide{
 				status: daemonStatus{Running: true, PID: a.PID, Since: a.StartedAt, Config: orDefaults(a.Settings.Source), Hash: a.Settings.Hash,
 					AppliedAt: a.At.UTC().Format(time.RFC3339Nano), Reason: a.Reason},
 				plugins: a.Plugins, config: cfg, settings: a.Settings, started: started,
-			}, nil
+			}
+			report, ok, err := daemon.ReadReport(e.stateDir, h.PID)
+			if err != nil {
+				return daemonSide{}, err
+			}
+			if ok {
+				side.status.API, side.status.Writes = &report.API, &report.Writes
+			}
+			return side, nil
 		}
 	}
 	reg, _, err := daemon.DiscoverPlugins(e.stateDir, e.cfg, e.quietLogger())
@@ -154,6 +167,8 @@ func systemStatus(c *cli.Context) error {
 	var warnings []string
 	switch {
 	case c.Bool("no-health"):
+	case side.status.Writes != nil && side.status.Writes.Failing:
+		warnings = append(warnings, "health not checked: the daemon's writes to the ledger fail, so no result could be recorded; the last recorded health is shown")
 	case cfgErr != nil:
 		warnings = append(warnings, "health not checked: the config file is invalid ("+cfgErr.Error()+"); the last recorded health is shown")
 	default:
@@ -253,6 +268,19 @@ func printStatus(e *env, out statusOutput) {
 	default:
 		fmt.Fprintf(w, "daemon    not running: nothing is dispatched or scheduled (start it with: ductile system start)\n")
 		fmt.Fprintf(w, "config    %s (this command's; a daemon would apply it at start)\n", d.Config)
+	}
+	if d.Writes != nil && d.Writes.Failing {
+		fmt.Fprintf(w, "writes    FAILING since %s (%d failed): %s; nothing can be recorded (free disk space, or end what locks the ledger)\n",
+			d.Writes.Since.Local().Format("2006-01-02 15:04:05 MST"), d.Writes.Failures, d.Writes.LastError)
+	}
+	switch api := d.API; {
+	case api == nil:
+	case api.Down():
+		fmt.Fprintf(w, "api       OFF: %s\n", api.Off)
+	case api.Enabled:
+		fmt.Fprintf(w, "api       listening on %s\n", api.Listening)
+	default:
+		fmt.Fprintf(w, "api       off (api.enabled: false)\n")
 	}
 	q := out.Queue
 	fmt.Fprintf(w, "queue     %d queued, %d running, %d cancel requested\n", q.Queued, q.Running, q.CancelRequested)

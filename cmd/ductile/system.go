@@ -24,7 +24,8 @@ func systemCommand() *cli.Command {
 					"directory), applies migrations, and runs until stopped. Logs go to stdout: readable\n" +
 					"lines on a terminal, else JSON lines (choose with --log-format json|text).\n" +
 					"It refuses a ledger whose newest events were removed (or whose chain is broken after\n" +
-					"the last recorded head) unless --allow-damaged-ledger accepts that.",
+					"the last recorded head) unless --allow-damaged-ledger accepts that. When the API's\n" +
+					"default address is taken, it runs without the API and says so on stderr too.",
 				Flags:  []cli.Flag{allowDamagedFlag()},
 				Action: systemStart,
 			},
@@ -54,7 +55,7 @@ func systemStart(c *cli.Context) error {
 		log.Warn("config file integrity warning", "component", "config", "file", fe.File, "detail", fe.Msg)
 	}
 	return ledgerError(daemon.Run(c.Context, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: log,
-		Ledger: ledger.Options{AllowDamaged: c.Bool(allowDamagedName)}}))
+		Ledger: ledger.Options{AllowDamaged: c.Bool(allowDamagedName)}, Alerts: e.stderr}))
 }
 
 func systemMigrate(c *cli.Context) error {

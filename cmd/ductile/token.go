@@ -16,6 +16,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ductile/ductile/api"
+	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/config"
 )
 
@@ -336,7 +338,7 @@ func parseScopes(s string) ([]string, error) {
 			if m := config.Suggest(part, config.ValidScopes); m != "" {
 				hint = ": did you mean " + m + "?"
 			}
-			return nil, usagef("unknown scope %q%s (valid: %s)", part, hint, strings.Join(config.ValidScopes, ", "))
+			return nil, hintf(codeUsage, routesOfScopes(), "unknown scope %q%s (valid: %s)", part, hint, strings.Join(config.ValidScopes, ", "))
 		case !slices.Contains(out, part):
 			out = append(out, part)
 		}
@@ -345,6 +347,34 @@ func parseScopes(s string) ([]string, error) {
 		return nil, usagef("give at least one scope with --scopes (valid: %s)", strings.Join(config.ValidScopes, ", "))
 	}
 	return out, nil
+}
+
+// routesOfScopes says which routes of the API each scope opens (a :rw
+// scope opens its :ro scope's too).
+func routesOfScopes() string {
+	routes := map[auth.Scope][]string{}
+	for _, r := range api.RouteScopes() {
+		if r.Scope == "" {
+			continue
+		}
+		route := r.Method + " " + r.Path
+		if r.When != "" {
+			route += " (" + r.When + ")"
+		}
+		routes[r.Scope] = append(routes[r.Scope], route)
+	}
+	var parts []string
+	for _, scope := range auth.Scopes {
+		switch {
+		case scope == auth.All:
+			parts = append(parts, "* opens every route")
+		case len(routes[scope]) == 0:
+			parts = append(parts, string(scope)+" opens no route yet")
+		default:
+			parts = append(parts, string(scope)+" opens "+strings.Join(routes[scope], ", "))
+		}
+	}
+	return "which route needs which: " + strings.Join(parts, "; ") + "; a :rw scope opens its :ro scope's routes too"
 }
 
 // newKey is a new random key: the prefix and 32 random bytes, base64url.

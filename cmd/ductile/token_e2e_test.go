@@ -88,6 +88,9 @@ func TestTokenCreateListRevoke(t *testing.T) {
 	r = w.run("config", "token", "create", "bot", "--scopes", "job:ro")
 	require.Equal(t, 2, r.code, "%s", r)
 	require.Contains(t, r.stderr, `unknown scope "job:ro": did you mean jobs:ro?`)
+	// …and which route needs which.
+	require.Contains(t, r.stderr, "jobs:rw opens POST /job/{id}/cancel, POST /job/{id}/retry")
+	require.Contains(t, r.stderr, "plugin:ro opens POST /plugin/{plugin}/{command} (a command of type read), GET /plugins")
 
 	// A second token goes into the same file, with --json.
 	var created tokenCreatedView
