@@ -31,6 +31,32 @@ func (p *Pipeline) Order() []*Node {
 	return out
 }
 
+// SplitOf is the innermost split whose branches hold node id, or "" when
+// the node is on the pipeline's main sequence (or not in it).
+func (p *Pipeline) SplitOf(id string) string {
+	var walk func(from, split string) (string, bool)
+	walk = func(from, split string) (string, bool) {
+		for from != "" {
+			if from == id {
+				return split, true
+			}
+			n := p.Nodes[from]
+			if n == nil {
+				return "", false
+			}
+			for _, br := range n.Branches {
+				if found, ok := walk(br, n.ID); ok {
+					return found, true
+				}
+			}
+			from = n.Next
+		}
+		return "", false
+	}
+	split, _ := walk(p.Entry, "")
+	return split
+}
+
 // Gated reports whether the node has an on or an if: it may be bypassed.
 func (n *Node) Gated() bool { return n.If != nil || len(n.On) > 0 }
 

@@ -41,6 +41,8 @@ pipelines:
 	require.Equal(t, pipeline.SkipToEnd, first.Skip, "the group is skipped whole: to the end of its branch")
 	require.Equal(t, "on schema.invalid, schema.partial", first.Gate())
 	require.Contains(t, p.Mermaid(), `{"on schema.invalid, schema.partial"}`)
+	require.Equal(t, "route", p.SplitOf("fix.2"))
+	require.Equal(t, "", p.SplitOf("check"))
 
 	// A pipeline without on: compiles to the form it had before on:
 	// existed, so its hash (recorded in ledgers) is unchanged.

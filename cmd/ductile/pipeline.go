@@ -48,15 +48,23 @@ func pipelineCommand() *cli.Command {
 			},
 			{
 				Name:  "dry-run",
-				Usage: "walk a pipeline from its first step without running anything: which steps run, with what input and context",
+				Usage: "walk a pipeline without running anything, or (--step) run one step's real plugin in a sandbox",
 				Description: "Without --step: walks the pipeline from its first step, running nothing. The first step's\n" +
 					"on, if, with and baggage are evaluated against --event and --payload; a later step's input is\n" +
 					"the output of the step before it, unknown here, so what reads it there is reported as depending\n" +
-					"on that output, while context.* and config.* are evaluated.",
+					"on that output, while context.* and config.* are evaluated.\n" +
+					"With --step STEP: runs that step's plugin once (no retry), with its real config and the state it\n" +
+					"has in the ledger, through the daemon's runner, against a scratch state directory that is deleted\n" +
+					"afterwards: it prints the plugin's response, the events it emitted and what the pipeline would do\n" +
+					"next. Nothing is recorded in the ledger; a running daemon is neither needed nor disturbed. What\n" +
+					"the plugin itself does outside Ductile (files, network) is not undone. Exit status 1 if the\n" +
+					"plugin's attempt failed.",
 				ArgsUsage: "PIPELINE",
 				Flags: []cli.Flag{jsonFlag(),
-					&cli.StringFlag{Name: "payload", Usage: "`JSON` payload of the event the first step receives (default {}); @FILE reads it from FILE, - from stdin"},
-					&cli.StringFlag{Name: "event", Usage: "`TYPE` of that event (default ductile.pipeline, what a run from the API or CLI starts with); a step's on: is matched against it"}},
+					&cli.StringFlag{Name: "payload", Usage: "`JSON` payload of the event the first step (or --step) receives (default {}); @FILE reads it from FILE, - from stdin"},
+					&cli.StringFlag{Name: "event", Usage: "`TYPE` of that event (default ductile.pipeline, what a run from the API or CLI starts with); a step's on: is matched against it"},
+					&cli.StringFlag{Name: "step", Usage: "run this `STEP`'s real plugin in a sandbox (see above)"},
+					&cli.StringFlag{Name: "context", Usage: "with --step, the baggage the step inherits, a `JSON` object (default {})"}},
 				Action: pipelineDryRun,
 			},
 		},
@@ -239,6 +247,12 @@ func pipelineDryRun(c *cli.Context) error {
 	payload, err := readObjectPayload(c)
 	if err != nil {
 		return err
+	}
+	if c.IsSet("step") {
+		return pipelineSandbox(c, e, p, payload)
+	}
+	if c.IsSet("context") {
+		return usagef("--context needs --step: it is the baggage the step given by --step inherits (a walk starts with none)")
 	}
 	steps, err := p.DryRun(c.String("event"), payload, func(plugin string) json.RawMessage {
 		b, err := json.Marshal(e.cfg.Plugin(plugin).Config)

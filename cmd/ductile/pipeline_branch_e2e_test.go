@@ -26,14 +26,17 @@ pipelines:
         split:
           - {id: store, on: schema.valid, uses: store}
           - {id: reject, on: schema.invalid, uses: reject}
+  - name: bad
+    steps: [{id: fail, uses: broken}]
 `
 
 // validatorPlugins: checker finds the payload invalid and counts what it
-// saw in its state.
+// saw in its state; broken fails (a retryable error).
 func validatorPlugins() []stepPlugin {
 	return []stepPlugin{
 		{name: "checker", response: `{"status":"ok","result":"invalid","events":[{"type":"schema.invalid","payload":{"why":"bad"}}],"state_updates":{"seen":1}}`},
 		{name: "store"}, {name: "reject"},
+		{name: "broken", response: `{"status":"error","error":"upstream down"}`},
 	}
 }
 
