@@ -239,3 +239,38 @@ func TestDocsListEveryErrorCode(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsCiteCodeThatExists: every file of the repository the docs cite
+// (`dispatch/runner.go`) exists, and the identifiers cited right after it
+// (`dispatch/runner.go` `runnable`, `work`) are declared in it (a query
+// name, for a .sql file).
+func TestDocsCiteCodeThatExists(t *testing.T) {
+	t.Parallel()
+	cite := regexp.MustCompile("`((?:[\\w.-]+/)+[\\w.-]+\\.(?:go|sql))`((?:,? `[A-Za-z_][\\w.]*`)*)")
+	ident := regexp.MustCompile("`([A-Za-z_][\\w.]*)`")
+	var problems []string
+	for path, text := range userDocs(t) {
+		for i, line := range strings.Split(text, "\n") {
+			for _, m := range cite.FindAllStringSubmatch(line, -1) {
+				at := path + ":" + strconv.Itoa(i+1) + ": " + m[1]
+				src, err := os.ReadFile("../../" + m[1])
+				if err != nil {
+					problems = append(problems, at+": no such file")
+					continue
+				}
+				for _, id := range ident.FindAllStringSubmatch(m[2], -1) {
+					name := id[1][strings.LastIndex(id[1], ".")+1:]
+					decl := `(?m)^func (\([^)]*\) )?` + name + `\b|^type ` + name + `\b|^\s*` + name + `\s*(=|[A-Za-z*\[(])|^(var|const) ` + name + `\b`
+					if strings.HasSuffix(m[1], ".sql") {
+						decl = `name: ` + name + `\b`
+					}
+					if !regexp.MustCompile(decl).Match(src) {
+						problems = append(problems, at+": declares no "+id[1])
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(problems)
+	require.Empty(t, problems)
+}
