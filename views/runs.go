@@ -78,23 +78,13 @@ func ReadRun(ctx context.Context, l *ledger.Ledger, runID string) (Run, error) {
 		return Run{}, fmt.Errorf("read run: %w", err)
 	}
 	for _, ev := range evs {
-		var p events.RunProgress
-		switch ev.Type {
-		case events.PipelineRunStarted:
-			var d events.RunStarted
-			err = json.Unmarshal(ev.Data, &d)
-			p = d.RunProgress
-		case events.PipelineStepEnded:
-			var d events.StepEndedData
-			err = json.Unmarshal(ev.Data, &d)
-			p = d.RunProgress
-		default:
-			continue
-		}
+		p, ok, err := progressOf(ev)
 		if err != nil {
-			return Run{}, fmt.Errorf("read run: seq %d: %w", ev.Seq, err)
+			return Run{}, fmt.Errorf("read run: %w", err)
 		}
-		run.Steps = append(run.Steps, stepsOf(ev.Seq, p)...)
+		if ok {
+			run.Steps = append(run.Steps, stepsOf(ev.Seq, p)...)
+		}
 	}
 	if run.Status == events.RunRunning {
 		return run, nil
@@ -112,6 +102,27 @@ func ReadRun(ctx context.Context, l *ledger.Ledger, runID string) (Run, error) {
 		run.Results = d.Results
 	}
 	return run, nil
+}
+
+// progressOf is what the decision that appended ev to a run's stream did
+// (pipeline.run_started, pipeline.step_ended); ok false for another event.
+func progressOf(ev ledger.Event) (p events.RunProgress, ok bool, err error) {
+	switch ev.Type {
+	case events.PipelineRunStarted:
+		var d events.RunStarted
+		err = json.Unmarshal(ev.Data, &d)
+		p = d.RunProgress
+	case events.PipelineStepEnded:
+		var d events.StepEndedData
+		err = json.Unmarshal(ev.Data, &d)
+		p = d.RunProgress
+	default:
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, fmt.Errorf("%s (seq %d): %w", ev.Type, ev.Seq, err)
+	}
+	return p, true, nil
 }
 
 // stepsOf are the steps one decision on a run entered, bypassed and

@@ -156,26 +156,7 @@ func ReadStepRun(ctx context.Context, l *ledger.Ledger, runID, node string) (Ste
 // progress reads one event of the run's stream into out; stepJob is set
 // to the job made at out.Step.
 func (out *StepRun) progress(ev ledger.Event, stepJob *string) error {
-	var p events.RunProgress
-	switch ev.Type {
-	case events.PipelineRunStarted:
-		var d events.RunStarted
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return fmt.Errorf("read %s: %w", ev.Stream, err)
-		}
-		out.Pipeline, out.Hash, p = d.Pipeline, d.Hash, d.RunProgress
-		for _, j := range p.Enqueued {
-			if j.Node == out.Step && *stepJob == "" {
-				*stepJob = j.JobID
-			}
-		}
-	case events.PipelineStepEnded:
-		var d events.StepEndedData
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return fmt.Errorf("read %s: %w", ev.Stream, err)
-		}
-		p = d.RunProgress
-	case events.PipelineRunFinished:
+	if ev.Type == events.PipelineRunFinished {
 		var d events.RunFinishedData
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return fmt.Errorf("read %s: %w", ev.Stream, err)
@@ -185,8 +166,22 @@ func (out *StepRun) progress(ev ledger.Event, stepJob *string) error {
 			out.Error = d.Error
 		}
 		return nil
-	default:
-		return nil
+	}
+	p, ok, err := progressOf(ev)
+	if err != nil || !ok {
+		return err
+	}
+	if ev.Type == events.PipelineRunStarted {
+		var d events.RunStartedData
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return fmt.Errorf("read %s: %w", ev.Stream, err)
+		}
+		out.Pipeline, out.Hash = d.Pipeline, d.Hash
+		for _, j := range p.Enqueued {
+			if j.Node == out.Step && *stepJob == "" {
+				*stepJob = j.JobID
+			}
+		}
 	}
 	out.Skipped = append(out.Skipped, p.Skipped...)
 	out.Dropped = append(out.Dropped, p.Dropped...)
