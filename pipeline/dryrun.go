@@ -100,16 +100,19 @@ func (d *dryRun) walk(id string, s dryState, depth int) (dryState, bool) {
 				step.Outcome, step.Reason = DrySkipped, "the event is "+s.event+", not "+strings.Join(n.On, " or ")+" (on:): the step is bypassed with the same input"
 			}
 		}
-		if n.If != nil && step.Outcome == DryRuns {
+		if n.If != nil {
 			step.If = n.If.String()
+		}
+		if n.If != nil && step.Outcome != DrySkipped {
+			// Both gates must pass: a false if bypasses the step whatever its on.
 			holds, known, depends, err := n.If.partial(scope, s.unknown)
 			switch {
 			case err != nil:
 				step.Outcome, step.Reason = DryFails, err.Error()
-			case !known:
-				step.Outcome, step.Reason = DryDepends, "its if depends on "+depends
-			case !holds:
+			case known && !holds:
 				step.Outcome, step.Reason = DrySkipped, "its if is false: the step is bypassed with the same input"
+			case !known && step.Outcome == DryRuns:
+				step.Outcome, step.Reason = DryDepends, "its if depends on "+depends
 			}
 		}
 		step.Context, step.Pending = s.context, s.describePending()

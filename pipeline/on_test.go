@@ -156,6 +156,7 @@ pipelines:
     steps:
       - {id: a, uses: echo, on: video.found}
       - {id: b, uses: sink, on: schema.valid}
+      - {id: c, uses: sink, on: schema.valid, if: {path: context.x, op: exists}}
 `), installed)
 	require.NoError(t, err)
 	p := set.Pipelines["p"]
@@ -170,4 +171,6 @@ pipelines:
 	require.Equal(t, pipeline.DryRuns, steps[0].Outcome)
 	require.Equal(t, pipeline.DryDepends, steps[1].Outcome)
 	require.Equal(t, "its on depends on the type of a's output", steps[1].Reason)
+	require.Equal(t, pipeline.DrySkipped, steps[2].Outcome, "a false if bypasses the step whatever its on")
+	require.Equal(t, "context.x exists", steps[2].If)
 }
