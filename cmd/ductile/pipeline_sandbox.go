@@ -44,15 +44,15 @@ func pipelineSandbox(c *cli.Context, e *env, p *pipeline.Pipeline, payload json.
 		}
 		ctxJSON = json.RawMessage(text)
 	}
-	real, err := realLedger(c, e)
+	live, err := liveLedger(c, e)
 	if err != nil {
 		return err
 	}
-	if real != nil {
-		defer real.Close()
+	if live != nil {
+		defer live.Close()
 	}
 	report, err := daemon.RunSandboxStep(c.Context, daemon.SandboxStep{Config: e.cfg, Pipeline: p.Name, Step: step,
-		Event: c.String("event"), Payload: payload, Context: ctxJSON, State: real, Logger: e.quietLogger()})
+		Event: c.String("event"), Payload: payload, Context: ctxJSON, State: live, Logger: e.quietLogger()})
 	if err != nil {
 		return err
 	}
@@ -72,9 +72,9 @@ func pipelineSandbox(c *cli.Context, e *env, p *pipeline.Pipeline, payload json.
 	return nil
 }
 
-// realLedger is the state directory's ledger, read-only, for the plugin's
+// liveLedger is the state directory's ledger, read-only, for the plugin's
 // state; nil when there is none yet.
-func realLedger(c *cli.Context, e *env) (*ledger.Ledger, error) {
+func liveLedger(c *cli.Context, e *env) (*ledger.Ledger, error) {
 	if _, err := os.Stat(daemon.DBPath(e.stateDir)); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
