@@ -34,6 +34,11 @@ type StartRun struct {
 	Depth       int
 	Correlation string
 	HookDepth   int
+	// Node, when set, is the step the run enters first instead of the
+	// pipeline's entry, with Context as its inherited baggage: a sandbox
+	// run of one step (pipeline dry-run --step).
+	Node    string
+	Context json.RawMessage
 }
 
 // Triggers, as run_started records them.
@@ -85,6 +90,11 @@ func (cmd *StartRun) validate() error {
 		return fmt.Errorf("%w: pipeline %s has no entry step", ErrInvalidCommand, cmd.Pipeline.Name)
 	case cmd.Trigger == "":
 		return fmt.Errorf("%w: trigger is required", ErrInvalidCommand)
+	case cmd.Node != "" && cmd.Pipeline.Nodes[cmd.Node] == nil:
+		return fmt.Errorf("%w: pipeline %s has no step %q", ErrInvalidCommand, cmd.Pipeline.Name, cmd.Node)
+	}
+	if err := checkContext(cmd.Context); err != nil {
+		return err
 	}
 	if len(cmd.Payload) == 0 {
 		cmd.Payload = json.RawMessage("{}")
@@ -131,7 +141,11 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 	if typ == "" {
 		typ = EventPipeline
 	}
-	if _, err := s.enter(pl.Entry, input{typ: typ, payload: cmd.Payload}, nil, at, nil); err != nil {
+	first := pl.Entry
+	if cmd.Node != "" {
+		first = cmd.Node
+	}
+	if _, err := s.enter(first, input{typ: typ, payload: cmd.Payload}, storedContext(cmd.Context), at, nil); err != nil {
 		return nil, RunStartedResult{}, err
 	}
 	if err := s.closeReady(); err != nil {

@@ -39,9 +39,9 @@ const ByPipeline = "pipeline"
 
 // Input event types a pipeline makes.
 const (
-	EventPipeline      = "ductile.pipeline"       // an API or CLI run's first step
-	EventStepSucceeded = "ductile.step.succeeded" // a step that emitted no event
-	EventJoin          = "ductile.join"           // a join step
+	EventPipeline      = pipeline.EventRun           // an API or CLI run's first step
+	EventStepSucceeded = pipeline.EventStepSucceeded // a step that emitted no event
+	EventJoin          = pipeline.EventJoin          // a join step
 )
 
 // Hook signals (pipeline on-hook).
@@ -591,6 +591,13 @@ func (s *stepper) enter(id string, in input, ctx json.RawMessage, at position, f
 			s.pathEnd(at, events.BranchEnd{Node: id, Status: events.StatusDead, Error: fmt.Sprintf("pipeline %s has no step %q", s.pl.Name, id)})
 			return false, nil
 		}
+		if len(n.On) > 0 && !slices.Contains(n.On, in.typ) {
+			// Branching on the event type the step before emitted.
+			s.progress.Skipped = append(s.progress.Skipped, events.SkippedStep{Node: n.ID, Event: in.typ,
+				Reason: fmt.Sprintf("the event is %s, not %s (on:)", in.typ, strings.Join(n.On, " or "))})
+			id = n.Bypass()
+			continue
+		}
 		if n.If != nil {
 			var cfg json.RawMessage
 			if n.Kind == pipeline.KindUses {
@@ -666,7 +673,7 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 		s.firstJob = enq.JobID
 	}
 	s.evs = append(s.evs, evs...)
-	rj := events.RunJob{JobID: enq.JobID, Node: n.ID}
+	rj := events.RunJob{JobID: enq.JobID, Node: n.ID, Event: in.typ}
 	if fail != nil {
 		// Recorded, and dead at once: its plugin does not run.
 		s.tx.Forget(events.JobStream(enq.JobID))

@@ -107,15 +107,22 @@ type RunProgress struct {
 type RunJob struct {
 	JobID string `json:"job_id"`
 	Node  string `json:"node"`
+	// Event is the type of the event the step was entered with (what its
+	// on: matched; absent in events recorded before it was added).
+	Event string `json:"event,omitempty"`
 	// Error, when set, is why the job was recorded dead at once (a baggage
 	// claim that would change inherited context).
 	Error string `json:"error,omitempty"`
 }
 
-// SkippedStep is a step bypassed because its if was false.
+// SkippedStep is a step bypassed: its on: does not list the type of the
+// event it was entered with, or its if was false.
 type SkippedStep struct {
 	Node   string `json:"node"`
 	Reason string `json:"reason"`
+	// Event is the type of the event the step was entered with (absent
+	// in events recorded before it was added).
+	Event string `json:"event,omitempty"`
 }
 
 // DroppedStep is a step not entered: past the pipeline's max_depth, or

@@ -43,6 +43,20 @@ func readStream(conn *sqlite.Conn, stream string) ([]Event, error) {
 	return out, nil
 }
 
+// LastEvent returns a stream's newest event, and false if it has none.
+func (l *Ledger) LastEvent(ctx context.Context, stream string) (ev Event, ok bool, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		return queries.ReadStreamLast(conn, stream, func(r queries.ReadStreamLastRow) error {
+			ev, ok = eventFromRow(queries.ReadStreamRow(r)), true
+			return nil
+		})
+	})
+	if err != nil {
+		return Event{}, false, fmt.Errorf("read stream %s: %w", stream, err)
+	}
+	return ev, ok, nil
+}
+
 // ReadStream returns a stream's events, oldest first (none if it is empty).
 func (l *Ledger) ReadStream(ctx context.Context, stream string) (events []Event, err error) {
 	err = l.Read(ctx, func(conn *sqlite.Conn) error {

@@ -24,7 +24,7 @@ const SkipToEnd = "$end"
 // The keys of a pipeline and of a step.
 var (
 	pipelineKeys = []string{"name", "on", "on-hook", "execution_mode", "timeout", "max_depth", "steps"}
-	stepKeys     = []string{"id", "uses", "call", "split", "steps", "if", "with", "baggage", "continue_on_error"}
+	stepKeys     = []string{"id", "uses", "call", "split", "steps", "on", "if", "with", "baggage", "continue_on_error"}
 	kindKeys     = []string{"uses", "call", "split", "steps"}
 )
 
@@ -38,11 +38,13 @@ type compiler struct {
 	check func(plugin, command string) error
 	defs  map[string]*yaml.Node // pipeline name → its mapping (the first one written)
 	errs  []config.FieldError
+	// called are the pipelines a call: names (inlined where called).
+	called map[string]bool
 }
 
 func compile(cfg *config.Config, check func(plugin, command string) error) (*Set, error) {
 	set := &Set{Pipelines: map[string]*Pipeline{}}
-	c := &compiler{cfg: cfg, check: check, defs: map[string]*yaml.Node{}}
+	c := &compiler{cfg: cfg, check: check, defs: map[string]*yaml.Node{}, called: map[string]bool{}}
 	list := cfg.Pipelines
 	if list == nil || list.Kind == yaml.ScalarNode && list.ShortTag() == "!!null" {
 		set.index()
@@ -76,6 +78,11 @@ func compile(cfg *config.Config, check func(plugin, command string) error) (*Set
 		if p := c.pipeline(n); p != nil {
 			set.Pipelines[p.Name] = p
 		}
+	}
+	set.called = c.called
+	if len(c.errs) == 0 {
+		// What a step's on: can never match, whatever the plugins emit.
+		c.errs = append(c.errs, set.checkOn(nil)...)
 	}
 	if len(c.errs) > 0 {
 		cfg.SortErrors(c.errs)
@@ -225,7 +232,7 @@ func (b *build) step(n *yaml.Node, derived, prefix string) (string, func(next st
 	}
 	full := prefix + id
 	path = b.stepPath(full)
-	fields := b.keys(n, path, stepKeys, "a step takes id, one of uses/call/split/steps, and if, with, baggage (continue_on_error on a split)")
+	fields := b.keys(n, path, stepKeys, "a step takes id, one of uses/call/split/steps, and on, if, with, baggage (continue_on_error on a split)")
 	b.claimID(full, n, path)
 
 	var kinds []string
@@ -246,6 +253,10 @@ func (b *build) step(n *yaml.Node, derived, prefix string) (string, func(next st
 		b.fail(v, path+".continue_on_error", "only a split takes continue_on_error (it lets the join run when a branch failed): remove it, or move it to the split")
 	}
 
+	var on []string
+	if v := fields["on"]; v != nil {
+		on = b.eventTypes(v, path+".on")
+	}
 	var cond *Condition
 	if v := fields["if"]; v != nil {
 		cond = b.condition(v, path+".if")
@@ -262,13 +273,13 @@ func (b *build) step(n *yaml.Node, derived, prefix string) (string, func(next st
 	switch kinds[0] {
 	case "uses":
 		v := fields["uses"]
-		node := &Node{ID: full, Kind: KindUses, If: cond, With: with, Baggage: claims, File: fileOf(b.c.cfg, n), Line: n.Line}
+		node := &Node{ID: full, Kind: KindUses, On: on, If: cond, With: with, Baggage: claims, File: fileOf(b.c.cfg, n), Line: n.Line}
 		node.Plugin, node.Command = b.uses(v, path+".uses")
 		b.p.Nodes[full] = node
 		return full, func(next string) { node.Next = next }
 	case "split":
 		v := fields["split"]
-		node := &Node{ID: full, Kind: KindSplit, If: cond, With: with, Baggage: claims, File: fileOf(b.c.cfg, n), Line: n.Line}
+		node := &Node{ID: full, Kind: KindSplit, On: on, If: cond, With: with, Baggage: claims, File: fileOf(b.c.cfg, n), Line: n.Line}
 		if ce := fields["continue_on_error"]; ce != nil {
 			switch ce.Value {
 			case "true":
@@ -291,36 +302,54 @@ func (b *build) step(n *yaml.Node, derived, prefix string) (string, func(next st
 		return full, func(next string) { node.Next = next }
 	case "steps":
 		entry, link := b.sequence(fields["steps"], path+".steps", id, prefix)
-		return entry, b.group(n, path, entry, link, cond, with, claims)
+		return entry, b.group(n, path, entry, link, gate{on, cond}, with, claims)
 	default: // call
 		v := fields["call"]
 		entry, link := b.inline(v, path+".call", full+"/")
-		return entry, b.group(n, path, entry, link, cond, with, claims)
+		return entry, b.group(n, path, entry, link, gate{on, cond}, with, claims)
 	}
 }
 
-// group puts the if, with and baggage written on a steps: group or a call
-// on its entry node, and returns the group's link: a false if skips to
-// what follows the group.
-func (b *build) group(n *yaml.Node, path, entry string, link func(string), cond *Condition, with map[string]json.RawMessage, claims []Claim) func(string) {
+// gate is the on and if written on a step.
+type gate struct {
+	on   []string
+	cond *Condition
+}
+
+// group puts the on, if, with and baggage written on a steps: group or a
+// call on its entry node, and returns the group's link: a gate that does
+// not pass skips to what follows the group.
+func (b *build) group(n *yaml.Node, path, entry string, link func(string), g gate, with map[string]json.RawMessage, claims []Claim) func(string) {
 	first := b.p.Nodes[entry]
 	if first == nil {
 		return link
 	}
-	if cond != nil && first.If != nil {
+	gated := g.on != nil || g.cond != nil
+	switch {
+	case g.cond != nil && first.If != nil:
 		b.fail(n, path+".if", fmt.Sprintf("its first step %q has an if of its own, and a group's if gates the group at its first step: put the group's if on its steps one by one, or, if the first step should run only when both hold, combine them in the group's if with all: [...]", entry))
+	case gated && first.Gated():
+		// One gate skips one thing: the step's own would skip the whole group.
+		key := ".on"
+		if g.on == nil {
+			key = ".if"
+		}
+		b.fail(n, path+key, fmt.Sprintf("its first step %q has an on or if of its own, and a group's on and if gate the group at its first step: write both on the group, or both on the step", entry))
 	}
 	if with != nil && first.With != nil {
 		b.fail(n, path+".with", fmt.Sprintf("its first step %q has a with of its own: write one with (on the group or on the step)", entry))
 	}
-	if cond != nil {
-		first.If = cond
+	if g.on != nil {
+		first.On = g.on
+	}
+	if g.cond != nil {
+		first.If = g.cond
 	}
 	if with != nil {
 		first.With = with
 	}
 	first.Baggage = append(slices.Clone(claims), first.Baggage...)
-	if cond == nil {
+	if !gated {
 		return link
 	}
 	return func(next string) {
@@ -357,6 +386,7 @@ func (b *build) inline(v *yaml.Node, path, prefix string) (string, func(string))
 	if steps == nil {
 		return "", noop // its own compile reports it
 	}
+	b.c.called[name] = true
 	sub := &build{c: b.c, top: name, p: b.p, calls: append(slices.Clone(b.calls), name), quiet: true, ids: b.ids}
 	entry, link := sub.sequence(steps, "", "", prefix)
 	if sub.cycle != nil {
@@ -419,6 +449,36 @@ func (b *build) keys(n *yaml.Node, path string, valid []string, hint string) map
 			continue
 		}
 		out[k.Value] = v
+	}
+	return out
+}
+
+// eventTypes reads an on: of a step: one event type, or a list of them.
+func (b *build) eventTypes(v *yaml.Node, path string) []string {
+	const form = "an event type (on: schema.valid) or a list of them (on: [schema.valid, schema.fixed])"
+	items := []*yaml.Node{v}
+	if v.Kind == yaml.SequenceNode {
+		if len(v.Content) == 0 {
+			b.fail(v, path, "must be "+form+": an empty list matches no event (remove the step, or list its event types)")
+			return nil
+		}
+		items = v.Content
+	}
+	var out []string
+	for _, item := range items {
+		t := b.str(item, path, form)
+		switch {
+		case t == "":
+		case strings.ContainsAny(t, " \t{}[],"):
+			b.fail(item, path, fmt.Sprintf("invalid event type %q: an event type is a name like schema.valid, matched exactly", t))
+		case slices.Contains(out, t):
+			b.fail(item, path, fmt.Sprintf("event type %q is listed twice: list it once", t))
+		default:
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -231,8 +231,8 @@ pipelines:
 `, []string{
 			`config.yaml:4: pipelines[p].trigger: unknown key (valid keys: execution_mode, max_depth, name, on, on-hook, steps, timeout); a pipeline takes name, on or on-hook, execution_mode, timeout, max_depth and steps`,
 			`config.yaml:6: pipelines[p].steps[s]: a step has exactly one of uses:, call:, split: or steps:, this one has none: add one, e.g. uses: myplugin`,
-			`config.yaml:7: pipelines[p].steps[s].use: unknown key: did you mean uses? (valid keys: baggage, call, continue_on_error, id, if, split, steps, uses, with); a step takes id, one of uses/call/split/steps, and if, with, baggage (continue_on_error on a split)`,
-			`config.yaml:9: pipelines[p].steps[step2].wiht: unknown key: did you mean with? (valid keys: baggage, call, continue_on_error, id, if, split, steps, uses, with); a step takes id, one of uses/call/split/steps, and if, with, baggage (continue_on_error on a split)`,
+			`config.yaml:7: pipelines[p].steps[s].use: unknown key: did you mean uses? (valid keys: baggage, call, continue_on_error, id, if, on, split, steps, uses, with); a step takes id, one of uses/call/split/steps, and on, if, with, baggage (continue_on_error on a split)`,
+			`config.yaml:9: pipelines[p].steps[step2].wiht: unknown key: did you mean with? (valid keys: baggage, call, continue_on_error, id, if, on, split, steps, uses, with); a step takes id, one of uses/call/split/steps, and on, if, with, baggage (continue_on_error on a split)`,
 		}},
 		{"duplicate ids and names", `
 pipelines:

@@ -12,7 +12,7 @@ import (
 // Outcomes of a step in a dry run.
 const (
 	DryRuns    = "runs"    // it would run (a split: its branches are entered)
-	DrySkipped = "skipped" // its if is false: it is bypassed
+	DrySkipped = "skipped" // its on does not list the event's type, or its if is false: it is bypassed
 	DryDepends = "depends" // whether it runs depends on an earlier step's output
 	DryFails   = "fails"   // it would fail at once (a baggage claim, a condition that cannot be evaluated)
 )
@@ -26,6 +26,7 @@ type DryStep struct {
 	// Depth is how many splits the step is inside.
 	Depth   int    `json:"depth"`
 	Outcome string `json:"outcome"`
+	On      string `json:"on,omitempty"` // the event types it runs on, comma-separated
 	If      string `json:"if,omitempty"`
 	// Reason says why a step is skipped, depends or fails.
 	Reason string `json:"reason,omitempty"`
@@ -43,6 +44,7 @@ type DryStep struct {
 // it depends on) and the context (its known part, and the paths that
 // depend on outputs).
 type dryState struct {
+	event   string // the event's type; "" when it is not known (from says why)
 	payload json.RawMessage
 	from    string // "" when payload is known
 	context json.RawMessage
@@ -50,11 +52,15 @@ type dryState struct {
 }
 
 // DryRun walks the pipeline from Entry without running anything: the first
-// step's if, with and baggage are evaluated against payload; a later
-// step's input is the output of the step before it, unknown here, so what
-// reads payload.* there is reported as depending on that output, while
+// step's on, if, with and baggage are evaluated against the event (its
+// type event, "" for ductile.pipeline, and payload); a later step's input
+// is the output of the step before it, unknown here, so its on and what
+// reads payload.* there are reported as depending on that output, while
 // context.* and config.* (config gives a plugin's config) are evaluated.
-func (p *Pipeline) DryRun(payload json.RawMessage, config func(plugin string) json.RawMessage) ([]DryStep, error) {
+func (p *Pipeline) DryRun(event string, payload json.RawMessage, config func(plugin string) json.RawMessage) ([]DryStep, error) {
+	if event == "" {
+		event = EventRun
+	}
 	if len(payload) == 0 {
 		payload = json.RawMessage(`{}`)
 	}
@@ -65,7 +71,7 @@ func (p *Pipeline) DryRun(payload json.RawMessage, config func(plugin string) js
 		config = func(string) json.RawMessage { return nil }
 	}
 	d := &dryRun{p: p, config: config}
-	d.walk(p.Entry, dryState{payload: payload, context: json.RawMessage(`{}`), pending: map[string]string{}}, 0)
+	d.walk(p.Entry, dryState{event: event, payload: payload, context: json.RawMessage(`{}`), pending: map[string]string{}}, 0)
 	return d.steps, nil
 }
 
@@ -85,16 +91,28 @@ func (d *dryRun) walk(id string, s dryState, depth int) (dryState, bool) {
 		}
 		step := DryStep{Node: n.ID, Kind: n.Kind, Plugin: n.Plugin, Command: n.Command, Depth: depth, Outcome: DryRuns}
 		scope := Scope{Payload: s.payload, Context: s.context, Config: d.config(n.Plugin)}
+		if len(n.On) > 0 {
+			step.On = strings.Join(n.On, ", ")
+			switch {
+			case s.event == "":
+				step.Outcome, step.Reason = DryDepends, "its on depends on the type of "+s.from
+			case !slices.Contains(n.On, s.event):
+				step.Outcome, step.Reason = DrySkipped, "the event is "+s.event+", not "+strings.Join(n.On, " or ")+" (on:): the step is bypassed with the same input"
+			}
+		}
 		if n.If != nil {
 			step.If = n.If.String()
+		}
+		if n.If != nil && step.Outcome != DrySkipped {
+			// Both gates must pass: a false if bypasses the step whatever its on.
 			holds, known, depends, err := n.If.partial(scope, s.unknown)
 			switch {
 			case err != nil:
 				step.Outcome, step.Reason = DryFails, err.Error()
-			case !known:
-				step.Outcome, step.Reason = DryDepends, "its if depends on "+depends
-			case !holds:
+			case known && !holds:
 				step.Outcome, step.Reason = DrySkipped, "its if is false: the step is bypassed with the same input"
+			case !known && step.Outcome == DryRuns:
+				step.Outcome, step.Reason = DryDepends, "its if depends on "+depends
 			}
 		}
 		step.Context, step.Pending = s.context, s.describePending()
@@ -123,7 +141,7 @@ func (d *dryRun) walk(id string, s dryState, depth int) (dryState, bool) {
 		step.Input, step.InputFrom = input, inputFrom
 		d.steps = append(d.steps, step)
 		if n.Kind != KindSplit {
-			after.payload, after.from = nil, n.ID+"'s output"
+			after.event, after.payload, after.from = "", nil, n.ID+"'s output"
 			s, id = after, n.Next
 			continue
 		}
@@ -151,7 +169,7 @@ func (d *dryRun) walk(id string, s dryState, depth int) (dryState, bool) {
 			d.steps = append(d.steps, DryStep{Node: n.ID, Kind: "join", Depth: depth, Outcome: DryFails, Reason: err.Error(), Context: after.context})
 			return s, false
 		}
-		after.context, after.payload, after.from = merged, nil, "the join of "+n.ID
+		after.context, after.event, after.payload, after.from = merged, EventJoin, nil, "the join of "+n.ID
 		s, id = after, n.Next
 	}
 	return s, true

@@ -31,8 +31,38 @@ func (p *Pipeline) Order() []*Node {
 	return out
 }
 
-// Bypass is where a false If goes: Skip when set ("" for SkipToEnd: the end
-// of the branch), else Next.
+// SplitOf is the innermost split whose branches hold node id, or "" when
+// the node is on the pipeline's main sequence (or not in it).
+func (p *Pipeline) SplitOf(id string) string {
+	var walk func(from, split string) (string, bool)
+	walk = func(from, split string) (string, bool) {
+		for from != "" {
+			if from == id {
+				return split, true
+			}
+			n := p.Nodes[from]
+			if n == nil {
+				return "", false
+			}
+			for _, br := range n.Branches {
+				if found, ok := walk(br, n.ID); ok {
+					return found, true
+				}
+			}
+			from = n.Next
+		}
+		return "", false
+	}
+	split, _ := walk(p.Entry, "")
+	return split
+}
+
+// Gated reports whether the node has an on or an if: it may be bypassed.
+func (n *Node) Gated() bool { return n.If != nil || len(n.On) > 0 }
+
+// Bypass is where a gate that does not pass (a false If, an event type On
+// does not list) goes: Skip when set ("" for SkipToEnd: the end of the
+// branch), else Next.
 func (n *Node) Bypass() string {
 	switch n.Skip {
 	case "":
@@ -41,6 +71,19 @@ func (n *Node) Bypass() string {
 		return ""
 	}
 	return n.Skip
+}
+
+// Gate is the node's on and if as one line: "on a, b and if payload.x
+// exists"; "" when it has neither.
+func (n *Node) Gate() string {
+	var parts []string
+	if len(n.On) > 0 {
+		parts = append(parts, "on "+strings.Join(n.On, ", "))
+	}
+	if n.If != nil {
+		parts = append(parts, "if "+n.If.String())
+	}
+	return strings.Join(parts, " and ")
 }
 
 // Trigger says what starts the pipeline: "on: <event>", "on-hook:
@@ -65,7 +108,7 @@ func (p *Pipeline) Mermaid() string {
 		short[n.ID] = fmt.Sprintf("n%d", i+1)
 	}
 	entry := func(id string) string {
-		if n := p.Nodes[id]; n != nil && n.If != nil {
+		if n := p.Nodes[id]; n != nil && n.Gated() {
 			return "c" + short[id][1:]
 		}
 		return short[id]
@@ -88,9 +131,9 @@ func (p *Pipeline) Mermaid() string {
 				return
 			}
 			m := short[id]
-			if n.If != nil {
+			if n.Gated() {
 				c := entry(id)
-				fmt.Fprintf(&b, "  %s{%s}\n", c, label("if "+n.If.String()))
+				fmt.Fprintf(&b, "  %s{%s}\n", c, label(n.Gate()))
 				fmt.Fprintf(&b, "  %s -->|true| %s\n", c, m)
 				fmt.Fprintf(&b, "  %s -->|false| %s\n", c, target(n.Bypass(), after))
 			}

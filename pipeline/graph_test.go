@@ -98,7 +98,7 @@ func TestDryRun(t *testing.T) {
 		}
 		return nil
 	}
-	steps, err := p.DryRun(json.RawMessage(`{"url": "https://v/1", "n": 7}`), config)
+	steps, err := p.DryRun("", json.RawMessage(`{"url": "https://v/1", "n": 7}`), config)
 	require.NoError(t, err)
 	var lines []string
 	for _, s := range steps {
@@ -131,14 +131,14 @@ func TestDryRun(t *testing.T) {
 	require.Equal(t, "payload.url startswith \"https://\"", steps[0].If)
 
 	// The first step's if is evaluated against the payload given.
-	steps, err = p.DryRun(json.RawMessage(`{"url": "ftp://v/1"}`), config)
+	steps, err = p.DryRun("", json.RawMessage(`{"url": "ftp://v/1"}`), config)
 	require.NoError(t, err)
 	require.Equal(t, pipeline.DrySkipped, steps[0].Outcome)
 	require.Equal(t, "processing/step1", steps[1].Node)
 	require.JSONEq(t, `{"url": "ftp://v/1"}`, string(steps[1].Input), "a skipped step passes its input on")
 
 	// With config.mode fast, the all depends on the output before it.
-	steps, err = p.DryRun(json.RawMessage(`{"url": "https://v/1"}`), func(string) json.RawMessage { return json.RawMessage(`{"mode": "fast"}`) })
+	steps, err = p.DryRun("", json.RawMessage(`{"url": "https://v/1"}`), func(string) json.RawMessage { return json.RawMessage(`{"mode": "fast"}`) })
 	require.NoError(t, err)
 	require.Equal(t, pipeline.DryDepends, steps[2].Outcome)
 	require.Equal(t, "its if depends on processing/step1's output", steps[2].Reason)
@@ -158,7 +158,7 @@ pipelines:
         if: {path: context.origin, op: eq, value: discord}
       - uses: d
 `)
-	steps, err = q.DryRun(json.RawMessage(`{"origin": "discord", "other": "slack"}`), nil)
+	steps, err = q.DryRun("", json.RawMessage(`{"origin": "discord", "other": "slack"}`), nil)
 	require.NoError(t, err)
 	require.Len(t, steps, 3, "nothing runs after a step that fails")
 	require.JSONEq(t, `{"who": "discord"}`, string(steps[1].Input))
@@ -166,6 +166,6 @@ pipelines:
 	require.Equal(t, pipeline.DryFails, steps[2].Outcome, "context is known: the if holds, and the claim would rewrite origin")
 	require.Equal(t, `step step3: baggage claim would change context.origin from "discord" to "slack": inherited baggage is immutable (claim a new path instead)`, steps[2].Reason)
 
-	_, err = q.DryRun(json.RawMessage(`{not json`), nil)
+	_, err = q.DryRun("", json.RawMessage(`{not json`), nil)
 	require.Error(t, err)
 }

@@ -22,6 +22,14 @@ const (
 	DefaultMaxDepth = 20
 )
 
+// The event types the runtime makes for a step's input (what its on:
+// may name besides the event types plugins emit).
+const (
+	EventRun           = "ductile.pipeline"       // the first step of a run from the API or CLI
+	EventStepSucceeded = "ductile.step.succeeded" // after a step that emitted no event
+	EventJoin          = "ductile.join"           // a join step
+)
+
 // Node kinds.
 const (
 	// KindUses runs a plugin command as a job.
@@ -37,6 +45,7 @@ type Set struct {
 
 	byEvent map[string][]*Pipeline // on → pipelines, sorted by name
 	byHook  map[string][]*Pipeline // on-hook → pipelines, sorted by name
+	called  map[string]bool        // the pipelines another one calls (Compile only)
 }
 
 // Pipeline is one compiled pipeline. Calls are inlined, so a pipeline's
@@ -66,6 +75,10 @@ type Node struct {
 	// Plugin and Command are what a uses node runs.
 	Plugin  string `json:"plugin,omitempty"`
 	Command string `json:"command,omitempty"`
+	// On, when set, gates the node on the type of the event it is entered
+	// with (the event its predecessor emitted): any other type bypasses it
+	// as a false If does. Checked before If.
+	On []string `json:"on,omitempty"`
 	// If, when set, gates the node: false bypasses it (for a split, the
 	// whole split) to Next with the same input.
 	If *Condition `json:"if,omitempty"`
@@ -81,9 +94,10 @@ type Node struct {
 	// Next is the node after this one in its sequence ("": the end of its
 	// branch, or of the pipeline). For a split, Next is its join.
 	Next string `json:"next,omitempty"`
-	// Skip, when set, is where a false If goes instead of Next: the node
-	// after the call or steps: group this node is the first of (the if
-	// was written on the group). "" with If set means Next.
+	// Skip, when set, is where a false If (or an On the event does not
+	// match) goes instead of Next: the node after the call or steps: group
+	// this node is the first of (the gate was written on the group). ""
+	// with a gate means Next.
 	Skip string `json:"skip,omitempty"`
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`

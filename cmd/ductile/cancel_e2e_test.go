@@ -10,8 +10,8 @@ import (
 )
 
 // TestJobCancelAndSIGHUP cancels a running job from the CLI (the daemon
-// stops its plugin) and a queued one (at once), and checks a SIGHUP leaves
-// the daemon running.
+// stops its plugin) and a queued one (at once), and checks a SIGHUP (a
+// reload) leaves the daemon running.
 func TestJobCancelAndSIGHUP(t *testing.T) {
 	t.Parallel()
 	w := newJobWorld(t, `
@@ -26,7 +26,7 @@ plugins:
 	w.runJSON(0, &queued, "plugin", "run", "echo", "--json")
 	w.waitInspect(running.JobID, "running", func(in inspectView) bool { return in.Job.Status == "running" })
 
-	// A SIGHUP is logged and ignored (config reload does not exist yet).
+	// A SIGHUP reloads the config (unchanged): the daemon runs on.
 	require.NoError(t, syscall.Kill(d.pid(), syscall.SIGHUP))
 	d.waitLine(t, 0, func(l string) bool { return strings.Contains(l, "SIGHUP received") })
 

@@ -48,13 +48,23 @@ func pipelineCommand() *cli.Command {
 			},
 			{
 				Name:  "dry-run",
-				Usage: "walk a pipeline from its first step without running anything: which steps run, with what input and context",
-				Description: "The first step's if, with and baggage are evaluated against --payload; a later step's\n" +
-					"input is the output of the step before it, unknown here, so what reads payload.* there\n" +
-					"is reported as depending on that output, while context.* and config.* are evaluated.",
+				Usage: "walk a pipeline without running anything, or (--step) run one step's real plugin in a sandbox",
+				Description: "Without --step: walks the pipeline from its first step, running nothing. The first step's\n" +
+					"on, if, with and baggage are evaluated against --event and --payload; a later step's input is\n" +
+					"the output of the step before it, unknown here, so what reads it there is reported as depending\n" +
+					"on that output, while context.* and config.* are evaluated.\n" +
+					"With --step STEP: runs that step's plugin once (no retry), with its real config and the state it\n" +
+					"has in the ledger, through the daemon's runner, against a scratch state directory that is deleted\n" +
+					"afterwards: it prints the plugin's response, the events it emitted and what the pipeline would do\n" +
+					"next. Nothing is recorded in the ledger; a running daemon is neither needed nor disturbed. What\n" +
+					"the plugin itself does outside Ductile (files, network) is not undone. Exit status 1 if the\n" +
+					"plugin's attempt failed.",
 				ArgsUsage: "PIPELINE",
 				Flags: []cli.Flag{jsonFlag(),
-					&cli.StringFlag{Name: "payload", Usage: "`JSON` payload of the triggering event (default {}); @FILE reads it from FILE, - from stdin"}},
+					&cli.StringFlag{Name: "payload", Usage: "`JSON` payload of the event the first step (or --step) receives (default {}); @FILE reads it from FILE, - from stdin"},
+					&cli.StringFlag{Name: "event", Usage: "`TYPE` of that event (default ductile.pipeline, what a run from the API or CLI starts with); a step's on: is matched against it"},
+					&cli.StringFlag{Name: "step", Usage: "run this `STEP`'s real plugin in a sandbox (see above)"},
+					&cli.StringFlag{Name: "context", Usage: "with --step, the baggage the step inherits, a `JSON` object (default {})"}},
 				Action: pipelineDryRun,
 			},
 		},
@@ -199,12 +209,12 @@ func pipelineShow(c *cli.Context) error {
 		} else {
 			fmt.Fprintf(w, " -> %s\n", next)
 		}
-		if n.If != nil {
+		if n.Gated() {
 			bypass := n.Bypass()
 			if bypass == "" {
 				bypass = "(end)"
 			}
-			fmt.Fprintf(w, "      if %s (false: %s)\n", n.If, bypass)
+			fmt.Fprintf(w, "      %s (false: %s)\n", n.Gate(), bypass)
 		}
 		for _, k := range slices.Sorted(maps.Keys(n.With)) {
 			fmt.Fprintf(w, "      with %s = %s\n", k, n.With[k])
@@ -238,7 +248,13 @@ func pipelineDryRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	steps, err := p.DryRun(payload, func(plugin string) json.RawMessage {
+	if c.IsSet("step") {
+		return pipelineSandbox(c, e, p, payload)
+	}
+	if c.IsSet("context") {
+		return usagef("--context needs --step: it is the baggage the step given by --step inherits (a walk starts with none)")
+	}
+	steps, err := p.DryRun(c.String("event"), payload, func(plugin string) json.RawMessage {
 		b, err := json.Marshal(e.cfg.Plugin(plugin).Config)
 		if err != nil {
 			return nil
@@ -318,13 +334,18 @@ func pipelineCheck(installed map[string]config.InstalledPlugin, skipped []string
 }
 
 // pipelineErrors are the pipelines' compile errors for config check, and
-// their warnings (an on-hook pipeline no plugin can fire).
+// their warnings (an on-hook pipeline no plugin can fire, a step's on: no
+// step before it declares emitting).
 func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string) (errs, warnings []config.FieldError, err error) {
 	set, err := pipeline.Compile(cfg, pipelineCheck(installed, skipped))
 	var ve *config.ValidationError
 	switch {
 	case err == nil:
-		return nil, pipeline.HookWarnings(cfg, set), nil
+		emits := func(plugin, _ string) ([]string, bool) {
+			p, ok := installed[plugin]
+			return p.Emits, ok && p.Emits != nil
+		}
+		return nil, append(pipeline.HookWarnings(cfg, set), pipeline.OnWarnings(set, emits)...), nil
 	case errors.As(err, &ve):
 		return ve.Errors, nil, nil
 	}

@@ -30,7 +30,7 @@ func pipelineRunsCommand() *cli.Command {
 func pipelineStatusCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "show a pipeline run: its status, first job and, once finished, its results",
+		Usage:     "show a pipeline run: its status, the steps it ran or bypassed (and why) and, once finished, its results",
 		ArgsUsage: "RUN_ID",
 		Flags:     []cli.Flag{jsonFlag()},
 		Action:    withReadLedger(pipelineStatus),
@@ -96,6 +96,22 @@ func pipelineStatus(c *cli.Context, e *env, l *ledger.Ledger) error {
 	fmt.Fprintf(w, "  started   %s (seq %d)\n", run.StartedAt, run.StartedSeq)
 	if run.FinishedAt != "" {
 		fmt.Fprintf(w, "  finished  %s (seq %d)\n", run.FinishedAt, run.FinishedSeq)
+	}
+	for _, st := range run.Steps {
+		fmt.Fprintf(w, "  step %s: %s", st.Node, st.Outcome)
+		switch st.Outcome {
+		case views.StepEnqueued:
+			fmt.Fprintf(w, " job %s", st.JobID)
+			if st.Event != "" {
+				fmt.Fprintf(w, " on %s", st.Event)
+			}
+			if st.Error != "" {
+				fmt.Fprintf(w, ", dead at once: %s", st.Error)
+			}
+		default:
+			fmt.Fprintf(w, ": %s", st.Reason)
+		}
+		fmt.Fprintf(w, " (seq %d)\n", st.Seq)
 	}
 	for _, r := range run.Results {
 		fmt.Fprintf(w, "  result %s: %s %s, job %s %s", r.Node, r.Plugin, r.Command, r.JobID, r.Status)
