@@ -57,6 +57,8 @@ type testBundle struct {
 	l       *ledger.Ledger
 	handler http.Handler
 	started time.Time
+	// cannotRun is what Options.CanRun answers (nil: every command runs).
+	cannotRun error
 }
 
 func setup(t testing.TB) *testBundle {
@@ -76,6 +78,7 @@ func setup(t testing.TB) *testBundle {
 		Ledger:  l,
 		Secrets: func() auth.Secrets { return fakeSecrets{"hook": secret} },
 		Config:  func() *config.Config { return cfg },
+		CanRun:  func(string, string) error { return b.cannotRun },
 		Health:  func() webhooks.Health { return webhooks.Health{Started: b.started, PluginsLoaded: 3} },
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:     func() time.Time { return now },
