@@ -135,6 +135,10 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if cfg == nil {
 		cfg = config.Default()
 	}
+	if unset := cfg.Unset(); len(unset) > 0 && !opts.NoDispatch {
+		// A daemon uses every value: its own environment must set them.
+		return nil, &config.ValidationError{Errors: unset}
+	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}

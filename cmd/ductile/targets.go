@@ -102,6 +102,26 @@ func (s pluginSet) plugin(name string) (events.AppliedPlugin, error) {
 	return p, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
 }
 
+// resolved refuses a job of plugin this process would run itself (no
+// daemon) while its config needs a ${VAR} this shell does not set: the
+// plugin would get the placeholder, not the value. A daemon resolves them
+// in its own environment.
+func (s pluginSet) resolved(plugin string) error {
+	if s.daemonPID != 0 {
+		return nil
+	}
+	unset := s.config.UnsetFor(plugin)
+	if len(unset) == 0 {
+		return nil
+	}
+	lines := make([]string, len(unset))
+	for i, fe := range unset {
+		lines[i] = fe.Error()
+	}
+	return hintf(codeInvalidConfig, "set it in this shell, or start the daemon (ductile system start, with the variable in its environment): with a daemon running, the daemon runs the job",
+		"no daemon is running, so this command would run the job of %s itself, and its config needs what this shell does not set:\n%s", plugin, strings.Join(lines, "\n"))
+}
+
 // command picks and checks the command to run: the one asked for, or by
 // default handle when a payload is given (if the plugin declares it), else
 // the plugin's only command, else poll.
