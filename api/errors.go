@@ -148,6 +148,8 @@ func errorOf(err error) *Error {
 		switch target.Kind {
 		case commands.ErrPluginDisabled, commands.ErrPluginSkipped:
 			status, hint = http.StatusConflict, "fix the plugin in the config, then reload the daemon; see: ductile plugin list"
+		case commands.ErrPluginUnrunnable:
+			status, hint = http.StatusServiceUnavailable, "nothing was enqueued: the operator must fix the plugin's files (see the message); send it again then"
 		case commands.ErrCommandUnknown:
 			hint = "its commands: " + joinOrNone(target.Known)
 		}

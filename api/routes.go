@@ -20,11 +20,11 @@ func (s *Server) register() {
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "enqueue-plugin-command", Method: http.MethodPost, Path: "/plugin/{plugin}/{command}",
 		Summary:       "Enqueue a plugin command",
-		Description:   "Queues a job running the command with the body as its payload; answers once the job is durable. Needs plugin:ro for a command of type read, plugin:rw for any other.",
+		Description:   "Queues a job running the command with the body as its payload; answers once the job is durable. Needs plugin:ro for a command of type read, plugin:rw for any other. 409 if the daemon has the plugin disabled or did not load it; 503 (code unavailable) if its files can no longer be run (made not executable, removed since it loaded): nothing is enqueued.",
 		DefaultStatus: http.StatusAccepted, MaxBodyBytes: s.opts.Settings.MaxBodySize + 1, SkipValidateBody: true, // any JSON
 		RequestBody: &huma.RequestBody{Description: "The job's payload: a JSON object (UTF-8), or no body (no payload, as for a poll)",
 			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
-		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge},
+		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable},
 	}, auth.PluginRO), s.enqueue)
 	// huma requires a raw body; a payload is optional, and a JSON object.
 	enqueue := s.api.OpenAPI().Paths["/plugin/{plugin}/{command}"].Post
@@ -117,6 +117,9 @@ func (s *Server) enqueue(ctx context.Context, in *EnqueueInput) (*Accepted, erro
 		return nil, errorOf(err)
 	}
 	command, err := commands.TargetCommand(plugin, in.Command)
+	if err == nil && s.opts.CanRun != nil {
+		err = s.opts.CanRun(in.Plugin, in.Command)
+	}
 	if err != nil {
 		return nil, errorOf(err)
 	}

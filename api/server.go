@@ -39,6 +39,10 @@ type Options struct {
 	Pipelines Pipelines
 	// StartPipeline starts a run; nil: commands.StartPipeline.
 	StartPipeline StartPipeline
+	// CanRun says whether a plugin's command can run now (a
+	// *commands.TargetError if not); nil: only Current's plugins are
+	// checked.
+	CanRun func(plugin, command string) error
 	// Settings are the listener's settings (config.APIServer); zero
 	// fields take config.DefaultAPIServer's.
 	Settings config.APIServer

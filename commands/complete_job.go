@@ -59,6 +59,10 @@ type Routing struct {
 	// and one past Config.Service.MaxRouteDepth is dropped.
 	Depth  int
 	Events []router.Event
+	// CanRun says why a routed child's plugin command cannot run now (not
+	// loaded, disabled, no such command): such a child is dropped with the
+	// reason, not enqueued to fail. nil: every child can.
+	CanRun func(plugin, command string) error
 }
 
 // Complete records the end of a running attempt and everything that
@@ -106,7 +110,8 @@ type CompleteResult struct {
 	Unrouted []string
 	// RoutingError says why a success's events were not routed at all.
 	RoutingError error
-	// Dropped are the routed children not enqueued (past the depth limit).
+	// Dropped are the routed children not enqueued (past the depth limit,
+	// or their plugin cannot run: Routing.CanRun).
 	Dropped []events.DroppedRoute
 	Seqs    []int64
 }
@@ -155,7 +160,7 @@ func (cmd Complete) answer(res CompleteResult, seqs []int64, routing routed, err
 type routed struct {
 	unrouted []string              // event types no route matched
 	err      error                 // the events could not be routed
-	dropped  []events.DroppedRoute // children past the depth limit
+	dropped  []events.DroppedRoute // children past the depth limit, or whose plugin cannot run
 }
 
 // prepare routes a success's emitted events into children and fills in
@@ -189,6 +194,13 @@ func (cmd *Complete) prepare() (res routed) {
 				res.dropped = append(res.dropped, events.DroppedRoute{Plugin: ch.Plugin, Command: ch.Command, EventType: ch.EventType,
 					Depth: depth, Limit: limit, Reason: fmt.Sprintf("depth %d would pass service.max_route_depth (%d): the route may loop", depth, limit)})
 				continue
+			}
+			if r.CanRun != nil {
+				if err := r.CanRun(ch.Plugin, ch.Command); err != nil {
+					res.dropped = append(res.dropped, events.DroppedRoute{Plugin: ch.Plugin, Command: ch.Command, EventType: ch.EventType,
+						Depth: r.Depth + 1, Reason: err.Error()})
+					continue
+				}
 			}
 			enq := JobFor(r.Config, ch.Plugin, ch.Command, ByRoute)
 			enq.Payload, enq.Event, enq.DedupeKey, enq.SourceEventID, enq.Causation = ch.Payload, ch.Envelope, ch.DedupeKey, ch.EventID, ch.EventID

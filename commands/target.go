@@ -15,6 +15,9 @@ var (
 	ErrPluginDisabled = errors.New("plugin disabled")
 	ErrPluginSkipped  = errors.New("plugin not loaded")
 	ErrCommandUnknown = errors.New("no such command")
+	// ErrPluginUnrunnable: loaded, but its entrypoint can no longer be run
+	// (made not executable, removed, since it was loaded).
+	ErrPluginUnrunnable = errors.New("plugin cannot run")
 )
 
 // TargetError says why a plugin or command is not a target: Kind is one of
@@ -23,7 +26,7 @@ type TargetError struct {
 	Kind    error
 	Plugin  string
 	Command string   // ErrCommandUnknown
-	Reason  string   // ErrPluginSkipped: why it was not loaded
+	Reason  string   // ErrPluginSkipped: why it was not loaded; ErrPluginUnrunnable: why it cannot run
 	Known   []string // the plugins (or the plugin's commands) there are
 	Nearest string   // the known name nearest to the one asked, if near enough to be a typo
 }
@@ -38,6 +41,8 @@ func (e *TargetError) Error() string {
 		return fmt.Sprintf("plugin %q is disabled in the config (plugins.%s.enabled: false)", e.Plugin, e.Plugin)
 	case ErrPluginSkipped:
 		return fmt.Sprintf("plugin %q was not loaded: %s", e.Plugin, e.Reason)
+	case ErrPluginUnrunnable:
+		return fmt.Sprintf("plugin %q cannot run now: %s", e.Plugin, e.Reason)
 	case ErrCommandUnknown:
 		return fmt.Sprintf("plugin %q has no command %q%s", e.Plugin, e.Command, mean)
 	}

@@ -77,6 +77,7 @@ type Config struct {
 
 	origin       map[*yaml.Node]string     // display file of every node, for Position
 	interpolated map[*yaml.Node]bool       // scalars that took a value from ${…}
+	unset        []unsetVar                // placeholders left as written (LoadDeferred): see Unset
 	pluginConfig map[string]*yaml.Node     // plugins.<name>.config as parsed, for Redacted
 	pluginKeys   map[string]*yaml.Node     // the key of each plugins.<name>, for Check
 	schedules    map[string]*scheduleNodes // where plugins.<name>.schedules was written

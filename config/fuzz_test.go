@@ -22,7 +22,7 @@ func FuzzExpand(f *testing.F) {
 		return "<" + name + ">", true
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		out, expanded, problems := expand(s, lookup)
+		out, expanded, _, problems := expand(s, lookup)
 		if !strings.Contains(s, "${") {
 			if out != s || expanded || problems != nil {
 				t.Fatalf("expand(%q) = %q, %v, %v; want it unchanged", s, out, expanded, problems)
@@ -31,14 +31,14 @@ func FuzzExpand(f *testing.F) {
 
 		// Escaped, any text is a literal, also beside a placeholder.
 		escaped := escapePlaceholders(s)
-		if out, expanded, problems := expand(escaped, lookup); out != s || expanded || problems != nil {
+		if out, expanded, _, problems := expand(escaped, lookup); out != s || expanded || problems != nil {
 			t.Fatalf("expand(escapePlaceholders(%q)) = expand(%q) = %q, %v, %v; want the literal back", s, escaped, out, expanded, problems)
 		}
 		// (A "$" right before a placeholder cannot be written: "$${" is
 		// the literal "${".)
 		if !strings.HasSuffix(s, "$") {
 			around := escaped + "${A}" + escaped
-			if out, expanded, problems := expand(around, lookup); out != s+"<A>"+s || !expanded || problems != nil {
+			if out, expanded, _, problems := expand(around, lookup); out != s+"<A>"+s || !expanded || problems != nil {
 				t.Fatalf("expand(%q) = %q, %v, %v; want %q", around, out, expanded, problems, s+"<A>"+s)
 			}
 		}
@@ -46,10 +46,10 @@ func FuzzExpand(f *testing.F) {
 		// A default without "}" or "${" is used as written when the
 		// variable is unset, and ignored when it is set.
 		if !strings.ContainsRune(s, '}') && !strings.Contains(s, "${") {
-			if out, expanded, problems := expand("${UNSET:-"+s+"}", lookup); out != s || !expanded || problems != nil {
+			if out, expanded, _, problems := expand("${UNSET:-"+s+"}", lookup); out != s || !expanded || problems != nil {
 				t.Fatalf("expand(${UNSET:-%s}) = %q, %v, %v; want the default", s, out, expanded, problems)
 			}
-			if out, _, problems := expand("${SET:-"+s+"}", lookup); out != "<SET>" || problems != nil {
+			if out, _, _, problems := expand("${SET:-"+s+"}", lookup); out != "<SET>" || problems != nil {
 				t.Fatalf("expand(${SET:-%s}) = %q, %v; want the value", s, out, problems)
 			}
 		}

@@ -53,49 +53,89 @@ const (
 	ignoreChecksums
 )
 
-// LoadUnverified loads like Load but does not verify .checksums: for
-// ductile config lock, which writes .checksums.
-func LoadUnverified(path string) (*Config, error) { return load(path, ignoreChecksums) }
+// LoadUnverified loads like LoadDeferred but does not verify .checksums:
+// for ductile config lock, which writes .checksums.
+func LoadUnverified(path string) (*Config, error) { return load(path, ignoreChecksums, true) }
 
-// LoadUnlocked loads like Load, but a config without .checksums is not
-// refused for its high-security files: for the commands that write one
+// LoadUnlocked loads like LoadDeferred, but a config without .checksums is
+// not refused for its high-security files: for the commands that write one
 // when there is none (ductile config token create and revoke, then Lock).
-func LoadUnlocked(path string) (*Config, error) { return load(path, checksumsIfPresent) }
+func LoadUnlocked(path string) (*Config, error) { return load(path, checksumsIfPresent, true) }
 
-// load reads the config at path and its includes, then checks the
+// LoadDeferred loads like Load, except that a ${VAR} whose variable is not
+// set is left as written and listed by Config.Unset instead of refusing the
+// config (but for state_dir, plugin_roots and include, which every command
+// needs): for the CLI, which uses few of the values (a running daemon
+// resolves the rest in its own environment). What uses a value checks that
+// it resolved: Config.UnsetFor.
+func LoadDeferred(path string) (*Config, error) { return load(path, requireChecksums, true) }
+
+// load reads the config at path as mode and deferEnv say (Examine), and
+// refuses it for any problem found: a *ValidationError.
+func load(path string, mode checksumsMode, deferEnv bool) (*Config, error) {
+	cfg, errs, err := examine(path, mode, deferEnv)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(errs) > 0:
+		return nil, &ValidationError{Errors: errs}
+	}
+	return cfg, nil
+}
+
+// Examine loads the config at path as Load does (LoadDeferred with
+// deferEnv) and returns every problem that would refuse it together, the
+// files' own (YAML, keys, values) and those of their integrity and
+// permissions, rather than only the first kind found: config check and a
+// reload report them all in one run. cfg is the config when only its
+// integrity or permissions refuse it (so that a check can go on to the
+// plugins), nil when the files do not decode. err is set only for a config
+// file that cannot be read at all.
+func Examine(path string, deferEnv bool) (cfg *Config, errs []FieldError, err error) {
+	return examine(path, requireChecksums, deferEnv)
+}
+
+// examine reads the config at path and its includes, then checks the
 // high-security files' permissions and, as mode says, .checksums (read
-// once): a *ValidationError for what refuses the config, the rest in
-// IntegrityWarnings.
-func load(path string, mode checksumsMode) (*Config, error) {
+// once): errs for what refuses the config, the rest in IntegrityWarnings.
+func examine(path string, mode checksumsMode, deferEnv bool) (*Config, []FieldError, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, nil, fmt.Errorf("load config: %w", err)
 	}
 	data, st, err := readConfigFile(abs)
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, nil, fmt.Errorf("load config: %w", err)
 	}
-	cfg, err := loadData(abs, data, st, os.LookupEnv)
+	cfg, decodeErrs := decodeFiles(abs, data, st, os.LookupEnv, deferEnv)
+	trustErrs, warnings := cfg.trustProblems(mode)
+	errs := append(decodeErrs, trustErrs...)
+	switch {
+	case len(decodeErrs) > 0:
+		return nil, errs, nil
+	case len(errs) > 0:
+		return cfg, errs, nil
+	}
+	cfg.IntegrityWarnings = warnings
+	return cfg, nil, nil
+}
+
+// trustProblems checks the permissions of c's high-security files and, as
+// mode says, .checksums: errors refuse the config, warnings do not.
+func (c *Config) trustProblems(mode checksumsMode) (errs, warnings []FieldError) {
+	sums, err := readChecksumsFile(c.ChecksumsPath())
 	if err != nil {
-		return nil, err
+		return []FieldError{{File: ChecksumsName, Msg: err.Error()}}, nil
 	}
-	sums, err := readChecksumsFile(cfg.ChecksumsPath())
-	if err != nil {
-		return nil, &ValidationError{Errors: []FieldError{{File: ChecksumsName, Msg: err.Error()}}}
-	}
-	errs, warnings := cfg.permissionProblems(sums, effectiveUID())
+	errs, warnings = c.permissionProblems(sums, effectiveUID())
 	if mode == requireChecksums || mode == checksumsIfPresent && sums.exists {
-		sumErrs, sumWarnings, err := cfg.integrityProblems(sums)
+		sumErrs, sumWarnings, err := c.integrityProblems(sums)
 		if err != nil {
-			return nil, &ValidationError{Errors: append(errs, FieldError{File: ChecksumsName, Msg: err.Error()})}
+			return append(errs, FieldError{File: ChecksumsName, Msg: err.Error()}), warnings
 		}
 		errs, warnings = append(errs, sumErrs...), append(warnings, sumWarnings...)
 	}
-	if len(errs) > 0 {
-		return nil, &ValidationError{Errors: errs}
-	}
-	cfg.IntegrityWarnings = warnings
-	return cfg, nil
+	return errs, warnings
 }
 
 // Checksums lists every file c was loaded from with its hash as read: the

@@ -29,7 +29,7 @@ import (
 // mappings merge key by key, any other value replaces the earlier one, except
 // that the top-level routes and pipelines lists concatenate. An empty value
 // never overrides.
-func Load(path string) (*Config, error) { return load(path, requireChecksums) }
+func Load(path string) (*Config, error) { return load(path, requireChecksums, false) }
 
 // Limits on what Load reads, so that a config naming a device, a pipe or a
 // huge file cannot hang it or exhaust memory.
@@ -100,16 +100,32 @@ func sizeName(n int) string {
 	return fmt.Sprintf("%d MiB", n>>20)
 }
 
-// loadData loads the config file at abs, whose content is data.
+// loadData loads the config file at abs, whose content is data: every
+// problem comes back together as a *ValidationError.
 func loadData(abs string, data []byte, st fileStat, lookupEnv func(string) (string, bool)) (*Config, error) {
+	cfg, errs := decodeFiles(abs, data, st, lookupEnv, false)
+	if len(errs) > 0 {
+		return nil, &ValidationError{Errors: errs}
+	}
+	return cfg, nil
+}
+
+// decodeFiles decodes the config file at abs, whose content is data, and
+// its includes. It returns the config as far as it decoded (never nil) and
+// every problem found, sorted by file in load order, then line. With
+// deferEnv, a placeholder whose variable is not set is left as written and
+// listed in the config's unset (see Config.Unset) instead of failing.
+func decodeFiles(abs string, data []byte, st fileStat, lookupEnv func(string) (string, bool), deferEnv bool) (*Config, []FieldError) {
 	l := &loader{
 		dir:          filepath.Dir(abs),
 		lookupEnv:    lookupEnv,
+		deferEnv:     deferEnv,
 		loaded:       map[string]string{},
 		fileOrder:    map[string]int{},
 		active:       map[*yaml.Node]bool{},
 		origin:       map[*yaml.Node]string{},
 		interpolated: map[*yaml.Node]bool{},
+		unresolved:   map[*yaml.Node]bool{},
 		fileKeys:     map[string][]string{},
 		stats:        map[string]fileStat{abs: st},
 	}
@@ -135,24 +151,32 @@ func loadData(abs string, data []byte, st fileStat, lookupEnv func(string) (stri
 	cfg.fileKeys = l.fileKeys
 	cfg.fileStats = l.stats
 	l.decode(root, cfg)
+	cfg.unset = l.unset
+	l.sortErrors(l.errs)
+	sort.SliceStable(cfg.unset, func(i, j int) bool { return l.before(cfg.unset[i].at, cfg.unset[j].at) })
+	return cfg, l.errs
+}
 
-	if len(l.errs) > 0 {
-		sort.SliceStable(l.errs, func(i, j int) bool {
-			a, b := l.errs[i], l.errs[j]
-			if fa, fb := l.fileOrder[a.File], l.fileOrder[b.File]; fa != fb {
-				return fa < fb
-			}
-			return a.Line < b.Line
-		})
-		return nil, &ValidationError{Errors: l.errs}
+// sortErrors orders errs by file in load order, then line.
+func (l *loader) sortErrors(errs []FieldError) {
+	sort.SliceStable(errs, func(i, j int) bool { return l.before(errs[i], errs[j]) })
+}
+
+// before reports whether a comes before b: by file in load order, then line.
+func (l *loader) before(a, b FieldError) bool {
+	if fa, fb := l.fileOrder[a.File], l.fileOrder[b.File]; fa != fb {
+		return fa < fb
 	}
-	return cfg, nil
+	return a.Line < b.Line
 }
 
 // loader carries the state of one Load.
 type loader struct {
 	dir       string // directory of the config file; display paths are relative to it
 	lookupEnv func(string) (string, bool)
+	// deferEnv leaves a placeholder whose variable is unset as written:
+	// its node goes in unresolved, its error in unset (Config.Unset).
+	deferEnv bool
 
 	files        []string          // absolute paths in load order
 	hashes       []FileHash        // of files, as read
@@ -168,6 +192,8 @@ type loader struct {
 
 	origin       map[*yaml.Node]string
 	interpolated map[*yaml.Node]bool
+	unresolved   map[*yaml.Node]bool // scalars left as written: their variable is unset (deferEnv)
+	unset        []unsetVar          // where each of unresolved is, and its variable
 	fileKeys     map[string][]string // absolute path → its top-level keys
 	stats        map[string]fileStat // absolute path → mode and owner, as read
 	errs         []FieldError
@@ -176,7 +202,11 @@ type loader struct {
 // fail records a problem at node n.
 // Whatever the message quotes of the config is redacted (RedactString): a
 // credential in a mistyped value must not reach a terminal or a log.
+// A value left unresolved (deferEnv) is not checked: it is not known here.
 func (l *loader) fail(n *yaml.Node, path, format string, args ...any) {
+	if l.unresolved[n] {
+		return
+	}
 	l.errs = append(l.errs, FieldError{File: l.origin[n], Line: n.Line, Path: path, Msg: RedactString(fmt.Sprintf(format, args...))})
 }
 

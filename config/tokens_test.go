@@ -189,7 +189,14 @@ func TestTokensErrors(t *testing.T) {
 			for _, fe := range ve.Errors {
 				got = append(got, fe.Error())
 			}
-			require.Len(t, got, len(tc.want), "%s", strings.Join(got, "\n"))
+			// Without .checksums the tokens file (and a scopes file read)
+			// is refused too, in the same run, after what is wrong inside
+			// the files.
+			require.Greater(t, len(got), len(tc.want), "%s", strings.Join(got, "\n"))
+			require.Contains(t, got[len(tc.want)], "tokens.yaml: holds tokens, secrets, scopes or webhooks, and there is no .checksums")
+			for _, e := range got[len(tc.want):] {
+				require.Contains(t, e, "there is no .checksums")
+			}
 			for i, w := range tc.want {
 				require.Contains(t, got[i], strings.ReplaceAll(w, "{dir}", dir))
 			}
@@ -201,5 +208,6 @@ func TestSecretsErrors(t *testing.T) {
 	path := writeFiles(t, t.TempDir(), map[string]string{"config.yaml": "secrets:\n  github: ''\n  bad/name: x\n"})
 	_, err := config.Load(path)
 	require.EqualError(t, err, "config.yaml:2: secrets.github: must be a non-empty string, e.g. github: ${GITHUB}\n"+
-		`config.yaml:3: secrets.bad/name: invalid secret name "bad/name": use letters, digits and _ . - (up to 64)`)
+		`config.yaml:3: secrets.bad/name: invalid secret name "bad/name": use letters, digits and _ . - (up to 64)`+"\n"+
+		"config.yaml: holds tokens, secrets, scopes or webhooks, and there is no .checksums to check it against: record the files' hashes with ductile config lock --config "+path+" (once; token create and revoke keep it current)")
 }

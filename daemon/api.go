@@ -76,7 +76,7 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	s := api.New(api.Options{
 		Ledger: d.Ledger, Projector: d.Projector, Settings: settings, Guard: opts.Guard,
 		Events: opts.Events, Metrics: opts.Metrics, Logger: d.log, Started: d.started,
-		Pipelines: d.Pipelines,
+		Pipelines: d.Pipelines, CanRun: d.canRun,
 		Current: func() (*config.Config, events.ConfigAppliedData) {
 			c := d.current.Load()
 			return c.config, c.applied

@@ -90,7 +90,10 @@ type Daemon struct {
 	steps     map[string]pluginhost.Step
 	current   atomic.Pointer[current]
 	reloading sync.Mutex // one Reload at a time
-	started   time.Time  // when Open began: after: schedules count from it
+	// reloadsAnswered is the seq the last Reload answered requests up to
+	// (config.reload_requested); the ledger's head at Open.
+	reloadsAnswered int64
+	started         time.Time // when Open began: after: schedules count from it
 	// schedules are those applied now, by stream, with their Since (Open
 	// and Reload only).
 	schedules map[string]schedule.Schedule
@@ -140,6 +143,10 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	if cfg == nil {
 		cfg = config.Default()
 	}
+	if unset := cfg.Unset(); len(unset) > 0 && !opts.NoDispatch {
+		// A daemon uses every value: its own environment must set them.
+		return nil, &config.ValidationError{Errors: unset}
+	}
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
@@ -164,6 +171,10 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		lopts.OnWriteHealth = func(ledger.WriteHealth) { d.report.Load().update(d) }
 	}
 	if d.Ledger, err = ledger.Open(ctx, DBPath(opts.StateDir), lopts); err != nil {
+		return nil, err
+	}
+	// Reload requests recorded before this start were another daemon's.
+	if d.reloadsAnswered, err = d.Ledger.LastSeq(ctx); err != nil {
 		return nil, err
 	}
 	// A daemon reports skipped plugins as errors; a plugin run that takes
@@ -329,7 +340,7 @@ func Run(ctx context.Context, opts Options) error {
 		case <-hup:
 			d.log.Info("SIGHUP received: reloading the config", "config", d.Config().Source)
 			sd.reloading()
-			d.Reload(ctx) // it logs and records what happened
+			d.Reload(ctx, false) // it logs and records what happened
 			sd.ready(fmt.Sprintf("running %d plugins", len(d.Plugins().List())))
 		case <-ctx.Done():
 			waiting = false
@@ -349,10 +360,10 @@ func Run(ctx context.Context, opts Options) error {
 // (first match wins, so a root can override a bundled plugin). Plugins that
 // fail validation are logged and skipped; the others load.
 func LoadPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (*pluginhost.Registry, error) {
-	if err := plugins.Unpack(BundledPluginsDir(stateDir)); err != nil {
-		return nil, fmt.Errorf("unpack bundled plugins: %w", err)
+	reg, problems, err := loadPlugins(stateDir, cfg, log)
+	if err != nil {
+		return nil, err
 	}
-	reg, problems := pluginhost.Discover(pluginRoots(stateDir, cfg), discoverOptions(cfg, log))
 	for _, p := range problems {
 		level := slog.LevelError
 		if errors.Is(p, pluginhost.ErrShadowed) {
@@ -361,6 +372,16 @@ func LoadPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (*plugin
 		log.Log(context.Background(), level, "plugin skipped", "component", "pluginhost", "err", p.Error())
 	}
 	return reg, nil
+}
+
+// loadPlugins is LoadPlugins returning the plugins and roots discovery
+// skipped instead of logging them.
+func loadPlugins(stateDir string, cfg *config.Config, log *slog.Logger) (*pluginhost.Registry, []error, error) {
+	if err := plugins.Unpack(BundledPluginsDir(stateDir)); err != nil {
+		return nil, nil, fmt.Errorf("unpack bundled plugins: %w", err)
+	}
+	reg, problems := pluginhost.Discover(pluginRoots(stateDir, cfg), discoverOptions(cfg, log))
+	return reg, problems, nil
 }
 
 // demoted is a log handler that passes every record on at debug level.

@@ -15,10 +15,13 @@ import (
 )
 
 // Statuses of a health check that are not recorded: the plugin declares no
-// health command, or it is disabled (then nothing runs).
+// health command, it is disabled, or its config needs a ${VAR} that is not
+// set in this process's environment (config.LoadDeferred; the CLI in a
+// shell without it): then nothing runs.
 const (
 	NoHealthCommand events.HealthStatus = "no_health_command"
 	HealthDisabled  events.HealthStatus = "disabled"
+	HealthUnset     events.HealthStatus = "not_checked"
 )
 
 // ErrUnknownPlugin is matched (errors.Is) by the error of CheckHealth for a
@@ -94,6 +97,10 @@ func checkOne(ctx context.Context, opts HealthOptions, log *slog.Logger, p *plug
 	}
 	if _, ok := p.Command(HealthCommand); !ok {
 		r.Status, r.Message = NoHealthCommand, "no health command"
+		return r, nil
+	}
+	if unset := opts.Config.UnsetFor(p.Name); len(unset) > 0 {
+		r.Status, r.Message = HealthUnset, "its config needs what this shell does not have: "+unset[0].Error()
 		return r, nil
 	}
 	runID, res, err := runLifecycle(ctx, p, HealthCommand, pc, opts.Grace)

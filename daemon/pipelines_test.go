@@ -44,7 +44,9 @@ const skipPipelines = `pipelines:
 // TestPipelinesOfAPluginThatDidNotLoadAreSkipped: a pipeline whose uses
 // names a skipped or missing plugin (itself or through a call) is skipped
 // and recorded with the reason in config.applied; the daemon starts and
-// runs the others; a reload does the same. A DSL error still refuses both.
+// runs the others. A reload refuses such a config (the old one stays),
+// unless forced: then it does the same. A DSL error refuses both, forced
+// or not.
 func TestPipelinesOfAPluginThatDidNotLoadAreSkipped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -69,19 +71,33 @@ func TestPipelinesOfAPluginThatDidNotLoadAreSkipped(t *testing.T) {
 	require.Contains(t, reasons["needs-absent"], `uses plugin "absent", which is not installed`)
 	require.Contains(t, reasons["calls-broken"], `step inner/fetch uses plugin "broken"`)
 
-	// A reload skips them again and runs the rest.
+	// A reload refuses a pipeline of a plugin that is not there, as
+	// config check does: the old pipelines keep running.
 	require.NoError(t, os.WriteFile(cfg.Source, []byte("plugin_roots: ["+filepath.Join(dir, "plugins")+"]\nplugins:\n  good: {}\n"+
 		"pipelines:\n  - name: other\n    steps: [{uses: good}]\n  - name: needs-absent\n    steps: [{uses: absent}]\n"), 0o600))
-	reloaded, err := d.Reload(ctx)
+	_, err = d.Reload(ctx, false)
+	var refused *daemon.ReloadRefusedError
+	require.ErrorAs(t, err, &refused)
+	require.True(t, refused.Forceable)
+	require.Len(t, refused.Errors, 2, "%v", refused.Errors)
+	require.Contains(t, refused.Errors[0], `skipped plugin "broken"`)
+	require.Contains(t, refused.Errors[1], `no plugin named "absent" was found`)
+	require.Equal(t, []string{"fine"}, names(d))
+
+	// Forced, it skips them and runs the rest, the error recorded.
+	reloaded, err := d.Reload(ctx, true)
 	require.NoError(t, err)
 	require.Equal(t, []string{"other"}, names(d))
 	require.Equal(t, []events.SkippedPipeline{{Name: "needs-absent", Reason: `step step1 uses plugin "absent", which is not installed`}}, reloaded.SkippedPipelines)
+	require.Equal(t, refused.Errors, reloaded.Errors)
 
 	// A DSL error is the config's: the reload is refused.
 	require.NoError(t, os.WriteFile(cfg.Source, []byte("plugin_roots: ["+filepath.Join(dir, "plugins")+"]\nplugins:\n  good: {}\n"+
 		"pipelines:\n  - name: typo\n    stepz: [{uses: good}]\n"), 0o600))
-	_, err = d.Reload(ctx)
+	_, err = d.Reload(ctx, true)
 	require.ErrorContains(t, err, "stepz")
+	require.ErrorAs(t, err, &refused)
+	require.False(t, refused.Forceable, "a DSL error is never forced")
 	require.Equal(t, []string{"other"}, names(d))
 }
 

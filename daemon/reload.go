@@ -2,9 +2,12 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/ductile/ductile/commands"
@@ -16,43 +19,143 @@ import (
 	"github.com/ductile/ductile/views"
 )
 
-// LoadConfig loads the config at path, or the built-in defaults when path
-// is "": what a daemon started with that path runs with, and reloads.
-func LoadConfig(path string) (*config.Config, error) {
-	if path == "" {
-		return config.Default(), nil
-	}
-	return config.Load(path)
+// ReloadCheck is what a reload of a config file finds before it applies
+// anything: the config, its plugins and pipelines, and every problem.
+type ReloadCheck struct {
+	// Config, Plugins and Pipelines are what the reload would run with; nil
+	// when the files do not load (Config), or the pipelines do not compile.
+	Config    *config.Config
+	Plugins   *pluginhost.Registry
+	Pipelines *pipeline.Set
+	// SkippedPipelines are those a forced reload would not run (a uses
+	// step names a plugin that did not load).
+	SkippedPipelines []events.SkippedPipeline
+	// Findings are every error and warning, as config check reports them.
+	Findings
+	// Forceable says the errors are all of the plugins (CheckConfig), so
+	// that a reload asked with force applies the config anyway.
+	Forceable bool
 }
 
+// CheckReload loads the config file at source (the built-in defaults for
+// ""), discovers its plugins with discover and checks the one against the
+// other (CheckConfig), as a reload does before it applies anything: the
+// daemon's own reload, and system reload --dry-run. deferEnv leaves a
+// ${VAR} this process's environment does not set as a warning
+// (config.LoadDeferred: the dry run, in a shell, while the daemon resolves
+// them in its own environment). err is set only when nothing could be
+// checked (the file unreadable, the bundled plugins not unpacked).
+func CheckReload(source string, deferEnv bool, discover func(*config.Config) (*pluginhost.Registry, []error, error)) (ReloadCheck, error) {
+	rc := ReloadCheck{Findings: Findings{Errors: []string{}, Warnings: []string{}}}
+	var refused []config.FieldError
+	if source == "" {
+		rc.Config = config.Default()
+	} else {
+		var err error
+		if rc.Config, refused, err = config.Examine(source, deferEnv); err != nil {
+			return ReloadCheck{}, err
+		}
+	}
+	rc.add(refused...)
+	if rc.Config == nil {
+		return rc, nil
+	}
+	reg, problems, err := discover(rc.Config)
+	if err != nil {
+		return ReloadCheck{}, err
+	}
+	rc.Plugins = reg
+	f, err := CheckConfig(rc.Config, reg, problems)
+	if err != nil {
+		return ReloadCheck{}, err
+	}
+	rc.Errors, rc.Warnings = append(rc.Errors, f.Errors...), append(rc.Warnings, f.Warnings...)
+	// Logged by the caller once it applies them.
+	set, skipped, err := CompilePipelines(rc.Config, reg, slog.New(slog.DiscardHandler))
+	if err == nil {
+		rc.Pipelines, rc.SkippedPipelines = set, skipped
+	}
+	rc.Forceable = len(refused) == 0 && err == nil
+	return rc, nil
+}
+
+// Refused is why the reload is refused, or nil: a *ReloadRefusedError when
+// rc found errors, unless force and every one is Forceable.
+func (rc ReloadCheck) Refused(force bool) error {
+	if len(rc.Errors) == 0 || force && rc.Forceable {
+		return nil
+	}
+	return &ReloadRefusedError{Errors: rc.Errors, Forceable: rc.Forceable}
+}
+
+// ReloadRefusedError is a reload refused for the problems of the config
+// it would load: every one of them.
+type ReloadRefusedError struct {
+	Errors    []string
+	Forceable bool // a reload asked with force would apply it
+}
+
+func (e *ReloadRefusedError) Error() string { return strings.Join(e.Errors, "\n") }
+
 // Reload reads the daemon's config file again and discovers its plugins
-// (spec §11.3). If the config is valid, it becomes what the daemon decides
-// with at once: the dispatcher's plugins, settings, routes and pool, the
+// (spec §11.3), and checks them as ductile config check does (CheckReload).
+// A config with any error changes nothing: Reload records
+// config.reload_failed with every error and returns them; the old config
+// keeps running, its listeners and schedules too. With force (the argument,
+// or a config.reload_requested asking for it since the last reload), a
+// config whose errors are all of the plugins (a plugin skipped, a route or
+// pipeline to one that is not there) is applied anyway, the errors
+// recorded with it; the files' own errors (YAML, keys, values, integrity)
+// are never forced. A config applied becomes what the daemon decides with
+// at once: the dispatcher's plugins, settings, routes and pool, the
 // scheduler's schedules; jobs already started finish with the settings they
-// started with. It records config.applied (reason reload, with the changes)
-// and ends the queued jobs of plugins the new config removed or disabled,
-// canceled with the reason. An invalid config changes nothing: Reload
-// records config.reload_failed and returns why. Reloads run one at a time.
-func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
+// started with. It records config.applied (reason reload, with the changes
+// and the warnings) and ends the queued jobs of plugins the new config
+// removed or disabled, canceled with the reason. Reloads run one at a time.
+func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedData, error) {
 	d.reloading.Lock()
 	defer d.reloading.Unlock()
 	through, err := d.Ledger.LastSeq(ctx)
 	if err != nil {
 		return events.ConfigAppliedData{}, err
 	}
-	cfg, reg, set, skippedPipelines, err := d.loadForReload()
+	requested, err := d.forceRequested(ctx, through)
 	if err != nil {
-		d.log.Error("config reload failed: keeping the config in use", "err", err.Error())
+		return events.ConfigAppliedData{}, err
+	}
+	force = force || requested
+	rc, err := CheckReload(d.Config().Source, false, func(cfg *config.Config) (*pluginhost.Registry, []error, error) {
+		return loadPlugins(d.StateDir, cfg, d.log)
+	})
+	if err == nil {
+		err = rc.Refused(force)
+	}
+	if err != nil {
+		failed := events.ReloadFailedData{PID: os.Getpid(), Through: through, Error: err.Error()}
+		var refused *ReloadRefusedError
+		if errors.As(err, &refused) {
+			failed.Errors, failed.Forceable = refused.Errors, refused.Forceable
+		}
+		d.log.Error("config reload refused: keeping the config in use", "errors", failed.Error, "forceable", failed.Forceable)
 		_, rerr := d.Ledger.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
-			Type: events.ConfigReloadFailed, Data: events.ReloadFailedData{PID: os.Getpid(), Through: through, Error: err.Error()},
-			Meta: ledger.Meta{Actor: "daemon"}})
+			Type: events.ConfigReloadFailed, Data: failed, Meta: ledger.Meta{Actor: "daemon"}})
 		return events.ConfigAppliedData{}, errors.Join(err, rerr)
+	}
+	cfg, reg, set := rc.Config, rc.Plugins, rc.Pipelines
+	for name, step := range d.steps {
+		if p, ok := reg.Get(name); ok {
+			p.Step = step
+		}
+	}
+	if cfg.StateDir != "" && cfg.StateDir != d.Config().StateDir {
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("state_dir changed in the config (%s): a reload cannot move the ledger; restart the daemon to use it (in use: %s)", cfg.StateDir, d.StateDir))
 	}
 	old := d.current.Load().applied
 	a := Applied(reg, cfg, "reload")
-	a.Pipelines, a.SkippedPipelines = appliedPipelines(set), skippedPipelines
+	a.Pipelines, a.SkippedPipelines = appliedPipelines(set), rc.SkippedPipelines
 	a.Through, a.StartedAt = through, old.StartedAt
 	a.Changes = a.Settings.Diff(old.Settings)
+	a.Errors, a.Warnings = rc.Errors, rc.Warnings
 	// A plugin new to the daemon, or whose config changed, runs init before
 	// any job of it runs with the new settings (InitPlugins skips the
 	// others; each is bounded by its timeouts.init); a failure marks it
@@ -71,41 +174,47 @@ func (d *Daemon) Reload(ctx context.Context) (events.ConfigAppliedData, error) {
 	}
 	d.current.Store(newCurrent(cfg, reg, set, a))
 	d.applySchedules(time.Now())
-	d.log.Info("config reloaded", "changes", len(a.Changes), "plugins", len(a.Plugins), "skipped", len(a.Skipped), "seq", seq)
+	for _, e := range a.Errors {
+		d.log.Error("config reloaded with an error (forced)", "error", e)
+	}
+	for _, w := range a.Warnings {
+		d.log.Warn("config reloaded with a warning", "warning", w)
+	}
+	for _, p := range a.SkippedPipelines {
+		d.log.Warn("pipeline skipped: it uses a plugin that did not load; fix or install the plugin (see: ductile plugin list), then reload",
+			"pipeline", p.Name, "reason", p.Reason)
+	}
+	d.log.Info("config reloaded", "changes", len(a.Changes), "plugins", len(a.Plugins), "skipped", len(a.Skipped), "forced", len(a.Errors) > 0, "seq", seq)
 	if err := d.endOrphanedQueuedJobs(ctx, old, a, seq); err != nil {
 		return a, fmt.Errorf("config reloaded, but ending the queued jobs of removed plugins failed: %w", err)
 	}
 	return a, nil
 }
 
-// loadForReload loads the config file again, discovers plugins for it and
-// compiles its pipelines.
-func (d *Daemon) loadForReload() (*config.Config, *pluginhost.Registry, *pipeline.Set, []events.SkippedPipeline, error) {
-	cfg, err := LoadConfig(d.Config().Source)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	for _, fe := range cfg.IntegrityWarnings {
-		d.log.Warn("config file integrity warning", "file", fe.File, "detail", fe.Msg)
-	}
-	if cfg.StateDir != "" && cfg.StateDir != d.Config().StateDir {
-		d.log.Warn("state_dir changed in the config: a reload cannot move the ledger; restart the daemon to use it",
-			"state_dir", cfg.StateDir, "in_use", d.StateDir)
-	}
-	reg, err := LoadPlugins(d.StateDir, cfg, d.log)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	for name, step := range d.steps {
-		if p, ok := reg.Get(name); ok {
-			p.Step = step
+// forceRequested reports whether a config.reload_requested for this daemon
+// asked for force since the last reload, up to through (the seq this
+// reload answers to), and marks them answered.
+func (d *Daemon) forceRequested(ctx context.Context, through int64) (bool, error) {
+	force := false
+	for after := d.reloadsAnswered; after < through; {
+		last, err := d.Ledger.ReadFrom(ctx, after, 0, ledger.Filter{Stream: events.SystemStream, Type: events.ConfigReloadRequested},
+			func(ev ledger.Event) error {
+				var r events.ReloadRequestedData
+				if ev.Seq <= through && json.Unmarshal(ev.Data, &r) == nil && r.PID == os.Getpid() && r.Force {
+					force = true
+				}
+				return nil
+			})
+		if err != nil {
+			return false, fmt.Errorf("read reload requests: %w", err)
 		}
+		if last == after {
+			break
+		}
+		after = last
 	}
-	set, skipped, err := CompilePipelines(cfg, reg, d.log)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	return cfg, reg, set, skipped, nil
+	d.reloadsAnswered = through
+	return force, nil
 }
 
 // endOrphanedQueuedJobs cancels the queued jobs of the plugins old ran

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/webhooks"
 )
@@ -30,6 +31,7 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 		Ledger:  d.Ledger,
 		Secrets: secrets,
 		Config:  d.Config,
+		CanRun:  d.canRun,
 		Health: func() webhooks.Health {
 			return webhooks.Health{Started: d.started, PluginsLoaded: d.pluginsRunning(), API: d.apiState}
 		},
@@ -42,6 +44,28 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 	}
 	d.Webhooks = s
 	d.log.Info("webhooks listening", "addr", s.Addr(), "endpoints", len(cfg.WebhookSettings.Endpoints))
+	return nil
+}
+
+// canRun says whether the daemon can run plugin's command now, as a front
+// door (webhook, API) must know before it accepts the job: loaded, enabled
+// and with that command in the config applied, and its entrypoint still an
+// executable file (pluginhost.Plugin.Runnable: a chmod -x or a removal
+// since the plugin was loaded). Else a *commands.TargetError says why.
+func (d *Daemon) canRun(plugin, command string) error {
+	c := d.current.Load()
+	p, err := commands.TargetPlugin(c.applied, plugin)
+	if err != nil {
+		return err
+	}
+	if _, err := commands.TargetCommand(p, command); err != nil {
+		return err
+	}
+	if loaded, ok := c.plugins.Get(plugin); ok {
+		if err := loaded.Runnable(); err != nil {
+			return &commands.TargetError{Kind: commands.ErrPluginUnrunnable, Plugin: plugin, Reason: err.Error()}
+		}
+	}
 	return nil
 }
 

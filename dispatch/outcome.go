@@ -75,7 +75,9 @@ func (r *runner) addFactsAndRouting(complete *commands.Complete, s *settings, jo
 	for i, e := range res.Response.Events {
 		evs[i] = router.Event{Type: e.Type, Payload: e.Payload, DedupeKey: e.DedupeKey}
 	}
-	complete.Routing = &commands.Routing{Config: r.current.Load().config, Plugin: job.Plugin, DedupeKey: job.DedupeKey, Depth: job.Depth, Events: evs}
+	cur := r.current.Load()
+	complete.Routing = &commands.Routing{Config: cur.config, Plugin: job.Plugin, DedupeKey: job.DedupeKey, Depth: job.Depth, Events: evs,
+		CanRun: cur.cannotRun}
 }
 
 // recordOutcome records an attempt's outcome (complete) and, if next is
@@ -152,6 +154,11 @@ func logOutcome(log *slog.Logger, job *commands.Job, out commands.Outcome, res c
 			log.Debug("events without a route", "event_types", res.Unrouted)
 		}
 		for _, d := range res.Dropped {
+			if d.Limit == 0 {
+				log.Error("routed job dropped: its plugin cannot run", "to", d.Plugin, "to_command", d.Command,
+					"event_type", d.EventType, "reason", d.Reason)
+				continue
+			}
 			log.Warn("routed job dropped: the route chain is too deep", "to", d.Plugin, "to_command", d.Command,
 				"event_type", d.EventType, "depth", d.Depth, "max_route_depth", d.Limit)
 		}

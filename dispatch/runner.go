@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
@@ -206,16 +205,10 @@ func (r *runner) recordStderr(job *commands.Job, sl pluginhost.StderrLines) {
 // runnable finds the job's plugin and its config in s, or says why it
 // cannot run.
 func runnable(s *settings, c candidate) (*pluginhost.Plugin, json.RawMessage, string) {
-	p, ok := s.plugins.Get(c.plugin)
-	if !ok {
-		return nil, nil, fmt.Sprintf("plugin %q is not installed or failed to load (see: ductile plugin list)", c.plugin)
+	if why := s.cannotRun(c.plugin, c.command); why != nil {
+		return nil, nil, why.Error()
 	}
-	if !s.config.Plugin(c.plugin).Enabled {
-		return nil, nil, fmt.Sprintf("plugin %q is disabled in the config (plugins.%s.enabled: false)", c.plugin, c.plugin)
-	}
-	if _, ok := p.Command(c.command); !ok {
-		return nil, nil, fmt.Sprintf("plugin %q has no command %q", c.plugin, c.command)
-	}
+	p, _ := s.plugins.Get(c.plugin)
 	cfgJSON, err := s.pluginConfig(c.plugin)
 	if err != nil {
 		return nil, nil, "encode plugin config: " + err.Error()

@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/ductile/ductile/commands"
@@ -27,6 +29,28 @@ type settings struct {
 func newSettings(cfg *config.Config, reg *pluginhost.Registry, set *pipeline.Set) *settings {
 	return &settings{config: cfg, plugins: reg, configs: map[string]json.RawMessage{},
 		pipelines: &commands.Pipelines{Set: set, Config: cfg}}
+}
+
+// cannotRun says why jobs of plugin's command cannot run with s: the
+// plugin was not loaded (with discovery's reason), is disabled, or lacks
+// the command; nil if they can.
+func (s *settings) cannotRun(plugin, command string) error {
+	p, ok := s.plugins.Get(plugin)
+	if !ok {
+		for _, skipped := range s.plugins.Skipped() {
+			if skipped.Name == plugin && !errors.Is(skipped, pluginhost.ErrShadowed) {
+				return fmt.Errorf("plugin %q was not loaded: %v (fix it, then: ductile system reload)", plugin, skipped.Err)
+			}
+		}
+		return fmt.Errorf("plugin %q is not installed or failed to load (see: ductile plugin list)", plugin)
+	}
+	if !s.config.Plugin(plugin).Enabled {
+		return fmt.Errorf("plugin %q is disabled in the config (plugins.%s.enabled: false)", plugin, plugin)
+	}
+	if _, ok := p.Command(command); !ok {
+		return fmt.Errorf("plugin %q has no command %q", plugin, command)
+	}
+	return nil
 }
 
 // pluginConfig is a plugin's config as JSON, encoded once: settings do not

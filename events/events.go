@@ -336,6 +336,12 @@ type ConfigAppliedData struct {
 	// SkippedPipelines are the pipelines it does not run, with the reason:
 	// a uses step names a plugin that did not load.
 	SkippedPipelines []SkippedPipeline `json:"skipped_pipelines,omitempty"`
+	// Errors are the problems a reload asked with force applied anyway
+	// (ReloadRequestedData.Force): what config check reports as errors.
+	Errors []string `json:"errors,omitempty"`
+	// Warnings are what the check of a reloaded config warned of (integrity
+	// warnings, undeclared keys, …), for the CLI that asked to print.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // SkippedPipeline is a pipeline a daemon does not run, and why.
@@ -355,14 +361,27 @@ type AppliedPipeline struct {
 type ReloadFailedData struct {
 	PID     int    `json:"pid"`
 	Through int64  `json:"through"`
-	Error   string `json:"error"`
+	Error   string `json:"error"` // every problem, one a line
+	// Errors are the problems one by one (absent in records older than
+	// them: then Error).
+	Errors []string `json:"errors,omitempty"`
+	// Forceable says that every error is of the plugins (a skipped plugin,
+	// a route or pipeline to one that is not there): a reload asked with
+	// force applies such a config anyway. The files' own errors (YAML,
+	// keys, values, integrity) are never forced.
+	Forceable bool `json:"forceable,omitempty"`
 }
 
 // ReloadRequestedData is the data of config.reload_requested: a person or
-// program asked the daemon to reload (ductile system reload); the daemon
-// answers with config.applied or config.reload_failed.
+// program asked the daemon to reload (ductile system reload, before it
+// signals the daemon); the daemon answers every request up to the seq its
+// reload began at with one config.applied or config.reload_failed. A plain
+// SIGHUP is a request without a record, never forced.
 type ReloadRequestedData struct {
 	PID int `json:"pid"` // the daemon asked
+	// Force asks to apply a config whose only errors are of the plugins
+	// (ReloadFailedData.Forceable) anyway.
+	Force bool `json:"force,omitempty"`
 }
 
 // AppliedPlugin is a plugin a daemon loaded.

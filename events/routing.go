@@ -7,6 +7,6 @@ type DroppedRoute struct {
 	Command   string `json:"command"`
 	EventType string `json:"event_type"`
 	Depth     int    `json:"depth"` // the depth the child would have had
-	Limit     int    `json:"limit"` // service.max_route_depth
+	Limit     int    `json:"limit"` // service.max_route_depth; 0 when the reason is not the depth (its plugin cannot run)
 	Reason    string `json:"reason"`
 }

@@ -305,6 +305,12 @@ func (d *discoverer) checkEntrypoint(rel, ep string) error {
 			return err
 		}
 	}
+	return entrypointProblem(rel, ep, target)
+}
+
+// entrypointProblem checks the file an entrypoint ep (rel in its manifest)
+// resolves to, target: an executable regular file no one else may write.
+func entrypointProblem(rel, ep, target string) error {
 	fi, err := os.Stat(target)
 	if err != nil {
 		return fmt.Errorf("entrypoint %s: %w", rel, err)
@@ -318,6 +324,21 @@ func (d *discoverer) checkEntrypoint(rel, ep string) error {
 		return kindErrorf(ErrUntrusted, "entrypoint %s is world-writable: chmod o-w %s", rel, target)
 	}
 	return nil
+}
+
+// Runnable checks that p's entrypoint is still what discovery accepted: an
+// executable regular file no one else may write (one stat). A plugin whose
+// file changed since (chmod -x, removed) is still loaded, but a job of it
+// would fail to start. A plugin run in process (Step) is always runnable.
+func (p *Plugin) Runnable() error {
+	if p.Step != nil {
+		return nil
+	}
+	rel := p.Entrypoint
+	if p.Manifest != nil {
+		rel = p.Manifest.Entrypoint
+	}
+	return entrypointProblem(rel, p.Entrypoint, p.Entrypoint)
 }
 
 // checkLink applies the symlink rule to a link at path resolving to real:

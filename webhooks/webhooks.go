@@ -38,6 +38,10 @@ type Options struct {
 	// Config is the config in force, per request: its webhooks: endpoints
 	// and the defaults jobs are built with (commands.JobFor).
 	Config func() *config.Config
+	// CanRun says whether the endpoint's plugin command can run now; a
+	// delivery for one that cannot is refused with 503 plugin_unavailable
+	// and enqueues nothing. nil: every command can.
+	CanRun func(plugin, command string) error
 	// Health is what /healthz reports beyond the ledger; nil: nothing.
 	Health func() Health
 	Logger *slog.Logger
@@ -164,6 +168,16 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 		h.log.Warn("webhook refused: timestamp missing or outside the tolerance", "path", endpoint.Path, "remote", r.RemoteAddr)
 		forbidden(w)
 		return
+	}
+	if h.opts.CanRun != nil {
+		if err := h.opts.CanRun(endpoint.Plugin, endpoint.Command); err != nil {
+			h.log.Error("webhook refused: its plugin cannot run now, so nothing was enqueued", "path", endpoint.Path,
+				"plugin", endpoint.Plugin, "command", endpoint.Command, "err", err.Error(), "fix", "fix the plugin (see: ductile plugin list), then reload")
+			// The sender is told no more than that (the log says why).
+			writeError(w, http.StatusServiceUnavailable, "plugin_unavailable", "this endpoint's plugin cannot run now: nothing was enqueued",
+				"deliver it again later; the daemon's log says why")
+			return
+		}
 	}
 	payload, err := DecodePayload(body)
 	if err != nil {

@@ -64,6 +64,8 @@ type testBundle struct {
 	logs    *syncBuffer // the handler's log, JSON lines
 	path    string      // the ledger's file
 	api     atomic.Pointer[views.APIState]
+	// cannotRun is what Options.CanRun answers (nil: every command runs).
+	cannotRun error
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -114,6 +116,7 @@ func setup(t testing.TB) *testBundle {
 		Ledger:  l,
 		Secrets: func() auth.Secrets { return fakeSecrets{"hook": secret} },
 		Config:  func() *config.Config { return cfg },
+		CanRun:  func(string, string) error { return b.cannotRun },
 		Health: func() webhooks.Health {
 			return webhooks.Health{Started: b.started, PluginsLoaded: 3, API: *b.api.Load()}
 		},

@@ -529,14 +529,21 @@ const (
 )
 
 // loadEnv loads the config (--config, else the built-in defaults) and
-// resolves the state directory from it (see newEnv).
-func loadEnv(c *cli.Context) (*env, error) {
+// resolves the state directory from it (see newEnv). A ${VAR} whose
+// variable is not set in this shell does not stop it (loadEnvWith).
+func loadEnv(c *cli.Context) (*env, error) { return loadEnvWith(c, config.LoadDeferred) }
+
+// loadEnvWith is loadEnv with the config loaded by load: config.LoadDeferred
+// for a command that uses few of its values (a ${VAR} whose variable is not
+// set in this shell is left for whatever uses it to refuse:
+// config.Config.UnsetFor), config.Load for the daemon, which uses them all.
+func loadEnvWith(c *cli.Context, load func(string) (*config.Config, error)) (*env, error) {
 	// Global flags live on the root; c.String finds them through the lineage.
 	path := c.String("config")
 	if path == "" {
 		return newEnv(c, config.Default())
 	}
-	cfg, err := config.Load(path)
+	cfg, err := load(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, withHint(codeNotFound, err, "check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply")

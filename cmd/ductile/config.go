@@ -1,16 +1,14 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"slices"
+	"io"
 
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
-	"github.com/ductile/ductile/pluginhost"
 )
 
 func configCommand() *cli.Command {
@@ -54,30 +52,27 @@ type checkOutput struct {
 }
 
 // configCheck loads the config and discovers the plugins as the daemon
-// would, then cross-checks them (config.Check). Errors exit 1: an invalid
-// config, a plugin skipped for a problem, a route or plugin entry naming a
-// plugin or command that is not there. Warnings (a section nothing reads
-// yet, an undeclared config key, a shadowed plugin) leave the exit at 0.
+// would, then cross-checks them (daemon.CheckConfig), and reports every
+// problem in one run: the files' own, their integrity, and the plugins'.
+// Errors exit 1: an invalid config, a file .checksums or its permissions
+// refuse, a plugin skipped for a problem, a route or plugin entry naming a
+// plugin or command that is not there. Warnings (an undeclared config key,
+// a shadowed plugin, a ${VAR} this shell does not set) leave the exit at 0.
 func configCheck(c *cli.Context) error {
 	path := c.String("config")
 	out := checkOutput{Config: path, Files: []string{}, Errors: []string{}, Warnings: []string{}, Plugins: []string{}, Skipped: []string{}}
-	var cfg *config.Config
 	if path == "" {
 		out.Config = "(none: built-in defaults)"
-		cfg = config.Default()
-	} else if loaded, err := config.Load(path); err != nil {
-		var ve *config.ValidationError
-		if errors.As(err, &ve) {
-			for _, fe := range ve.Errors {
-				out.Errors = append(out.Errors, fe.Error())
-			}
-		} else {
-			out.Errors = append(out.Errors, err.Error())
-		}
-	} else {
-		cfg, out.Files = loaded, loaded.Files
+	}
+	cfg, refused, err := examineConfig(path)
+	if err != nil {
+		out.Errors = append(out.Errors, err.Error())
+	}
+	for _, fe := range refused {
+		out.Errors = append(out.Errors, fe.Error())
 	}
 	if cfg != nil {
+		out.Files = cfg.Files
 		if err := checkPlugins(c, cfg, &out); err != nil {
 			return err
 		}
@@ -102,12 +97,7 @@ func configCheck(c *cli.Context) error {
 				fmt.Fprintf(w, "  %s\n", e)
 			}
 		}
-		if len(out.Warnings) > 0 {
-			fmt.Fprintf(w, "%d warning(s):\n", len(out.Warnings))
-			for _, e := range out.Warnings {
-				fmt.Fprintf(w, "  %s\n", e)
-			}
-		}
+		printWarnings(w, out.Warnings)
 	}
 	if !out.OK {
 		return silent(exitFailure)
@@ -115,9 +105,30 @@ func configCheck(c *cli.Context) error {
 	return nil
 }
 
+// examineConfig loads the config at path (the built-in defaults for "")
+// as config.Examine does, a ${VAR} this shell does not set left to the
+// daemon: the config, when its files decode, and every problem that
+// refuses it.
+func examineConfig(path string) (*config.Config, []config.FieldError, error) {
+	if path == "" {
+		return config.Default(), nil, nil
+	}
+	return config.Examine(path, true)
+}
+
+// printWarnings prints warnings under a count, if there are any.
+func printWarnings(w io.Writer, warnings []string) {
+	if len(warnings) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%d warning(s):\n", len(warnings))
+	for _, e := range warnings {
+		fmt.Fprintf(w, "  %s\n", e)
+	}
+}
+
 // checkPlugins discovers the plugins for cfg and adds to out what they
-// are, which were skipped and why, and what config.Check and
-// config.Unused find.
+// are, which were skipped and why, and what daemon.CheckConfig finds.
 func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
 	e, err := newEnv(c, cfg)
 	if err != nil {
@@ -128,56 +139,18 @@ func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
 	if err != nil {
 		return err
 	}
-	installed := map[string]config.InstalledPlugin{}
 	for _, p := range reg.List() {
 		out.Plugins = append(out.Plugins, p.Name)
-		installed[p.Name] = installedPlugin(p.Manifest)
 	}
-	var skipped []string
 	for _, p := range problems {
 		out.Skipped = append(out.Skipped, p.Error())
-		var pe *pluginhost.PluginError
-		switch {
-		case errors.Is(p, pluginhost.ErrShadowed):
-			out.Warnings = append(out.Warnings, p.Error())
-			continue
-		case errors.As(p, &pe):
-			skipped = append(skipped, pe.Name)
-		}
-		out.Errors = append(out.Errors, "skipped "+p.Error())
 	}
-	errs, warnings := cfg.Check(installed, skipped)
-	pipelineErrs, pipelineWarnings, err := pipelineErrors(cfg, installed, skipped)
+	f, err := daemon.CheckConfig(cfg, reg, problems)
 	if err != nil {
 		return err
 	}
-	for _, fe := range append(errs, pipelineErrs...) {
-		out.Errors = append(out.Errors, fe.Error())
-	}
-	for _, fe := range append(append(append(cfg.Unused(), cfg.IntegrityWarnings...), warnings...), pipelineWarnings...) {
-		out.Warnings = append(out.Warnings, fe.Error())
-	}
+	out.Errors, out.Warnings = append(out.Errors, f.Errors...), append(out.Warnings, f.Warnings...)
 	return nil
-}
-
-// installedPlugin is what config.Check needs to know of a manifest.
-func installedPlugin(m *pluginhost.Manifest) config.InstalledPlugin {
-	var p config.InstalledPlugin
-	for _, cmd := range m.Commands {
-		p.Commands = append(p.Commands, cmd.Name)
-		if cmd.Values == nil {
-			continue
-		}
-		for _, emit := range cmd.Values.Emit {
-			if emit.Event != "" && !slices.Contains(p.Emits, emit.Event) {
-				p.Emits = append(p.Emits, emit.Event)
-			}
-		}
-	}
-	if m.ConfigKeys.Required != nil || m.ConfigKeys.Optional != nil {
-		p.ConfigKeys = append(append([]string{}, m.ConfigKeys.Required...), m.ConfigKeys.Optional...)
-	}
-	return p
 }
 
 func configShow(c *cli.Context) error {
@@ -201,7 +174,11 @@ func configShow(c *cli.Context) error {
 		return err
 	}
 	if a, ok := runningApplied(c, e); ok {
-		markDifferences(&n, e.cfg.Settings().Diff(a.Settings), a)
+		diffs, notes := comparable(e.cfg, e.cfg.Settings().Diff(a.Settings))
+		for _, note := range notes {
+			fmt.Fprintf(e.stderr, "note: %s\n", note)
+		}
+		markDifferences(&n, diffs, a)
 	}
 	b, err := yaml.Marshal(&n)
 	if err != nil {

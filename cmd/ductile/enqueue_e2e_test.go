@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -119,11 +120,14 @@ plugins:
 	refuse(true)
 
 	// With a daemon running, what it loaded counts, not what is on disk
-	// now: a plugin added since it started is refused (it would not run it).
+	// now: a plugin added since it started is refused (it would not run
+	// it), saying that the daemon has not loaded it and how it would.
 	writeTestPlugin(t, extra, "late", "{handle: {type: write}}", 0o755)
 	r := w.run("plugin", "run", "late")
 	require.Equal(t, 1, r.code, "%s", r)
-	require.Contains(t, r.stderr, `ductile: no plugin named "late" (plugins the daemon (pid `)
+	require.Contains(t, r.stderr, fmt.Sprintf(`ductile: the daemon (pid %d) has not loaded plugin "late": it was not there when the daemon started or last reloaded, and the plugin roots of %s have it now`, d.pid(), w.config))
+	require.Contains(t, r.stderr, "(load it with: ductile system reload")
+	require.NotContains(t, r.stderr, "see: ductile plugin list", "plugin list shows it: the hint must not send there")
 
 	// What the daemon recorded: its plugins and commands, enabled or not,
 	// the skipped ones with the reason, and no config value.

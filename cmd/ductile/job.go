@@ -202,6 +202,10 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 		fmt.Fprintf(w, "depth      %d\n", in.Depth)
 	}
 	for _, d := range in.DroppedRoutes {
+		if d.Limit == 0 { // not for its depth: its plugin cannot run
+			fmt.Fprintf(w, "dropped    route %s -> %s %s: %s\n", d.EventType, d.Plugin, d.Command, d.Reason)
+			continue
+		}
 		fmt.Fprintf(w, "dropped    route %s -> %s %s at depth %d (limit %d): %s\n", d.EventType, d.Plugin, d.Command, d.Depth, d.Limit, d.Reason)
 	}
 	if j.DedupeKey != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -305,49 +304,4 @@ func compactJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-// pipelineCheck is the check config check gives pipeline.Compile: whether
-// a plugin command exists among the plugins discovery loaded.
-func pipelineCheck(installed map[string]config.InstalledPlugin, skipped []string) func(plugin, command string) error {
-	loaded := make([]string, 0, len(installed))
-	for name := range installed {
-		loaded = append(loaded, name)
-	}
-	sort.Strings(loaded)
-	return func(plugin, command string) error {
-		p, ok := installed[plugin]
-		switch {
-		case !ok && slices.Contains(skipped, plugin):
-			return fmt.Errorf("plugin %q was skipped (the reason is among the errors)", plugin)
-		case !ok:
-			suggestion := ""
-			if s := config.Suggest(plugin, loaded); s != "" {
-				suggestion = " (did you mean " + s + "?)"
-			}
-			return fmt.Errorf("no plugin named %q was found%s", plugin, suggestion)
-		case !slices.Contains(p.Commands, command):
-			return fmt.Errorf("plugin %q has no command %q (its commands: %s)", plugin, command, strings.Join(p.Commands, ", "))
-		}
-		return nil
-	}
-}
-
-// pipelineErrors are the pipelines' compile errors for config check, and
-// their warnings (an on-hook pipeline no plugin can fire, a step's on: no
-// step before it declares emitting).
-func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string) (errs, warnings []config.FieldError, err error) {
-	set, err := pipeline.Compile(cfg, pipelineCheck(installed, skipped))
-	var ve *config.ValidationError
-	switch {
-	case err == nil:
-		emits := func(plugin, _ string) ([]string, bool) {
-			p, ok := installed[plugin]
-			return p.Emits, ok && p.Emits != nil
-		}
-		return nil, append(pipeline.HookWarnings(cfg, set), pipeline.OnWarnings(set, emits)...), nil
-	case errors.As(err, &ve):
-		return ve.Errors, nil, nil
-	}
-	return nil, nil, err
 }

@@ -39,10 +39,15 @@ func TestSkippedPipelineE2E(t *testing.T) {
 	require.Equal(t, 0, r.code, r.String())
 	require.Contains(t, r.stdout, `# pipeline orphan skipped: step step1 uses plugin "gone", which is not installed`)
 
-	// A reload that skips a pipeline says so: its plugin is missing now.
+	// A reload of a config whose pipeline names a missing plugin is
+	// refused, as config check refuses it; --force applies it, skipping
+	// the pipeline, and says so.
 	require.NoError(t, os.WriteFile(configPath, []byte("plugin_roots: ["+root+"]\nplugins:\n  echo: {}\n"+
 		"pipelines:\n  - name: fetch\n    steps:\n      - uses: echo.handle\n  - name: orphan\n    steps:\n      - uses: gone2.handle\n"), 0o600))
 	r = ductile(t, nil, "--config", configPath, "--state-dir", stateDir, "system", "reload")
+	require.Equal(t, 1, r.code, r.String())
+	require.Contains(t, r.stderr, `uses: no plugin named "gone2" was found`)
+	r = ductile(t, nil, "--config", configPath, "--state-dir", stateDir, "system", "reload", "--force")
 	require.Equal(t, 0, r.code, r.String())
 	require.Contains(t, r.stderr, `warning: pipeline orphan is skipped (it does not run): step step1 uses plugin "gone2", which is not installed`)
 }

@@ -179,6 +179,9 @@ func pluginRun(c *cli.Context) error {
 		if err != nil {
 			return commands.Enqueue{}, err
 		}
+		if err := set.resolved(name); err != nil {
+			return commands.Enqueue{}, err
+		}
 		command, err := set.command(p, c.String("command"), payload != nil)
 		if err != nil {
 			return commands.Enqueue{}, err

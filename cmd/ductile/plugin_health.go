@@ -22,7 +22,8 @@ func pluginHealthCommand() *cli.Command {
 		Description: "Runs the health command of each named plugin (every discovered plugin by default),\n" +
 			"at most 4 at once, each bounded by its timeouts.health, and records each result\n" +
 			"(plugin.health_checked) so that plugin list shows it. A plugin without a health\n" +
-			"command is reported as such, not as unhealthy. Exit status 1 if any is unhealthy.",
+			"command is reported as such, not as unhealthy. Exit status 1 if any is unhealthy, or\n" +
+			"not_checked: its config needs a ${VAR} this shell does not set (the daemon has it).",
 		Flags:  []cli.Flag{jsonFlag()},
 		Action: pluginHealth,
 	}
@@ -57,7 +58,7 @@ func pluginHealth(c *cli.Context) error {
 	}
 	unhealthy := false
 	for _, r := range reports {
-		unhealthy = unhealthy || r.Status == events.Unhealthy
+		unhealthy = unhealthy || r.Status == events.Unhealthy || r.Status == daemon.HealthUnset
 	}
 	if c.Bool("json") {
 		if err := printJSON(e.stdout, struct {

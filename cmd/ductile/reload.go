@@ -17,6 +17,7 @@ import (
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/views"
 )
 
@@ -25,12 +26,18 @@ func systemReloadCommand() *cli.Command {
 		Name:  "reload",
 		Usage: "make the running daemon read its config file again (as SIGHUP does)",
 		Description: "The daemon reloads the file it was started with (not --config), discovers plugins\n" +
-			"again and, if the config is valid, runs with it at once: routes, schedules, plugin\n" +
-			"settings and discovery change; running jobs finish with the settings they started\n" +
-			"with; queued jobs of a plugin the new config removes or disables are canceled with\n" +
-			"the reason. An invalid config changes nothing: the daemon keeps the old one, and this\n" +
-			"command says why and exits 1. --dry-run checks the file and shows what would change.",
+			"again and checks them as ductile config check does. A config with any error changes\n" +
+			"nothing: the daemon keeps the old one (its routes, schedules and webhooks too), and\n" +
+			"this command prints every error and exits 1. A config without errors runs at once:\n" +
+			"routes, schedules, plugin settings and discovery change; running jobs finish with the\n" +
+			"settings they started with; queued jobs of a plugin the new config removes or disables\n" +
+			"are canceled with the reason. Its warnings (integrity, undeclared keys…) are printed.\n" +
+			"--force applies a config whose only errors are of the plugins (a plugin skipped, a\n" +
+			"route, webhook or pipeline naming one that is not there) anyway, each error printed as\n" +
+			"a warning; the file's own errors (YAML, keys, values, .checksums) are never forced.\n" +
+			"--dry-run checks the file as the daemon would and shows what would change.",
 		Flags: []cli.Flag{jsonFlag(), dryRunFlag(),
+			&cli.BoolFlag{Name: "force", Usage: "apply the config even if plugins it names are skipped or missing (never past the file's own errors)"},
 			&cli.DurationFlag{Name: "timeout", Value: 30 * time.Second, Usage: "how long to wait for the daemon's answer"}},
 		Action: systemReload,
 	}
@@ -38,13 +45,20 @@ func systemReloadCommand() *cli.Command {
 
 // reloadOutput is what system reload prints with --json.
 type reloadOutput struct {
-	DryRun  bool                `json:"dry_run,omitempty"`
-	OK      bool                `json:"ok"`
-	PID     int                 `json:"pid"`
-	Config  string              `json:"config"`
-	Hash    string              `json:"hash,omitempty"`
-	Error   string              `json:"error,omitempty"`
-	Changes []config.Difference `json:"changes"`
+	DryRun bool   `json:"dry_run,omitempty"`
+	OK     bool   `json:"ok"`
+	PID    int    `json:"pid"`
+	Config string `json:"config"`
+	Hash   string `json:"hash,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Errors are every problem of the config: why it was refused, or, with
+	// Forced, what --force applied it past.
+	Errors   []string `json:"errors"`
+	Warnings []string `json:"warnings"`
+	Forced   bool     `json:"forced,omitempty"`
+	// Forceable: refused, but --force would apply it.
+	Forceable bool                `json:"forceable,omitempty"`
+	Changes   []config.Difference `json:"changes"`
 	// Added, Removed name the plugins the reload starts and stops running.
 	Added   []string `json:"plugins_added"`
 	Removed []string `json:"plugins_removed"`
@@ -71,7 +85,11 @@ func systemReload(c *cli.Context) error {
 		return hintf(codeConflict, "start it with: ductile system start (a start reads the config)",
 			"no daemon is running on %s: there is nothing to reload", e.stateDir)
 	}
-	l, err := e.readLedger(ctx)
+	open := e.openExistingLedger // the request is recorded
+	if c.Bool("dry-run") {
+		open = e.readLedger
+	}
+	l, err := open(ctx)
 	if err != nil {
 		return err
 	}
@@ -82,7 +100,8 @@ func systemReload(c *cli.Context) error {
 	if err != nil {
 		return waitError(err, h.PID, c.Duration("timeout"))
 	}
-	out := reloadOutput{PID: h.PID, Config: orDefaults(applied.Settings.Source), Changes: []config.Difference{}, Added: []string{}, Removed: []string{}}
+	out := reloadOutput{PID: h.PID, Config: orDefaults(applied.Settings.Source), Errors: []string{}, Warnings: []string{},
+		Changes: []config.Difference{}, Added: []string{}, Removed: []string{}}
 	if c.String("config") != "" && mustAbsPath(c.String("config")) != applied.Settings.Source {
 		fmt.Fprintf(e.stderr, "note: the daemon reloads %s, not --config %s\n", out.Config, c.String("config"))
 	}
@@ -90,30 +109,28 @@ func systemReload(c *cli.Context) error {
 		return reloadDryRun(c, e, l, applied, out)
 	}
 
-	head, err := l.LastSeq(ctx)
+	seqs, err := l.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
+		Type: events.ConfigReloadRequested, Data: events.ReloadRequestedData{PID: h.PID, Force: c.Bool("force")}, Meta: ledger.Meta{Actor: "cli"}})
 	if err != nil {
 		return err
 	}
 	if err := syscall.Kill(h.PID, syscall.SIGHUP); err != nil {
 		return failf("signal the daemon (pid %d): %v", h.PID, err)
 	}
-	a, err := daemon.WaitReload(waitCtx, e.stateDir, l, h.PID, head)
+	a, err := daemon.WaitReload(waitCtx, e.stateDir, l, h.PID, seqs[0])
 	var failed *daemon.ReloadFailedError
 	switch {
 	case errors.As(err, &failed):
-		out.Error = failed.Error()
-		if c.Bool("json") {
-			if err := printJSON(e.stdout, out); err != nil {
-				return err
-			}
-			return silent(exitFailure)
+		out.Error, out.Errors, out.Forceable = failed.Error(), failed.Errors, failed.Forceable
+		if len(out.Errors) == 0 {
+			out.Errors = strings.Split(failed.Error(), "\n")
 		}
-		return hintf(codeInvalidConfig, "fix the file and reload again; check it with: ductile config check --config "+out.Config,
-			"the daemon (pid %d) kept its config: the new one is invalid: %s", h.PID, failed.Error())
+		return reloadRefused(c, e, out, fmt.Sprintf("the daemon (pid %d) kept its config", h.PID))
 	case err != nil:
 		return waitError(err, h.PID, c.Duration("timeout"))
 	}
 	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, orEmpty(a.Changes)
+	out.Errors, out.Warnings, out.Forced = orEmpty(a.Errors), orEmpty(a.Warnings), len(a.Errors) > 0
 	out.Added, out.Removed = pluginChanges(applied, a)
 	out.Skipped = a.SkippedPipelines
 	if c.Bool("json") {
@@ -121,10 +138,39 @@ func systemReload(c *cli.Context) error {
 	}
 	fmt.Fprintf(e.stdout, "reloaded %s (daemon pid %d): %s\n", out.Config, h.PID, describeChanges(out))
 	printChanges(e.stdout, out.Changes)
-	for _, p := range out.Skipped {
-		fmt.Fprintf(e.stderr, "warning: pipeline %s is skipped (it does not run): %s; install or fix the plugin, then reload\n", p.Name, p.Reason)
-	}
+	printReloadWarnings(e.stderr, out)
 	return nil
+}
+
+// reloadRefused reports a reload refused (kept says what stays) with
+// every error of the config, and exits 1.
+func reloadRefused(c *cli.Context, e *env, out reloadOutput, kept string) error {
+	if c.Bool("json") {
+		if err := printJSON(e.stdout, out); err != nil {
+			return err
+		}
+		return silent(exitFailure)
+	}
+	printWarnings(e.stderr, out.Warnings)
+	hint := "fix them and reload again; check the file with: ductile config check --config " + out.Config
+	if out.Forceable {
+		hint += "; or apply it anyway, without what these errors name: ductile system reload --force"
+	}
+	return hintf(codeInvalidConfig, hint, "%s: %s has %d error(s):\n  %s", kept, out.Config, len(out.Errors), strings.Join(out.Errors, "\n  "))
+}
+
+// printReloadWarnings prints on w, after an applied reload, the errors it
+// was forced past and the config's warnings.
+func printReloadWarnings(w io.Writer, out reloadOutput) {
+	for _, e := range out.Errors {
+		fmt.Fprintf(w, "warning: an error applied anyway (--force): %s\n", e)
+	}
+	for _, warning := range out.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
+	for _, p := range out.Skipped {
+		fmt.Fprintf(w, "warning: pipeline %s is skipped (it does not run): %s; install or fix the plugin, then reload\n", p.Name, p.Reason)
+	}
 }
 
 // daemonEnv is loadEnv for a command about the running daemon, which
@@ -139,29 +185,30 @@ func daemonEnv(c *cli.Context) (*env, error) {
 	return e, err
 }
 
-// reloadDryRun loads the daemon's config file and discovers its plugins
-// as a reload would, and prints what would change; exit 1 if the config is
-// invalid.
+// reloadDryRun loads the daemon's config file, discovers its plugins and
+// checks them as a reload would (daemon.CheckReload), and prints every
+// error, and what would change; exit 1 if the reload would be refused.
 func reloadDryRun(c *cli.Context, e *env, l *ledger.Ledger, applied events.ConfigAppliedData, out reloadOutput) error {
 	out.DryRun = true
-	cfg, err := daemon.LoadConfig(applied.Settings.Source)
-	if err != nil {
-		out.Error = err.Error()
-		if c.Bool("json") {
-			if err := printJSON(e.stdout, out); err != nil {
-				return err
-			}
-			return silent(exitFailure)
-		}
-		return hintf(codeInvalidConfig, "fix it before reloading; the daemon would keep its config", "%s is invalid: %v", out.Config, err)
-	}
-	reg, _, err := daemon.DiscoverPlugins(e.stateDir, cfg, e.quietLogger())
+	rc, err := daemon.CheckReload(applied.Settings.Source, true, func(cfg *config.Config) (*pluginhost.Registry, []error, error) {
+		return daemon.DiscoverPlugins(e.stateDir, cfg, e.quietLogger())
+	})
 	if err != nil {
 		return err
 	}
-	a := daemon.Applied(reg, cfg, "reload")
-	out.OK, out.Hash, out.Changes = true, a.Settings.Hash, orEmpty(a.Settings.Diff(applied.Settings))
+	out.Errors, out.Warnings, out.Forceable = rc.Errors, rc.Warnings, rc.Forceable
+	if refused := rc.Refused(c.Bool("force")); refused != nil {
+		out.Error = refused.Error()
+		return reloadRefused(c, e, out, "a reload would be refused, the daemon keeping its config")
+	}
+	out.Forced = len(out.Errors) > 0
+	a := daemon.Applied(rc.Plugins, rc.Config, "reload")
+	var notes []string
+	out.OK, out.Hash = true, a.Settings.Hash
+	out.Changes, notes = comparable(rc.Config, a.Settings.Diff(applied.Settings))
+	out.Warnings = append(out.Warnings, notes...)
 	out.Added, out.Removed = pluginChanges(applied, a)
+	out.Skipped = rc.SkippedPipelines
 	out.Ends = map[string]int{}
 	for _, name := range out.Removed {
 		queued, err := views.ListJobs(c.Context, l, views.JobFilter{Status: events.StatusQueued, Plugin: name, Limit: 100000})
@@ -180,8 +227,25 @@ func reloadDryRun(c *cli.Context, e *env, l *ledger.Ledger, applied events.Confi
 	for name, n := range out.Ends {
 		fmt.Fprintf(e.stdout, "  %d queued job(s) of %s would be canceled\n", n, name)
 	}
+	printReloadWarnings(e.stderr, out)
 	fmt.Fprintln(e.stdout, "(run without --dry-run to reload)")
 	return nil
+}
+
+// comparable splits diffs, the settings of cfg that differ from what the
+// daemon applied, into those that do, and a note for each that depends on
+// a ${VAR} this shell does not set (config.LoadDeferred): the daemon
+// resolved it, this process cannot compare it.
+func comparable(cfg *config.Config, diffs []config.Difference) (kept []config.Difference, notes []string) {
+	kept = []config.Difference{}
+	for _, d := range diffs {
+		if names := cfg.UnsetBehind(d.Path); len(names) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: not compared: it depends on %s, not set in this shell (the daemon reads its own environment)", d.Path, strings.Join(names, ", ")))
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, notes
 }
 
 // pluginChanges names the plugins b runs (loaded and enabled) that a did
@@ -218,6 +282,9 @@ func describeChanges(out reloadOutput) string {
 	}
 	if len(out.Removed) > 0 {
 		parts = append(parts, "plugins removed or disabled: "+strings.Join(out.Removed, ", "))
+	}
+	if out.Forced {
+		parts = append(parts, fmt.Sprintf("forced past %d error(s)", len(out.Errors)))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -21,11 +21,14 @@ import (
 
 // reloadView is what system reload --json prints.
 type reloadView struct {
-	OK      bool   `json:"ok"`
-	DryRun  bool   `json:"dry_run"`
-	Error   string `json:"error"`
-	Hash    string `json:"hash"`
-	Changes []struct {
+	OK        bool     `json:"ok"`
+	DryRun    bool     `json:"dry_run"`
+	Error     string   `json:"error"`
+	Errors    []string `json:"errors"`
+	Warnings  []string `json:"warnings"`
+	Forceable bool     `json:"forceable"`
+	Hash      string   `json:"hash"`
+	Changes   []struct {
 		Path    string `json:"path"`
 		File    any    `json:"file"`
 		Applied any    `json:"applied"`
@@ -74,8 +77,12 @@ func TestReload(t *testing.T) {
 	require.NoError(t, os.Mkdir(gate, 0o755))
 	write := func(roots, attempts string) {
 		body := "plugin_roots: [" + roots + "]\nservice: {max_workers: 1}\nplugins:\n" +
-			"  slow: {config: {dir: " + gate + "}}\n" +
 			"  recorder: {config: {dir: " + w.scratch + "}, retry: {max_attempts: " + attempts + "}}\n"
+		if strings.Contains(roots, slowRoot) {
+			// Its settings go with its root (an entry for a plugin not
+			// found is an error: config check's, and a reload's).
+			body += "  slow: {config: {dir: " + gate + "}}\n"
+		}
 		require.NoError(t, os.WriteFile(w.config, []byte(body), 0o600))
 	}
 	write(slowRoot+", "+recorderRoot, "2")

@@ -228,7 +228,9 @@ func configDrift(cfg *config.Config, side daemonSide) []string {
 		return nil
 	}
 	for name, ps := range applied.Plugins {
-		if m, ok := mine.Plugins[name]; ok && m.ConfigHash != ps.ConfigHash {
+		// One that needs a ${VAR} this shell lacks is not checked here
+		// (daemon.HealthUnset), and its hash is not the real one.
+		if m, ok := mine.Plugins[name]; ok && m.ConfigHash != ps.ConfigHash && len(cfg.UnsetBehind("plugins."+name+".config_hash")) == 0 {
 			out = append(out, fmt.Sprintf("plugin %s: its config: in %s differs from the daemon's; health was checked with the file's (apply it with: ductile system reload)", name, orDefaults(cfg.Source)))
 		}
 	}

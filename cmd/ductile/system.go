@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/migrations"
@@ -43,7 +44,7 @@ func systemCommand() *cli.Command {
 }
 
 func systemStart(c *cli.Context) error {
-	e, err := loadEnv(c)
+	e, err := loadEnvWith(c, config.Load) // the daemon resolves every ${VAR}
 	if err != nil {
 		return err
 	}

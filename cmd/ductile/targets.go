@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -25,6 +26,8 @@ type pluginSet struct {
 	// config is what jobs are built with: the daemon's applied settings,
 	// or this process's config.
 	config *config.Config
+	// stateDir is the daemon's, for a hint on a plugin it did not load.
+	stateDir string
 }
 
 // discoveredPlugins is the set of a registry this process loaded.
@@ -56,7 +59,7 @@ func daemonPlugins(ctx context.Context, e *env, l *ledger.Ledger, pid int) (plug
 	if err != nil {
 		return pluginSet{}, err
 	}
-	return pluginSet{applied: a, daemonPID: a.PID, config: cfg}, nil
+	return pluginSet{applied: a, daemonPID: a.PID, config: cfg, stateDir: e.stateDir}, nil
 }
 
 // appliedConfig is the config a daemon's config.applied record says it
@@ -89,17 +92,70 @@ func (s pluginSet) plugin(name string) (events.AppliedPlugin, error) {
 	if !errors.As(err, &target) {
 		return p, err
 	}
+	if s.reloadLoads(name) {
+		// The daemon loads plugins when it starts and reloads: not since.
+		var msg string
+		switch target.Kind {
+		case commands.ErrPluginDisabled:
+			msg = fmt.Sprintf("plugin %q is disabled in the config the daemon (pid %d) applied; %s enables it now", name, s.daemonPID, s.applied.Settings.Source)
+		case commands.ErrPluginSkipped:
+			msg = fmt.Sprintf("plugin %q was not loaded by the daemon (pid %d): %s; it would load now", name, s.daemonPID, target.Reason)
+		default:
+			msg = fmt.Sprintf("the daemon (pid %d) has not loaded plugin %q: it was not there when the daemon started or last reloaded, and the plugin roots of %s have it now",
+				s.daemonPID, name, s.applied.Settings.Source)
+		}
+		return p, hintf(codeConflict, "load it with: ductile system reload (what it would change: ductile system reload --dry-run)", "%s", msg)
+	}
 	switch target.Kind {
 	case commands.ErrPluginDisabled:
 		return p, conflictf("%s", target.Error())
 	case commands.ErrPluginSkipped:
-		restart := ""
+		then := ""
 		if s.daemonPID != 0 {
-			restart = ", then restart the daemon"
+			then = ", then: ductile system reload"
 		}
-		return p, hintf(codeConflict, "fix it"+restart+"; see: ductile plugin list", "%s", target.Error())
+		return p, hintf(codeConflict, "fix it"+then+"; see: ductile plugin list", "%s", target.Error())
 	}
 	return p, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
+}
+
+// reloadLoads reports whether a reload of the daemon's config file would
+// run plugin name (found by discovery and enabled), which the daemon does
+// not run now. False without a daemon, or a config file.
+func (s pluginSet) reloadLoads(name string) bool {
+	if s.daemonPID == 0 || s.applied.Settings.Source == "" {
+		return false
+	}
+	cfg, err := config.LoadDeferred(s.applied.Settings.Source)
+	if err != nil || !cfg.Plugin(name).Enabled {
+		return false
+	}
+	reg, _, err := daemon.DiscoverPlugins(s.stateDir, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return false
+	}
+	_, ok := reg.Get(name)
+	return ok
+}
+
+// resolved refuses a job of plugin this process would run itself (no
+// daemon) while its config needs a ${VAR} this shell does not set: the
+// plugin would get the placeholder, not the value. A daemon resolves them
+// in its own environment.
+func (s pluginSet) resolved(plugin string) error {
+	if s.daemonPID != 0 {
+		return nil
+	}
+	unset := s.config.UnsetFor(plugin)
+	if len(unset) == 0 {
+		return nil
+	}
+	lines := make([]string, len(unset))
+	for i, fe := range unset {
+		lines[i] = fe.Error()
+	}
+	return hintf(codeInvalidConfig, "set it in this shell, or start the daemon (ductile system start, with the variable in its environment): with a daemon running, the daemon runs the job",
+		"no daemon is running, so this command would run the job of %s itself, and its config needs what this shell does not set:\n%s", plugin, strings.Join(lines, "\n"))
 }
 
 // command picks and checks the command to run: the one asked for, or by

@@ -176,7 +176,7 @@ func tokenCreate(c *cli.Context) error {
 			return err
 		}
 		// What was written must load: the daemon will read it on reload.
-		if _, err := config.Load(cfg.Source); err != nil {
+		if _, err := config.LoadDeferred(cfg.Source); err != nil {
 			return withHint(codeInvalidConfig, err, "the token was written but the config does not load: fix it, or revoke the token")
 		}
 		out.Key = key

@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/pipeline"
+	"github.com/ductile/ductile/pluginhost"
+)
+
+// Findings are what a check of a config against the plugins discovered for
+// it found, one line each: Errors are what would fail when the daemon runs
+// it (config check exits 1, a reload is refused), Warnings what is probably
+// a mistake but may be meant.
+type Findings struct {
+	Errors, Warnings []string
+}
+
+// add appends to f each of errs as an error.
+func (f *Findings) add(errs ...config.FieldError) {
+	for _, fe := range errs {
+		f.Errors = append(f.Errors, fe.Error())
+	}
+}
+
+func (f *Findings) warn(warnings ...config.FieldError) {
+	for _, fe := range warnings {
+		f.Warnings = append(f.Warnings, fe.Error())
+	}
+}
+
+// CheckConfig cross-checks cfg with the plugins discovered for it: reg, and
+// problems, what discovery skipped (plugins and roots). It is what ductile
+// config check reports beyond the file's own errors, and what refuses a
+// reload: a plugin skipped, a route, webhook or schedule naming a plugin or
+// command that is not there, a pipeline that does not compile against the
+// plugins (config.Check, pipeline.Compile). Warnings: a shadowed plugin,
+// config.Check's and the pipelines' warnings, the integrity warnings, and
+// each ${VAR} this process's environment does not set (config.LoadDeferred:
+// only the daemon needs it).
+func CheckConfig(cfg *config.Config, reg *pluginhost.Registry, problems []error) (Findings, error) {
+	f := Findings{Errors: []string{}, Warnings: []string{}}
+	installed := map[string]config.InstalledPlugin{}
+	for _, p := range reg.List() {
+		installed[p.Name] = installedPlugin(p.Manifest)
+	}
+	var skipped []string
+	for _, p := range problems {
+		var pe *pluginhost.PluginError
+		switch {
+		case errors.Is(p, pluginhost.ErrShadowed):
+			f.Warnings = append(f.Warnings, p.Error())
+			continue
+		case errors.As(p, &pe):
+			skipped = append(skipped, pe.Name)
+		}
+		f.Errors = append(f.Errors, "skipped "+p.Error())
+	}
+	errs, warnings := cfg.Check(installed, skipped)
+	pipelineErrs, pipelineWarnings, err := pipelineErrors(cfg, installed, skipped)
+	if err != nil {
+		return Findings{}, err
+	}
+	f.add(append(errs, pipelineErrs...)...)
+	f.warn(cfg.Unused()...)
+	f.warn(cfg.IntegrityWarnings...)
+	f.warn(warnings...)
+	f.warn(pipelineWarnings...)
+	f.warn(cfg.UnsetWarnings()...)
+	return f, nil
+}
+
+// installedPlugin is what config.Check needs to know of a manifest.
+func installedPlugin(m *pluginhost.Manifest) config.InstalledPlugin {
+	var p config.InstalledPlugin
+	for _, cmd := range m.Commands {
+		p.Commands = append(p.Commands, cmd.Name)
+		if cmd.Values == nil {
+			continue
+		}
+		for _, emit := range cmd.Values.Emit {
+			if emit.Event != "" && !slices.Contains(p.Emits, emit.Event) {
+				p.Emits = append(p.Emits, emit.Event)
+			}
+		}
+	}
+	if m.ConfigKeys.Required != nil || m.ConfigKeys.Optional != nil {
+		p.ConfigKeys = append(append([]string{}, m.ConfigKeys.Required...), m.ConfigKeys.Optional...)
+	}
+	return p
+}
+
+// pipelineCheck is the check CheckConfig gives pipeline.Compile: whether
+// a plugin command exists among the plugins discovery loaded.
+func pipelineCheck(installed map[string]config.InstalledPlugin, skipped []string) func(plugin, command string) error {
+	loaded := make([]string, 0, len(installed))
+	for name := range installed {
+		loaded = append(loaded, name)
+	}
+	sort.Strings(loaded)
+	return func(plugin, command string) error {
+		p, ok := installed[plugin]
+		switch {
+		case !ok && slices.Contains(skipped, plugin):
+			return fmt.Errorf("plugin %q was skipped (the reason is among the errors)", plugin)
+		case !ok:
+			suggestion := ""
+			if s := config.Suggest(plugin, loaded); s != "" {
+				suggestion = " (did you mean " + s + "?)"
+			}
+			return fmt.Errorf("no plugin named %q was found%s", plugin, suggestion)
+		case !slices.Contains(p.Commands, command):
+			return fmt.Errorf("plugin %q has no command %q (its commands: %s)", plugin, command, strings.Join(p.Commands, ", "))
+		}
+		return nil
+	}
+}
+
+// pipelineErrors are the pipelines' compile errors, and their warnings (a
+// step's on: no step before it declares emitting, an
+// on-hook pipeline no plugin can fire).
+func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string) (errs, warnings []config.FieldError, err error) {
+	set, err := pipeline.Compile(cfg, pipelineCheck(installed, skipped))
+	var ve *config.ValidationError
+	switch {
+	case err == nil:
+		emits := func(plugin, _ string) ([]string, bool) {
+			p, ok := installed[plugin]
+			return p.Emits, ok && p.Emits != nil
+		}
+		return nil, append(pipeline.HookWarnings(cfg, set), pipeline.OnWarnings(set, emits)...), nil
+	case errors.As(err, &ve):
+		return ve.Errors, nil, nil
+	}
+	return nil, nil, err
+}
