@@ -72,6 +72,7 @@ func TestMain(m *testing.M) {
 		{"broken", true, "#!/nonexistent/interpreter\n"},
 		{"failing", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"error\",\"error\":\"nope\"}'\n"},
 		{"quick", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"ok\",\"result\":\"quick\"}'\n"},
+		{"chatty", true, "#!/bin/sh\ncat >/dev/null\necho 'an ordinary line' >&2\necho '{\"status\":\"ok\"}'\n"},
 		{"counter", false, counterScript}, {"slowcounter", false, slowCounterScript},
 	} {
 		d := filepath.Join(dir, p.name)

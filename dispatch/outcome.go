@@ -37,7 +37,7 @@ func (r *runner) outcome(ctx context.Context, res pluginhost.Result, log *slog.L
 		}
 	}
 	if len(res.Stderr) > 0 {
-		log.Warn("plugin wrote to stderr", "stderr", tail(string(res.Stderr), 2048), "truncated", res.StderrTruncated)
+		log.Info("plugin wrote to stderr", "stderr", tail(string(res.Stderr), 2048), "truncated", res.StderrTruncated)
 	}
 	if res.Response != nil {
 		for _, l := range res.Response.Logs {
