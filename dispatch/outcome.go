@@ -22,12 +22,21 @@ func (r *runner) outcome(ctx context.Context, res pluginhost.Result, log *slog.L
 		Kind: res.Kind, Retryable: res.Retryable, Error: res.Err, ExitCode: res.ExitCode,
 		Duration: res.Duration, Stderr: string(res.Stderr), StderrTruncated: res.StderrTruncated,
 	}
+	if res.StderrTruncated {
+		out.StderrBytes = res.StderrBytes
+	}
 	if res.Response != nil {
 		// ParseResponse accepted exactly this (one JSON object, trimmed).
 		out.Response = json.RawMessage(bytes.TrimSpace(res.Stdout))
 		out.StateUpdates = res.Response.StateUpdates
 	} else if len(res.Stdout) > 0 {
-		out.Stdout = string(res.Stdout)
+		// Not a response: what the plugin wrote is kept for diagnosis, an
+		// excerpt of it (a flood must not bloat the ledger for ever).
+		stdout, cut := pluginhost.Excerpt(res.Stdout, res.StdoutBytes)
+		out.Stdout = string(stdout)
+		if cut {
+			out.StdoutBytes = max(res.StdoutBytes, int64(len(res.Stdout)))
+		}
 	}
 	if res.Kind == events.OutcomeCanceled {
 		if errors.Is(context.Cause(ctx), errShutdown) {

@@ -113,10 +113,14 @@ func decodeFast(data []byte, d any) bool {
 				return raw(val, &d.Response)
 			case "stdout":
 				return plainString(val, &d.Stdout)
+			case "stdout_bytes":
+				return integer(val, &d.StdoutBytes)
 			case "stderr":
 				return plainString(val, &d.Stderr)
 			case "stderr_truncated":
 				return boolean(val, &d.StderrTruncated)
+			case "stderr_bytes":
+				return integer(val, &d.StderrBytes)
 			}
 			return false
 		})

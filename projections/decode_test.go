@@ -57,6 +57,7 @@ func TestFastDecodeIsEncodingJSON(t *testing.T) {
 		`{"attempt":1,"deadline_at":"2026-11-25T10:44:22.029509766Z","pid":31704}`,
 		`{"attempt":2,"kind":"ok","retryable":false,"exit_code":0,"duration_ms":96,"response":{"status":"ok","result":"echo poll"},"stderr":"line one\nline \"two\"\t\\ /\r\b\f","stderr_truncated":true}`,
 		`{"attempt":1,"error":"exit 3: βeta 🚀","kind":"error","retryable":true,"exit_code":-1,"duration_ms":-9223372036854775}`,
+		`{"attempt":1,"error":"stdout exceeded 10485760 bytes; plugin killed","kind":"protocol_error","retryable":true,"exit_code":-1,"duration_ms":40,"stdout":"oo\n[ductile: 9 bytes left out here; 13 bytes in all]\noo","stdout_bytes":13,"stderr":"e\n[ductile: 1 bytes left out here; 3 bytes in all]\ne","stderr_truncated":true,"stderr_bytes":3}`,
 		`{"fact_type":"echo.snapshot","job_id":"j","command":"poll","fact":{"runs":1},"compatibility_view":"mirror_object"}`,
 		`{"job_id":"j","command":"poll","updates":{"a":1},"state":{"a":1,"b":[]}}`,
 		`{"correlation_id":"c","causation_id":"d","actor":"dispatcher"}`,
