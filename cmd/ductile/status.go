@@ -40,7 +40,10 @@ type statusOutput struct {
 	Daemon  daemonStatus      `json:"daemon"`
 	Plugins []pluginStatus    `json:"plugins"`
 	Queue   views.QueueCounts `json:"queue"`
-	Ledger  views.LedgerSize  `json:"ledger"`
+	// Workers is how busy the running daemon's worker pool is; absent when
+	// no daemon runs.
+	Workers *views.Workers   `json:"workers,omitempty"`
+	Ledger  views.LedgerSize `json:"ledger"`
 	// Warnings say what the figures above may not reflect.
 	Warnings []string `json:"warnings"`
 }
@@ -177,6 +180,13 @@ func systemStatus(c *cli.Context) error {
 		return err
 	}
 	out := statusOutput{Daemon: side.status, Plugins: []pluginStatus{}, Queue: st.Queue, Ledger: st.Ledger, Warnings: orEmpty(warnings)}
+	if side.status.Running {
+		w, err := views.ReadWorkers(ctx, l, side.config.Service.MaxWorkers, time.Now())
+		if err != nil {
+			return err
+		}
+		out.Workers = &w
+	}
 	for _, p := range side.plugins {
 		ps := pluginStatus{Name: p.Name, Version: p.Version, Enabled: p.Enabled, Health: st.Health.Of(p.Name), Breakers: []views.Breaker{}}
 		for _, b := range breakers {
@@ -256,6 +266,17 @@ func printStatus(e *env, out statusOutput) {
 	}
 	q := out.Queue
 	fmt.Fprintf(w, "queue     %d queued, %d running, %d cancel requested\n", q.Queued, q.Running, q.CancelRequested)
+	if ws := out.Workers; ws != nil {
+		fmt.Fprintf(w, "workers   %d of %d busy", ws.Busy, ws.Max)
+		if ws.Saturated {
+			jobs := fmt.Sprintf("%d jobs of other plugins wait", ws.Waiting)
+			if ws.Waiting == 1 {
+				jobs = "a job of another plugin waits"
+			}
+			fmt.Fprintf(w, ": every worker is busy while %s for one (a hung plugin holds its worker until its timeout; see: ductile queue; raise service.max_workers)", jobs)
+		}
+		fmt.Fprintln(w)
+	}
 	lg := out.Ledger
 	fmt.Fprintf(w, "ledger    %s (WAL %s, archives %s); head seq %d, projector lag %d\n",
 		humanBytes(lg.FileBytes), humanBytes(lg.WALBytes), humanBytes(lg.ArchiveBytes), lg.Head, lg.Lag)
