@@ -27,7 +27,7 @@ import (
 func pluginCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "plugin",
-		Usage: "list and run plugins",
+		Usage: "list, run and inspect plugins",
 		Subcommands: []*cli.Command{
 			{
 				Name:   "list",
@@ -58,6 +58,8 @@ func pluginCommand() *cli.Command {
 				Action: pluginRun,
 			},
 			pluginHealthCommand(),
+			pluginShowCommand(),
+			pluginLogsCommand(),
 		},
 	}
 }

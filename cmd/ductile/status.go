@@ -67,6 +67,9 @@ type pluginStatus struct {
 	// NextRun is the plugin's earliest next scheduled firing; nil when it
 	// has none.
 	NextRun *nextRun `json:"next_run"`
+	// LastRun is its newest job that has started (views.LastRuns); nil
+	// when none has.
+	LastRun *views.Job `json:"last_run"`
 }
 
 type nextRun struct {
@@ -187,6 +190,14 @@ func systemStatus(c *cli.Context) error {
 		}
 		out.Workers = &w
 	}
+	names := make([]string, len(side.plugins))
+	for i, p := range side.plugins {
+		names[i] = p.Name
+	}
+	lastRuns, err := views.LastRuns(ctx, l, names)
+	if err != nil {
+		return err
+	}
 	for _, p := range side.plugins {
 		ps := pluginStatus{Name: p.Name, Version: p.Version, Enabled: p.Enabled, Health: st.Health.Of(p.Name), Breakers: []views.Breaker{}}
 		for _, b := range breakers {
@@ -198,6 +209,9 @@ func systemStatus(c *cli.Context) error {
 			if s.Plugin == p.Name && s.Next != nil && (ps.NextRun == nil || s.Next.Due.Before(ps.NextRun.Due)) {
 				ps.NextRun = &nextRun{Schedule: s.Plugin + "/" + s.ID, Due: s.Next.Due}
 			}
+		}
+		if run, ok := lastRuns[p.Name]; ok {
+			ps.LastRun = &run
 		}
 		out.Plugins = append(out.Plugins, ps)
 	}
@@ -288,7 +302,7 @@ func printStatus(e *env, out statusOutput) {
 		fmt.Fprintf(w, "warning   %s\n", warning)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nPLUGIN\tVERSION\tHEALTH\tBREAKERS\tNEXT RUN")
+	fmt.Fprintln(tw, "\nPLUGIN\tVERSION\tHEALTH\tBREAKERS\tNEXT RUN\tLAST RUN")
 	for _, p := range out.Plugins {
 		health := p.Health.Summary
 		if !p.Enabled {
@@ -308,9 +322,27 @@ func printStatus(e *env, out statusOutput) {
 		if p.NextRun != nil {
 			next = p.NextRun.Due.Local().Format("2006-01-02 15:04:05 MST") + " (" + p.NextRun.Schedule + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, health, breakers, next)
+		last := "-"
+		if r := p.LastRun; r != nil {
+			at := r.StartedAt
+			if r.CompletedAt != nil {
+				at = r.CompletedAt
+			}
+			last = fmt.Sprintf("%s %s (%s)", r.Status, shortTime(*at), r.Command)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, health, breakers, next, last)
 	}
 	tw.Flush()
+}
+
+// shortTime is a recorded time (RFC 3339, UTC) to the second, in local
+// time as the other times of the table.
+func shortTime(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
 }
 
 func shortHash(h string) string {
