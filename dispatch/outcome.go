@@ -96,6 +96,8 @@ func (r *runner) recordOutcome(cmd commands.Complete, next *startClaim, log *slo
 		return r.complete(cmd, log)
 	}
 	defer next.record(r.ledger) // should anything below panic, the next job still gets its start
+	// The start records the next job's plugin process: wait for its spawn.
+	<-next.ready
 	res := commands.HandOff(context.Background(), r.ledger, commands.Handoff{Complete: cmd, Next: next.cmd})
 	next.answer(res.Started, res.StartErr)
 	return r.settle(cmd, res.Completed, res.CompleteErr, log)

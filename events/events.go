@@ -198,6 +198,23 @@ type Started struct {
 	Attempt    int    `json:"attempt"`
 	DeadlineAt string `json:"deadline_at"`
 	PID        int    `json:"pid,omitempty"` // of the process that runs it (the daemon, or a CLI)
+	// Plugin is the process group the attempt's plugin runs in, so that
+	// recovery can end it should the process running the job die first;
+	// nil when no plugin process was started (an in-process step, a
+	// plugin that cannot run or could not be spawned), and in events
+	// recorded before it existed.
+	Plugin *PluginProcess `json:"plugin,omitempty"`
+}
+
+// PluginProcess identifies a plugin's process, which leads its own process
+// group, beyond the reuse of its pid: by its start time and the boot of
+// the machine it runs on.
+type PluginProcess struct {
+	PGID int `json:"pgid"` // the process group's id, which is its leader's pid
+	// StartTicks is when the leader started, in clock ticks after boot
+	// (field 22 of /proc/<pid>/stat).
+	StartTicks uint64 `json:"start_ticks"`
+	BootID     string `json:"boot_id"` // /proc/sys/kernel/random/boot_id
 }
 
 // AttemptEnded is the data of job.succeeded, job.failed and job.timed_out.

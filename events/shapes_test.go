@@ -27,3 +27,14 @@ func TestAttemptEndedShape(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"attempt":1,"kind":"ok","retryable":false,"exit_code":0,"duration_ms":3,"response":{"status":"ok"},"stderr":"hi\n"}`, string(b))
 }
+
+func TestStartedShape(t *testing.T) {
+	b, err := json.Marshal(events.Started{Attempt: 2, DeadlineAt: "2026-11-28T12:00:00Z", PID: 4100,
+		Plugin: &events.PluginProcess{PGID: 4242, StartTicks: 987654, BootID: "0e1f6c2a-5b8e-4f51-9d37-2f1b0c9a7e11"}})
+	require.NoError(t, err)
+	require.Equal(t, `{"attempt":2,"deadline_at":"2026-11-28T12:00:00Z","pid":4100,"plugin":{"pgid":4242,"start_ticks":987654,"boot_id":"0e1f6c2a-5b8e-4f51-9d37-2f1b0c9a7e11"}}`, string(b))
+	// Without a plugin process (an in-process step; events before it), as before.
+	b, err = json.Marshal(events.Started{Attempt: 1, DeadlineAt: "2026-11-28T12:00:00Z", PID: 4100})
+	require.NoError(t, err)
+	require.Equal(t, `{"attempt":1,"deadline_at":"2026-11-28T12:00:00Z","pid":4100}`, string(b))
+}

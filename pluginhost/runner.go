@@ -54,6 +54,13 @@ type RunOptions struct {
 	// OnStart, if set, is called with the pid (which is also the process
 	// group id) right after the plugin has started. It must not block.
 	OnStart func(pid int)
+	// OnSpawn, if set, is called with the plugin's process (its group,
+	// told apart from a later process of its pid: ProcessOf) as soon as it
+	// has been spawned, before the request is prepared (RunPrepared) or
+	// written: a caller that records it before the plugin gets its request
+	// can end the group should it die itself (EndProcessGroup). Not called
+	// for an in-process step, nor when the process cannot be identified.
+	OnSpawn func(events.PluginProcess)
 	// OnStderr, if set, receives the lines the plugin writes to stderr
 	// while it runs, coalesced: a delivery every StderrInterval while lines
 	// come, or as soon as StderrChunkSize of them wait, and the last ones
@@ -196,6 +203,12 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		return finish()
 	}
 	res.PID = pr.pid
+	if opts.OnSpawn != nil {
+		// The leader is not reaped before finish: its pid is still its own.
+		if proc, err := ProcessOf(pr.pid); err == nil {
+			opts.OnSpawn(proc)
+		}
+	}
 
 	request, err := payload()
 	if err != nil {
