@@ -147,7 +147,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 				Config: cfgJSON, State: st.State, Context: requestContext(st.Job), Event: st.Event,
 				DeadlineAt: r.now().Add(timeout),
 			}, nil
-		}, pluginhost.RunOptions{Timeout: timeout, Grace: r.grace, OnSpawn: func(p events.PluginProcess) { plugin = &p }, OnStderr: func(lines pluginhost.StderrLines) {
+		}, pluginhost.RunOptions{Timeout: timeout, Grace: r.grace, OnSpawn: func(proc events.PluginProcess) { plugin = &proc }, OnStderr: func(lines pluginhost.StderrLines) {
 			// A plugin may write before its start is recorded (it runs from
 			// the spawn on): its lines wait for the start's answer, which
 			// comes, since a spawned plugin's request is always prepared.
