@@ -143,7 +143,7 @@ func (f *fixture) send(req *http.Request) response {
 	r := response{status: res.StatusCode, raw: raw, header: res.Header}
 	_ = json.Unmarshal(raw, &r.body)
 	statuses.Lock()
-	route := req.Method + " " + routeOf(req.URL.Path)
+	route := req.Method + " " + routeOf(req.Method, req.URL.Path)
 	if statuses.seen[route] == nil {
 		statuses.seen[route] = map[int]bool{}
 	}
@@ -152,12 +152,15 @@ func (f *fixture) send(req *http.Request) response {
 	return r
 }
 
-// routeOf turns a request path into its OpenAPI path template.
-func routeOf(path string) string {
+// routeOf turns a request's method and path into its OpenAPI path
+// template.
+func routeOf(method, path string) string {
 	parts := strings.Split(path, "/")
 	switch {
-	case len(parts) == 4 && parts[1] == "plugin":
+	case len(parts) == 4 && parts[1] == "plugin" && method == http.MethodPost:
 		return "/plugin/{plugin}/{command}"
+	case len(parts) >= 3 && parts[1] == "plugin":
+		parts[2] = "{plugin}"
 	case len(parts) == 3 && parts[1] == "pipeline":
 		return "/pipeline/{name}"
 	case len(parts) >= 3 && (parts[1] == "job" || parts[1] == "run"):

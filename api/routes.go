@@ -73,6 +73,7 @@ func (s *Server) register() {
 	}, auth.JobsRO), s.getQueue)
 	s.registerPipelines()
 	s.registerRuns()
+	s.registerPlugins()
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
 	}, s.health)

@@ -29,7 +29,7 @@ import (
 type Options struct {
 	Jobs int
 	// Workers is the pool of both measurements; by default the daemon's own
-	// default pool (config.Default: max(1, NumCPU-1)), since the bench
+	// default pool (config.Default: max(4, NumCPU-1)), since the bench
 	// measures the daemon as it runs unconfigured.
 	Workers   int
 	Enqueuers int          // concurrent producers (default 8)

@@ -24,15 +24,20 @@ const DefaultMaxStateBytes = 1 << 20
 
 // Outcome is how one attempt ended.
 type Outcome struct {
-	Kind            events.Outcome
-	Retryable       bool
-	Error           string
-	ExitCode        int
-	Duration        time.Duration
-	Response        json.RawMessage // the plugin's response as parsed, when there was one
-	Stdout          string          // kept only when there was no valid response
+	Kind      events.Outcome
+	Retryable bool
+	Error     string
+	ExitCode  int
+	Duration  time.Duration
+	Response  json.RawMessage // the plugin's response as parsed, when there was one
+	// Stdout (kept only when there was no valid response) and Stderr are
+	// excerpts of what the plugin wrote (pluginhost.Excerpt); StdoutBytes
+	// and StderrBytes, when set, are how much it wrote in all.
+	Stdout          string
+	StdoutBytes     int64
 	Stderr          string
 	StderrTruncated bool
+	StderrBytes     int64
 	StateUpdates    json.RawMessage
 }
 
@@ -252,8 +257,8 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	}
 	ended := events.AttemptEnded{
 		Attempt: j.Attempt, Error: out.Error, Kind: out.Kind, Retryable: out.Retryable, ExitCode: out.ExitCode,
-		DurationMS: out.Duration.Milliseconds(), Response: out.Response, Stdout: out.Stdout,
-		Stderr: out.Stderr, StderrTruncated: out.StderrTruncated,
+		DurationMS: out.Duration.Milliseconds(), Response: out.Response, Stdout: out.Stdout, StdoutBytes: out.StdoutBytes,
+		Stderr: out.Stderr, StderrTruncated: out.StderrTruncated, StderrBytes: out.StderrBytes,
 	}
 	res.Kind, res.Error = out.Kind, out.Error
 	var evs []ledger.NewEvent

@@ -13,13 +13,17 @@ import (
 // its attempt counts, and it is queued again for the next one, or dead if
 // that would exceed max_attempts.
 type Recover struct {
-	JobID  string
+	JobID string
+	// Reason is why, recorded (default OrphanReason).
 	Reason string
 	Now    time.Time
 	// Pipelines moves the run of a pipeline job that ends here on (nil:
 	// found in the ledger; see Pipelines).
 	Pipelines *Pipelines
 }
+
+// OrphanReason is why a job is recovered, unless told otherwise.
+const OrphanReason = "the process running it stopped before it finished"
 
 // RecoverResult says what became of an orphan.
 type RecoverResult struct {
@@ -73,7 +77,7 @@ func (cmd Recover) decide(j *Job) ([]ledger.NewEvent, RecoverResult) {
 	}
 	reason := cmd.Reason
 	if reason == "" {
-		reason = "the process running it stopped before it finished"
+		reason = OrphanReason
 	}
 	if j.Status == events.StatusCancelRequested {
 		evs := []ledger.NewEvent{j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: "cancel requested; " + reason}, "", "recovery")}

@@ -23,6 +23,12 @@ const (
 	DefaultRouteCommand    = "handle"
 	DefaultMaxRouteDepth   = 20
 	DefaultMaxHookDepth    = 3
+	// MinDefaultWorkers is the floor of the default worker pool,
+	// max(MinDefaultWorkers, NumCPU-1). The spec's max(1, NumCPU-1) is one
+	// worker on a two-core machine, where one hung plugin would stall
+	// every schedule for its whole timeout; plugins mostly wait on the
+	// network or disks, not the CPU.
+	MinDefaultWorkers = 4
 )
 
 // Config is the merged, validated configuration. Treat it as read-only once
@@ -89,7 +95,8 @@ type Config struct {
 
 // Service holds the settings of the core itself.
 type Service struct {
-	// MaxWorkers bounds the global worker pool; default max(1, NumCPU-1).
+	// MaxWorkers bounds the global worker pool; default
+	// max(MinDefaultWorkers, NumCPU-1).
 	MaxWorkers int
 	// DedupeTTL is the default dedupe window.
 	DedupeTTL time.Duration
@@ -174,7 +181,7 @@ func Default() *Config {
 	return &Config{
 		PluginRoots: []string{},
 		Service: Service{
-			MaxWorkers:      max(1, runtime.NumCPU()-1),
+			MaxWorkers:      max(MinDefaultWorkers, runtime.NumCPU()-1),
 			DedupeTTL:       DefaultDedupeTTL,
 			JobLogRetention: DefaultJobLogRetention,
 			MaxRouteDepth:   DefaultMaxRouteDepth,

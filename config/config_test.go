@@ -66,7 +66,7 @@ func TestDefault(t *testing.T) {
 	want := &config.Config{
 		PluginRoots: []string{},
 		Service: config.Service{
-			MaxWorkers:      max(1, runtime.NumCPU()-1),
+			MaxWorkers:      max(4, runtime.NumCPU()-1),
 			DedupeTTL:       24 * time.Hour,
 			JobLogRetention: 30 * 24 * time.Hour,
 			MaxRouteDepth:   20,

@@ -416,7 +416,16 @@ func (d *Daemon) recoverOrphans(ctx context.Context) error {
 		return fmt.Errorf("find orphaned jobs: %w", err)
 	}
 	for _, id := range ids {
-		res, err := commands.RecoverJob(ctx, d.Ledger, commands.Recover{JobID: id, Now: time.Now(), Pipelines: d.pipelineRuntime()})
+		// Its plugin first: the job must not run again beside it.
+		ended, err := d.endOrphanPlugin(ctx, id)
+		if err != nil {
+			d.log.Error("could not end the plugin of a job left running by a stopped process; it may run twice at once", "job_id", id, "err", err)
+		}
+		reason := ""
+		if ended != "" {
+			reason = commands.OrphanReason + "; " + ended
+		}
+		res, err := commands.RecoverJob(ctx, d.Ledger, commands.Recover{JobID: id, Reason: reason, Now: time.Now(), Pipelines: d.pipelineRuntime()})
 		if err != nil {
 			return err
 		}

@@ -234,7 +234,7 @@ func (d *Dispatcher) wake() {
 // worker. Called with d.mu held.
 func (d *Dispatcher) launch(c candidate) {
 	ctx := d.claimLocked(c)
-	go d.work(ctx, c, d.runner.claim(c))
+	go d.work(ctx, c, d.runner.newClaim(c, false))
 }
 
 // claimLocked takes a worker slot for c and returns the context its worker
@@ -254,6 +254,7 @@ func (d *Dispatcher) work(ctx context.Context, c candidate, start *startClaim) {
 		if p := recover(); p != nil {
 			d.log.Error("worker panicked", "job_id", c.id, "plugin", c.plugin, "panic", fmt.Sprint(p))
 		}
+		start.spawned(d.runner.ledger, nil) // a start handed to another worker must not hold it waiting
 		d.finish(c, a)
 	}()
 	a = d.runner.run(ctx, c, start, func() *startClaim { return d.handoff(c) })
@@ -282,7 +283,7 @@ func (d *Dispatcher) handoff(c candidate) *startClaim {
 		return nil
 	}
 	ctx := d.claimLocked(next)
-	start := d.runner.newClaim(next)
+	start := d.runner.newClaim(next, true)
 	go d.work(ctx, next, start)
 	return start
 }

@@ -72,6 +72,8 @@ func TestMain(m *testing.M) {
 		{"broken", true, "#!/nonexistent/interpreter\n"},
 		{"failing", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"error\",\"error\":\"nope\"}'\n"},
 		{"quick", true, "#!/bin/sh\ncat >/dev/null\necho '{\"status\":\"ok\",\"result\":\"quick\"}'\n"},
+		{"flood", true, floodScript},
+		{"chatty", true, "#!/bin/sh\ncat >/dev/null\necho 'an ordinary line' >&2\necho '{\"status\":\"ok\"}'\n"},
 		{"counter", false, counterScript}, {"slowcounter", false, slowCounterScript},
 	} {
 		d := filepath.Join(dir, p.name)
@@ -84,6 +86,14 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}))
 }
+
+// floodScript writes 1 MB to stderr and 11 MiB to stdout, over its cap:
+// each attempt fails (a protocol error), and is retried.
+const floodScript = `#!/bin/sh
+cat >/dev/null
+head -c 1000000 /dev/zero | tr '\0' e >&2
+head -c 11534336 /dev/zero | tr '\0' o
+`
 
 // counterScript counts its runs in its state: it answers state_updates
 // {"n": n+1}, n being what its request's state holds (0 at first).

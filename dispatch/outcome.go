@@ -22,12 +22,21 @@ func (r *runner) outcome(ctx context.Context, res pluginhost.Result, log *slog.L
 		Kind: res.Kind, Retryable: res.Retryable, Error: res.Err, ExitCode: res.ExitCode,
 		Duration: res.Duration, Stderr: string(res.Stderr), StderrTruncated: res.StderrTruncated,
 	}
+	if res.StderrTruncated {
+		out.StderrBytes = res.StderrBytes
+	}
 	if res.Response != nil {
 		// ParseResponse accepted exactly this (one JSON object, trimmed).
 		out.Response = json.RawMessage(bytes.TrimSpace(res.Stdout))
 		out.StateUpdates = res.Response.StateUpdates
 	} else if len(res.Stdout) > 0 {
-		out.Stdout = string(res.Stdout)
+		// Not a response: what the plugin wrote is kept for diagnosis, an
+		// excerpt of it (a flood must not bloat the ledger for ever).
+		stdout, cut := pluginhost.Excerpt(res.Stdout, res.StdoutBytes)
+		out.Stdout = string(stdout)
+		if cut {
+			out.StdoutBytes = max(res.StdoutBytes, int64(len(res.Stdout)))
+		}
 	}
 	if res.Kind == events.OutcomeCanceled {
 		if errors.Is(context.Cause(ctx), errShutdown) {
@@ -37,7 +46,7 @@ func (r *runner) outcome(ctx context.Context, res pluginhost.Result, log *slog.L
 		}
 	}
 	if len(res.Stderr) > 0 {
-		log.Warn("plugin wrote to stderr", "stderr", tail(string(res.Stderr), 2048), "truncated", res.StderrTruncated)
+		log.Info("plugin wrote to stderr", "stderr", tail(string(res.Stderr), 2048), "truncated", res.StderrTruncated)
 	}
 	if res.Response != nil {
 		for _, l := range res.Response.Logs {
@@ -89,6 +98,8 @@ func (r *runner) recordOutcome(cmd commands.Complete, next *startClaim, log *slo
 		return r.complete(cmd, log)
 	}
 	defer next.record(r.ledger) // should anything below panic, the next job still gets its start
+	// The start records the next job's plugin process: wait for its spawn.
+	<-next.ready
 	res := commands.HandOff(context.Background(), r.ledger, commands.Handoff{Complete: cmd, Next: next.cmd})
 	next.answer(res.Started, res.StartErr)
 	return r.settle(cmd, res.Completed, res.CompleteErr, log)

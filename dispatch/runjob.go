@@ -71,7 +71,7 @@ func RunJob(ctx context.Context, opts Options, id string) error {
 		stop := context.AfterFunc(ctx, func() { cancel(cancelCause(ctx)) })
 		watched := make(chan struct{})
 		go watchCancel(runCtx, l, r.log, id, j.Version, cancel, watched)
-		a := r.run(runCtx, c, r.claim(c), nil)
+		a := r.run(runCtx, c, r.newClaim(c, false), nil)
 		stop()
 		cancel(nil)
 		<-watched

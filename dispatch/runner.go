@@ -42,39 +42,53 @@ func newRunner(opts Options, stopped context.Context) *runner {
 	return r
 }
 
-// startClaim is a job's start, to be recorded or being recorded, its answer
-// to come. The worker that runs the job waits for it while its plugin's
-// process spawns.
+// startClaim is a job's start, to be recorded once its plugin's process
+// has spawned (the start records its process group, for recovery to end
+// it should this process die first), its answer to come. The worker that
+// runs the job writes the plugin's request only once the start is
+// recorded: a plugin that got its request always has its group on record.
 type startClaim struct {
 	cmd      commands.Start
 	settings *settings // the job runs with these, whatever a reload brings
-	once     sync.Once
-	done     chan struct{}
-	started  commands.Started
-	err      error
+	// handed says the worker whose slot this job took records its start,
+	// with that worker's own outcome (commands.HandOff); else the job's
+	// own worker records it.
+	handed  bool
+	final   sync.Once
+	ready   chan struct{} // closed once cmd is final: the plugin's process is in it, or there is none
+	once    sync.Once
+	done    chan struct{}
+	started commands.Started
+	err     error
 }
 
-// newClaim is c's start, not queued yet: the worker whose exit made room
-// records it together with its own outcome (commands.HandOff).
-func (r *runner) newClaim(c candidate) *startClaim {
+// newClaim is c's start, not recorded yet; handed says by whom (startClaim).
+func (r *runner) newClaim(c candidate, handed bool) *startClaim {
 	s := r.current.Load()
-	return &startClaim{done: make(chan struct{}), settings: s, cmd: commands.Start{
+	return &startClaim{done: make(chan struct{}), ready: make(chan struct{}), settings: s, handed: handed, cmd: commands.Start{
 		JobID: c.id, Timeout: s.config.Timeout(c.plugin, c.command), PID: os.Getpid(), Now: r.now(),
 	}}
 }
 
-// claim queues c's start (a relaxed, versioned append) and returns at once,
-// so that the start is recorded while the plugin's process spawns. Like
-// every append of a run, it is not tied to the job's context: it must land
-// even if the job is canceled.
-func (r *runner) claim(c candidate) *startClaim {
-	s := r.newClaim(c)
-	go s.record(r.ledger)
-	return s
+// spawned makes the start final with the process group of the job's
+// plugin (nil: no process was spawned) and, unless it is handed, records
+// it. The job's worker calls it once its plugin has spawned, or once it
+// knows none will; later calls do nothing.
+func (s *startClaim) spawned(l *ledger.Ledger, plugin *events.PluginProcess) {
+	s.final.Do(func() {
+		s.cmd.Plugin = plugin
+		close(s.ready)
+		if !s.handed {
+			s.record(l)
+		}
+	})
 }
 
-// record records the start on its own, unless it has been answered.
+// record records the start on its own, once it is final, unless it has
+// been answered. Like every append of a run, it is not tied to the job's
+// context: it must land even if the job is canceled.
 func (s *startClaim) record(l *ledger.Ledger) {
+	<-s.ready
 	s.once.Do(func() {
 		s.started, s.err = commands.StartJob(context.Background(), l, s.cmd)
 		close(s.done)
@@ -119,9 +133,11 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 		return startErr
 	}
 	var res pluginhost.Result
+	var plugin *events.PluginProcess // the process group of the attempt's plugin, once spawned
 	p, cfgJSON, problem := runnable(set, c)
 	if problem == "" {
 		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
+			start.spawned(r.ledger, plugin)
 			if err := waitStart(); err != nil {
 				return pluginhost.Request{}, err
 			}
@@ -130,7 +146,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 				Config: cfgJSON, State: st.State, Context: requestContext(st.Job), Event: st.Event,
 				DeadlineAt: r.now().Add(timeout),
 			}, nil
-		}, pluginhost.RunOptions{Timeout: timeout, Grace: r.grace, OnStderr: func(lines pluginhost.StderrLines) {
+		}, pluginhost.RunOptions{Timeout: timeout, Grace: r.grace, OnSpawn: func(proc events.PluginProcess) { plugin = &proc }, OnStderr: func(lines pluginhost.StderrLines) {
 			// A plugin may write before its start is recorded (it runs from
 			// the spawn on): its lines wait for the start's answer, which
 			// comes, since a spawned plugin's request is always prepared.
@@ -144,6 +160,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 		// or its process could not be spawned (a missing interpreter, no
 		// more processes…; res says so). The attempt is recorded all the
 		// same, started and failed, so it is retried like any other.
+		start.spawned(r.ledger, nil)
 		waitStart()
 	}
 	if !started {

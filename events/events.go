@@ -198,20 +198,47 @@ type Started struct {
 	Attempt    int    `json:"attempt"`
 	DeadlineAt string `json:"deadline_at"`
 	PID        int    `json:"pid,omitempty"` // of the process that runs it (the daemon, or a CLI)
+	// Plugin is the process group the attempt's plugin runs in, so that
+	// recovery can end it should the process running the job die first;
+	// nil when no plugin process was started (an in-process step, a
+	// plugin that cannot run or could not be spawned), and in events
+	// recorded before it existed.
+	Plugin *PluginProcess `json:"plugin,omitempty"`
+}
+
+// PluginProcess identifies a plugin's process, which leads its own process
+// group, beyond the reuse of its pid: by its start time and the boot of
+// the machine it runs on.
+type PluginProcess struct {
+	PGID int `json:"pgid"` // the process group's id, which is its leader's pid
+	// StartTicks is when the leader started, in clock ticks after boot
+	// (field 22 of /proc/<pid>/stat).
+	StartTicks uint64 `json:"start_ticks"`
+	BootID     string `json:"boot_id"` // /proc/sys/kernel/random/boot_id
 }
 
 // AttemptEnded is the data of job.succeeded, job.failed and job.timed_out.
 type AttemptEnded struct {
-	Attempt         int             `json:"attempt"`
-	Error           string          `json:"error,omitempty"`
-	Kind            Outcome         `json:"kind,omitempty"` // error | protocol_error | timeout | state_too_large …
-	Retryable       bool            `json:"retryable"`
-	ExitCode        int             `json:"exit_code"`
-	DurationMS      int64           `json:"duration_ms"`
-	Response        json.RawMessage `json:"response,omitempty"` // the plugin's parsed response, verbatim
-	Stdout          string          `json:"stdout,omitempty"`   // only when it was not a valid response
-	Stderr          string          `json:"stderr,omitempty"`
-	StderrTruncated bool            `json:"stderr_truncated,omitempty"`
+	Attempt    int             `json:"attempt"`
+	Error      string          `json:"error,omitempty"`
+	Kind       Outcome         `json:"kind,omitempty"` // error | protocol_error | timeout | state_too_large …
+	Retryable  bool            `json:"retryable"`
+	ExitCode   int             `json:"exit_code"`
+	DurationMS int64           `json:"duration_ms"`
+	Response   json.RawMessage `json:"response,omitempty"` // the plugin's parsed response, verbatim
+	// Stdout is recorded only when it was not a valid response, and Stderr
+	// always: each is an excerpt (pluginhost.Excerpt), its first and last
+	// 32 KiB when it was longer than 64 KiB (events before excerpts: stdout
+	// up to 10 MiB, stderr's first 64 KiB).
+	Stdout string `json:"stdout,omitempty"`
+	// StdoutBytes is how many bytes the plugin wrote to stdout, set when
+	// the excerpt left some out.
+	StdoutBytes     int64  `json:"stdout_bytes,omitempty"`
+	Stderr          string `json:"stderr,omitempty"`
+	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+	// StderrBytes is how many bytes it wrote to stderr, set when the
+	// excerpt left some out (with StderrTruncated).
+	StderrBytes int64 `json:"stderr_bytes,omitempty"`
 	// DroppedRoutes are the routed children a success did not enqueue
 	// (past service.max_route_depth), and why.
 	DroppedRoutes []DroppedRoute `json:"dropped_routes,omitempty"`

@@ -18,7 +18,8 @@
 //     spawn-per-command, one JSON request on stdin, one JSON response on
 //     stdout, stderr captured. The runner enforces the timeout (SIGTERM to
 //     the process group, a grace period, then SIGKILL), caps stdout (10 MiB)
-//     and stderr (64 KiB), kills whatever the plugin left behind in its
+//     and keeps an excerpt of stderr (its first and last 32 KiB: Excerpt),
+//     kills whatever the plugin left behind in its
 //     process group, and classifies the outcome (Result.Kind) and whether a
 //     failure may be retried (Result.Retryable).
 //

@@ -26,9 +26,11 @@ const (
 	// DefaultMaxStdout caps captured stdout (10 MiB). Going over it is a
 	// protocol error and kills the process group at once.
 	DefaultMaxStdout = 10 << 20
-	// DefaultMaxStderr caps captured stderr (64 KiB); the rest is drained
-	// and dropped, and Result.StderrTruncated is set.
-	DefaultMaxStderr = 64 << 10
+	// ExcerptBytes is how much of the start and of the end of a plugin's
+	// output an excerpt keeps (32 KiB each; see Excerpt): all of its stderr
+	// that is captured, and all of its stdout that is recorded when it is
+	// not a valid response.
+	ExcerptBytes     = 32 << 10
 	DefaultGrace     = 5 * time.Second
 	DefaultWaitDelay = 2 * time.Second
 
@@ -52,14 +54,22 @@ type RunOptions struct {
 	// OnStart, if set, is called with the pid (which is also the process
 	// group id) right after the plugin has started. It must not block.
 	OnStart func(pid int)
+	// OnSpawn, if set, is called with the plugin's process (its group,
+	// told apart from a later process of its pid: ProcessOf) as soon as it
+	// has been spawned, before the request is prepared (RunPrepared) or
+	// written: a caller that records it before the plugin gets its request
+	// can end the group should it die itself (EndProcessGroup). Not called
+	// for an in-process step, nor when the process cannot be identified.
+	OnSpawn func(events.PluginProcess)
 	// OnStderr, if set, receives the lines the plugin writes to stderr
 	// while it runs, coalesced: a delivery every StderrInterval while lines
 	// come, or as soon as StderrChunkSize of them wait, and the last ones
 	// when its stderr closes, before Run returns. Calls come one at a time,
 	// in order, from a goroutine of the runner's, started only if the
-	// plugin writes to stderr. They see what Result.Stderr captures, up to
-	// MaxStreamedStderr. A slow OnStderr delays only later deliveries and
-	// the end of Run, never the plugin.
+	// plugin writes to stderr. They see the first ExcerptBytes of its
+	// stderr (what Result.Stderr starts with), up to MaxStreamedStderr. A
+	// slow OnStderr delays only later deliveries and the end of Run, never
+	// the plugin.
 	OnStderr func(StderrLines)
 }
 
@@ -94,12 +104,21 @@ type Result struct {
 	ExitCode int
 	// PID of the plugin process, which is also its process group id (0 if
 	// it never started).
-	PID             int
-	Duration        time.Duration
+	PID      int
+	Duration time.Duration
+	// Stdout is what the plugin wrote to stdout, up to DefaultMaxStdout
+	// (whole, for the response to be parsed); StdoutTruncated says it went
+	// over, and StdoutBytes is how much it wrote before it was stopped.
 	Stdout          []byte
 	StdoutTruncated bool
+	StdoutBytes     int64
+	// Stderr is an excerpt of what the plugin wrote to stderr (Excerpt):
+	// all of it up to 2·ExcerptBytes, else its start and its end.
+	// StderrTruncated says bytes were left out, and StderrBytes is how many
+	// it wrote in all.
 	Stderr          []byte
 	StderrTruncated bool
+	StderrBytes     int64
 	// NotStarted reports a RunPrepared whose prepare failed: the process
 	// got no request and was killed before it could act.
 	NotStarted bool
@@ -184,6 +203,12 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		return finish()
 	}
 	res.PID = pr.pid
+	if opts.OnSpawn != nil {
+		// The leader is not reaped before finish: its pid is still its own.
+		if proc, err := ProcessOf(pr.pid); err == nil {
+			opts.OnSpawn(proc)
+		}
+	}
 
 	request, err := payload()
 	if err != nil {
@@ -204,8 +229,9 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 	reason, escalated := pr.supervise(ctx, opts)
 	state, drained := pr.finish(opts.WaitDelay)
 
-	res.Stdout, res.StdoutTruncated = pr.stdout.buf, pr.stdout.truncated
-	res.Stderr, res.StderrTruncated = pr.stderr.buf, pr.stderr.truncated
+	res.Stdout, res.StdoutTruncated, res.StdoutBytes = pr.stdout.buf, pr.stdout.truncated, pr.stdout.total
+	res.Stderr, res.StderrTruncated = pr.stderr.excerpt()
+	res.StderrBytes = pr.stderr.total
 	if state != nil {
 		res.ExitCode = state.ExitCode()
 	}
@@ -234,7 +260,7 @@ func runStep(ctx context.Context, step Step, payload func() ([]byte, error)) Res
 		res.Kind, res.Err, res.Retryable = events.OutcomeError, err.Error(), true
 		return res
 	}
-	res.ExitCode, res.Stdout = 0, stdout
+	res.ExitCode, res.Stdout, res.StdoutBytes = 0, stdout, int64(len(stdout))
 	resp, perr := ParseResponse(stdout)
 	classifyResponse(&res, resp, perr)
 	return res
@@ -306,7 +332,7 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 		stdoutR:    outR,
 		stderrR:    errR,
 		stdout:     &capture{max: DefaultMaxStdout, overflow: make(chan struct{})},
-		stderr:     &capture{max: DefaultMaxStderr},
+		stderr:     &capture{max: ExcerptBytes, tailMax: ExcerptBytes},
 		exited:     make(chan struct{}),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -473,17 +499,31 @@ func (pr *process) finish(waitDelay time.Duration) (state *os.ProcessState, drai
 	return state, drained
 }
 
-// capture keeps the first max bytes read from a pipe and drains the rest.
+// capture keeps the first max bytes read from a pipe and, if tailMax is
+// set, the last tailMax bytes after those, and drains the rest.
 type capture struct {
 	max       int
 	buf       []byte
-	truncated bool
+	tailMax   int
+	tail      []byte        // the last tailMax bytes read after buf was full (at most 2·tailMax held)
+	total     int64         // bytes read in all
+	truncated bool          // bytes were read after buf was full
 	overflow  chan struct{} // if non-nil, closed when the cap is exceeded
-	// onStderr, if set, gets what is kept, through stream: made by drain at
-	// the first byte, closed at the end, read by others only once drain is
-	// done.
+	// onStderr, if set, gets what buf keeps, through stream: made by drain
+	// at the first byte, closed at the end, read by others only once drain
+	// is done.
 	onStderr func(StderrLines)
 	stream   *stderrStream
+}
+
+// excerpt is what the capture kept (Excerpt of it), and whether bytes were
+// left out.
+func (c *capture) excerpt() ([]byte, bool) {
+	tail := c.tail[max(0, len(c.tail)-c.tailMax):]
+	if c.total == int64(len(c.buf)+len(tail)) {
+		return append(c.buf, tail...), false
+	}
+	return excerpt(c.buf, tail, c.total), true
 }
 
 // chunks are the read buffers of drain, reused: two fresh 32 KiB buffers
@@ -494,7 +534,7 @@ func (c *capture) drain(r io.Reader, wg *sync.WaitGroup) {
 	defer wg.Done()
 	defer func() {
 		if c.stream != nil {
-			c.stream.close()
+			c.stream.close(c.truncated)
 		}
 	}()
 	p := chunks.Get().(*[]byte)
@@ -503,8 +543,17 @@ func (c *capture) drain(r io.Reader, wg *sync.WaitGroup) {
 	for {
 		n, err := r.Read(chunk)
 		if n > 0 {
+			c.total += int64(n)
 			kept := min(n, c.max-len(c.buf))
 			c.buf = append(c.buf, chunk[:kept]...)
+			if c.tailMax > 0 && kept < n {
+				if len(c.tail)+n-kept > 2*c.tailMax {
+					// Keep only what may still be among the last tailMax bytes.
+					keep := max(0, c.tailMax-(n-kept))
+					c.tail = append(c.tail[:0], c.tail[len(c.tail)-min(keep, len(c.tail)):]...)
+				}
+				c.tail = append(c.tail, chunk[kept:n]...)
+			}
 			if kept < n && !c.truncated {
 				c.truncated = true
 				if c.overflow != nil {

@@ -150,6 +150,7 @@ func TestRunStdoutOverCap(t *testing.T) {
 	require.True(t, res.StdoutTruncated)
 	require.Len(t, res.Stdout, 10<<20)
 	require.Equal(t, bytes.Repeat([]byte("a"), 10<<20), res.Stdout)
+	require.Greater(t, res.StdoutBytes, int64(10<<20), "how much it wrote before it was killed")
 	require.Contains(t, res.Err, "stdout exceeded 10485760 bytes")
 	require.Nil(t, res.Response)
 	requireGroupGone(t, res.PID)
@@ -161,7 +162,9 @@ func TestRunStderrOverCap(t *testing.T) {
 
 	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	require.True(t, res.StderrTruncated)
-	require.Len(t, res.Stderr, 64<<10)
+	require.EqualValues(t, 110000, res.StderrBytes)
+	// Its first and last 32 KiB, and what lies between them.
+	require.Equal(t, strings.Repeat("b", 32<<10)+"\n[ductile: 44464 bytes left out here; 110000 bytes in all]\n"+strings.Repeat("z", 32<<10), string(res.Stderr))
 	require.Equal(t, "noisy", res.Response.Result)
 	require.False(t, res.StdoutTruncated)
 }

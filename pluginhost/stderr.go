@@ -44,7 +44,9 @@ type StderrLines struct {
 	First int
 	Lines []StderrLine
 	// Truncated says the stream of this run's stderr ends here, at
-	// MaxStreamedStderr: the lines after these are in Result.Stderr only.
+	// MaxStreamedStderr or at the end of its first ExcerptBytes (a line
+	// that goes on past them is not streamed): the lines after these are
+	// in Result.Stderr only.
 	Truncated bool
 }
 
@@ -99,6 +101,7 @@ type stderrStream struct {
 	mu      sync.Mutex
 	pending []byte
 	closed  bool // the pipe reached its end
+	cut     bool // more was written than the stream was given
 	running bool // run has started
 
 	wake chan struct{} // buffered (1): pending grew, or the pipe closed
@@ -122,11 +125,14 @@ func (s *stderrStream) write(b []byte) {
 	s.poke()
 }
 
-// close marks the end of the pipe: what is pending is delivered, the last
-// line too if it has no newline, and run returns.
-func (s *stderrStream) close() {
+// close marks the end of what the stream is given: what is pending is
+// delivered and run returns. cut says the plugin wrote more than the
+// stream was given: the last line, if it has no newline, goes on past what
+// the stream saw and is not delivered, and the last delivery is Truncated.
+// Otherwise the last line is delivered, newline or not.
+func (s *stderrStream) close(cut bool) {
 	s.mu.Lock()
-	s.closed = true
+	s.closed, s.cut = true, cut
 	running := s.running
 	s.mu.Unlock()
 	if running {
@@ -203,7 +209,7 @@ func (s *stderrStream) run() {
 			flush()
 		}
 		s.mu.Lock()
-		data, closed := s.pending, s.closed
+		data, closed, cut := s.pending, s.closed, s.cut
 		s.pending = nil
 		s.mu.Unlock()
 		now := time.Now()
@@ -212,8 +218,11 @@ func (s *stderrStream) run() {
 			add(text, now)
 		}
 		if closed {
+			if cut && !stopped {
+				stopped, batch.Truncated = true, true
+			}
 			if len(split.partial) > 0 {
-				add(string(split.partial), now)
+				add(string(split.partial), now) // nothing once stopped
 			}
 			flush()
 			return

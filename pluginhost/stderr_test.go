@@ -106,11 +106,11 @@ func TestRunCoalescesStderrLines(t *testing.T) {
 	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
 	lines := d.lines(t)
 	require.Equal(t, pluginhost.SplitStderr(res.Stderr), lines)
-	require.Len(t, lines, 3003, "3000 lines, and one of 10000 bytes cut in three")
+	require.Len(t, lines, 2003, "2000 lines, and one of 10000 bytes cut in three")
 	require.Equal(t, "line 1", lines[0])
-	require.Equal(t, strings.Repeat("L", pluginhost.MaxStderrLine), lines[1500])
-	require.Equal(t, strings.Repeat("L", 10000-2*pluginhost.MaxStderrLine), lines[1502])
-	require.Equal(t, "line 3000", lines[3002])
+	require.Equal(t, strings.Repeat("L", pluginhost.MaxStderrLine), lines[1000])
+	require.Equal(t, strings.Repeat("L", 10000-2*pluginhost.MaxStderrLine), lines[1002])
+	require.Equal(t, "line 2000", lines[2002])
 
 	got, _ := d.snapshot()
 	cost := 0
@@ -124,6 +124,26 @@ func TestRunCoalescesStderrLines(t *testing.T) {
 	for _, sl := range got {
 		require.False(t, sl.Truncated)
 	}
+}
+
+// A run streams the whole lines of the first ExcerptBytes of its stderr:
+// the line that goes on past them is not streamed, the last delivery says
+// the stream stops there, and each line streamed is the line of that
+// number in Result.Stderr, which holds the rest.
+func TestRunStreamsTheFirstExcerptOfStderr(t *testing.T) {
+	t.Parallel()
+	d := newDeliveries()
+	res := run(t, "stderr_straddle", pluginhost.RunOptions{OnStderr: d.deliver})
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
+	require.False(t, res.StderrTruncated, "40000 bytes are within twice ExcerptBytes: all kept")
+	require.EqualValues(t, 40000, res.StderrBytes)
+	all := pluginhost.SplitStderr(res.Stderr)
+	require.Len(t, all, 40)
+	lines := d.lines(t)
+	require.Len(t, lines, 32, "the 33rd line, from byte 32000, goes on past 32 KiB")
+	require.Equal(t, all[:32], lines)
+	got, _ := d.snapshot()
+	require.True(t, got[len(got)-1].Truncated)
 }
 
 // A run streams at most MaxStreamedStderr; the last delivery says the

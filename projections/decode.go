@@ -91,6 +91,25 @@ func decodeFast(data []byte, d any) bool {
 				return plainString(val, &d.DeadlineAt)
 			case "pid":
 				return integer(val, &d.PID)
+			case "plugin":
+				if len(val) > 0 && val[0] == 'n' {
+					return false // null: encoding/json's
+				}
+				if d.Plugin == nil {
+					d.Plugin = &events.PluginProcess{}
+				}
+				p := d.Plugin
+				return objectFields(val, func(key, val []byte) bool {
+					switch string(key) {
+					case "pgid":
+						return integer(val, &p.PGID)
+					case "start_ticks":
+						return integer(val, &p.StartTicks)
+					case "boot_id":
+						return plainString(val, &p.BootID)
+					}
+					return false
+				})
 			}
 			return false
 		})
@@ -113,10 +132,14 @@ func decodeFast(data []byte, d any) bool {
 				return raw(val, &d.Response)
 			case "stdout":
 				return plainString(val, &d.Stdout)
+			case "stdout_bytes":
+				return integer(val, &d.StdoutBytes)
 			case "stderr":
 				return plainString(val, &d.Stderr)
 			case "stderr_truncated":
 				return boolean(val, &d.StderrTruncated)
+			case "stderr_bytes":
+				return integer(val, &d.StderrBytes)
 			}
 			return false
 		})
@@ -304,10 +327,13 @@ func plainString[S ~string](val []byte, s *S) bool {
 // integer sets v to the JSON integer val (digits, an optional minus),
 // within v's range, as encoding/json would; anything else (a fraction, an
 // exponent, an overflow) is left to encoding/json.
-func integer[T int | int64](val []byte, v *T) bool {
+func integer[T int | int64 | uint64](val []byte, v *T) bool {
 	neg := len(val) > 0 && val[0] == '-'
 	digits := val
 	if neg {
+		if var0 := T(0); var0-1 > var0 {
+			return false // unsigned: encoding/json refuses it
+		}
 		digits = val[1:]
 	}
 	if len(digits) == 0 || len(digits) > 18 { // 18 digits never overflow int64

@@ -207,6 +207,17 @@ WHERE status = 'canceled' AND (CAST(@plugin AS TEXT) = '' OR plugin = CAST(@plug
 ORDER BY seq DESC
 LIMIT @max_jobs;
 
+-- name: ListPluginJobs :many
+-- One plugin's jobs, newest first, before @before_seq, through
+-- job_queue_by_plugin (00019): the cost of the jobs it returns.
+SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE plugin = CAST(@plugin AS TEXT) AND seq < CAST(@before_seq AS INTEGER)
+ORDER BY seq DESC
+LIMIT @max_jobs;
+
 -- name: ListQueue :many
 -- The active jobs in run order, oldest first (a retry keeps its place),
 -- each status through its own index, merged by seq.

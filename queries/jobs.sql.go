@@ -2042,6 +2042,115 @@ func ListCanceledJobs(conn *sqlite.Conn, arg ListCanceledJobsParams, fn func(Lis
 	}
 }
 
+const listPluginJobs = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
+       created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
+       correlation_id, updated_seq
+FROM job_queue
+WHERE plugin = CAST(?1 AS TEXT) AND seq < CAST(?2 AS INTEGER)
+ORDER BY seq DESC
+LIMIT ?3`
+
+type ListPluginJobsParams struct {
+	Plugin    string
+	BeforeSeq int64
+	MaxJobs   int64
+}
+
+type ListPluginJobsRow struct {
+	ID            string
+	Seq           int64
+	Plugin        string
+	Command       string
+	Payload       *string
+	Status        string
+	Attempt       int64
+	MaxAttempts   int64
+	SubmittedBy   string
+	DedupeKey     *string
+	CreatedAt     string
+	StartedAt     *string
+	CompletedAt   *string
+	NextRetryAt   *string
+	LastError     *string
+	ParentJobID   *string
+	SourceEventID *string
+	CorrelationID string
+	UpdatedSeq    int64
+}
+
+// One plugin's jobs, newest first, before @before_seq, through
+// job_queue_by_plugin (00019): the cost of the jobs it returns.
+func ListPluginJobs(conn *sqlite.Conn, arg ListPluginJobsParams, fn func(ListPluginJobsRow) error) (err error) {
+	stmt, err := conn.Prepare(listPluginJobs)
+	if err != nil {
+		return fmt.Errorf("ListPluginJobs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ListPluginJobs: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.Plugin)
+	stmt.BindInt64(2, arg.BeforeSeq)
+	stmt.BindInt64(3, arg.MaxJobs)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ListPluginJobs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ListPluginJobsRow
+		row.ID = stmt.ColumnText(0)
+		row.Seq = stmt.ColumnInt64(1)
+		row.Plugin = stmt.ColumnText(2)
+		row.Command = stmt.ColumnText(3)
+		if !stmt.ColumnIsNull(4) {
+			val := stmt.ColumnText(4)
+			row.Payload = &val
+		}
+		row.Status = stmt.ColumnText(5)
+		row.Attempt = stmt.ColumnInt64(6)
+		row.MaxAttempts = stmt.ColumnInt64(7)
+		row.SubmittedBy = stmt.ColumnText(8)
+		if !stmt.ColumnIsNull(9) {
+			val := stmt.ColumnText(9)
+			row.DedupeKey = &val
+		}
+		row.CreatedAt = stmt.ColumnText(10)
+		if !stmt.ColumnIsNull(11) {
+			val := stmt.ColumnText(11)
+			row.StartedAt = &val
+		}
+		if !stmt.ColumnIsNull(12) {
+			val := stmt.ColumnText(12)
+			row.CompletedAt = &val
+		}
+		if !stmt.ColumnIsNull(13) {
+			val := stmt.ColumnText(13)
+			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(14) {
+			val := stmt.ColumnText(14)
+			row.LastError = &val
+		}
+		if !stmt.ColumnIsNull(15) {
+			val := stmt.ColumnText(15)
+			row.ParentJobID = &val
+		}
+		if !stmt.ColumnIsNull(16) {
+			val := stmt.ColumnText(16)
+			row.SourceEventID = &val
+		}
+		row.CorrelationID = stmt.ColumnText(17)
+		row.UpdatedSeq = stmt.ColumnInt64(18)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}
+
 const listQueue = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
        correlation_id, updated_seq

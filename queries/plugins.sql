@@ -22,3 +22,7 @@ SELECT seq, plugin_name, fact_type, job_id, command, fact_json, created_at FROM 
 -- name: DumpPluginState :many
 SELECT plugin_name, state, updated_at, updated_seq FROM plugin_state ORDER BY plugin_name;
 
+
+-- name: GetPluginState :many
+-- One plugin's compatibility view (none: no row).
+SELECT plugin_name, state, updated_at, updated_seq FROM plugin_state WHERE plugin_name = CAST(@plugin AS TEXT);

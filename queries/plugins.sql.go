@@ -244,3 +244,46 @@ func DumpPluginState(conn *sqlite.Conn, fn func(DumpPluginStateRow) error) (err 
 		}
 	}
 }
+
+const getPluginState = `SELECT plugin_name, state, updated_at, updated_seq FROM plugin_state WHERE plugin_name = CAST(?1 AS TEXT)`
+
+type GetPluginStateRow struct {
+	PluginName string
+	State      string
+	UpdatedAt  *string
+	UpdatedSeq int64
+}
+
+// One plugin's compatibility view (none: no row).
+func GetPluginState(conn *sqlite.Conn, plugin string, fn func(GetPluginStateRow) error) (err error) {
+	stmt, err := conn.Prepare(getPluginState)
+	if err != nil {
+		return fmt.Errorf("GetPluginState: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("GetPluginState: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, plugin)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("GetPluginState: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row GetPluginStateRow
+		row.PluginName = stmt.ColumnText(0)
+		row.State = stmt.ColumnText(1)
+		if !stmt.ColumnIsNull(2) {
+			val := stmt.ColumnText(2)
+			row.UpdatedAt = &val
+		}
+		row.UpdatedSeq = stmt.ColumnInt64(3)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}

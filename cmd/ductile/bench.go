@@ -18,7 +18,7 @@ func benchCommand() *cli.Command {
 		Description: "Starts a daemon on a scratch state directory (durable, fsynced acceptance), enqueues\n" +
 			"--jobs jobs of a trivial shell plugin from concurrent producers, waits for all to\n" +
 			"succeed, and compares the rate with the same plugin spawned directly by as many workers\n" +
-			"(by default as many as the daemon's own default pool: max(1, NumCPU-1)).\n" +
+			"(by default as many as the daemon's own default pool: max(4, NumCPU-1)).\n" +
 			"The two measurements alternate in --rounds rounds, so drift in the machine's speed\n" +
 			"weighs on both alike.\n\n" +
 			"--in-process runs the same durable path with a built-in no-op step instead of a plugin\n" +
@@ -27,7 +27,7 @@ func benchCommand() *cli.Command {
 			"process that stays open: enqueue→start latency and the daemon's CPU per job.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "jobs", Value: 2000, Usage: "run `N` jobs"},
-			&cli.IntFlag{Name: "workers", Usage: "`N` workers for both measurements", DefaultText: fmt.Sprintf("the daemon's default pool, max(1, NumCPU-1) = %d; %d with --in-process", config.Default().Service.MaxWorkers, bench.DefaultInProcessWorkers)},
+			&cli.IntFlag{Name: "workers", Usage: "`N` workers for both measurements", DefaultText: fmt.Sprintf("the daemon's default pool, max(4, NumCPU-1) = %d; %d with --in-process", config.Default().Service.MaxWorkers, bench.DefaultInProcessWorkers)},
 			&cli.BoolFlag{Name: "cli-latency", Usage: "instead: start a daemon, enqueue jobs one at a time on it while idle, each by a ductile plugin run (then from one process that stays open), and report enqueue→start latency and the daemon's CPU per job (--jobs: how many of each, default 100)"},
 			&cli.BoolFlag{Name: "api", Usage: "instead: start a daemon with its HTTP API and load POST /plugin/bench/poll from this process with keep-alive clients: p50, p99 and requests/s (see --clients, --requests)"},
 			&cli.IntSliceFlag{Name: "clients", Usage: "with --api: the concurrent client counts to measure", DefaultText: "1 and 32"},

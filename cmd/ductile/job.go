@@ -287,29 +287,41 @@ func jobLogs(c *cli.Context, e *env, l *ledger.Ledger) error {
 // printLogLines prints lines as text, or as one JSON object per line.
 func printLogLines(e *env, lines []views.LogLine, asJSON bool) error {
 	for _, l := range lines {
+		var err error
 		if asJSON {
-			b, err := json.Marshal(l)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(e.stdout, "%s\n", b); err != nil {
-				return err
-			}
-			continue
+			err = printJSONLine(e, l)
+		} else {
+			_, err = fmt.Fprintln(e.stdout, logLineText(l))
 		}
-		at := l.At
-		if t, err := time.Parse(time.RFC3339Nano, l.At); err == nil {
-			at = t.UTC().Format("2006-01-02T15:04:05.000Z")
-		}
-		tag := l.Stream
-		if l.Level != "" {
-			tag = l.Level
-		}
-		if _, err := fmt.Fprintf(e.stdout, "%s #%d %-6s %s\n", at, l.Attempt, tag, strings.TrimSuffix(l.Message, "\r")); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// printJSONLine prints v as one line of JSON.
+func printJSONLine(e *env, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+	return err
+}
+
+// logLineText is a log line as text: when it was read, the attempt, where
+// it came from (stderr, or a log entry's level) and the message.
+func logLineText(l views.LogLine) string {
+	at := l.At
+	if t, err := time.Parse(time.RFC3339Nano, l.At); err == nil {
+		at = t.UTC().Format("2006-01-02T15:04:05.000Z")
+	}
+	tag := l.Stream
+	if l.Level != "" {
+		tag = l.Level
+	}
+	return fmt.Sprintf("%s #%d %-6s %s", at, l.Attempt, tag, strings.TrimSuffix(l.Message, "\r"))
 }
 
 func queueCommand() *cli.Command {

@@ -380,7 +380,7 @@ func TestPluginRunOutcomes(t *testing.T) {
 			}
 		},
 	}, {
-		name:     "stdout over 10 MiB is a protocol error",
+		name:     "stdout over 10 MiB is a protocol error, kept as an excerpt",
 		plugin:   "misbehave",
 		settings: `{retry: {max_attempts: 1}, config: {mode: bigout}}`,
 		exit:     1,
@@ -390,12 +390,23 @@ func TestPluginRunOutcomes(t *testing.T) {
 		err:      "stdout exceeded 10485760 bytes; plugin killed",
 		check: func(t *testing.T, _ *jobWorld, _ *proc, _ runView, in inspectView) {
 			a := in.Attempts[0]
-			require.Len(t, *a.Stdout, 10<<20, "the captured prefix is kept, and no more")
-			require.Equal(t, strings.Repeat("o", 10<<20), *a.Stdout)
+			// Its first and last 32 KiB are kept, with how much it wrote
+			// before it was killed (over 10 MiB, at most 11 MiB).
+			head, rest, ok := strings.Cut(*a.Stdout, "\n")
+			require.True(t, ok)
+			require.Equal(t, strings.Repeat("o", 32<<10), head)
+			marker, tail, _ := strings.Cut(rest, "\n")
+			var left, all int
+			_, err := fmt.Sscanf(marker, "[ductile: %d bytes left out here; %d bytes in all]", &left, &all)
+			require.NoError(t, err, marker)
+			require.Greater(t, all, 10<<20)
+			require.LessOrEqual(t, all, 11<<20)
+			require.Equal(t, all-2*(32<<10), left)
+			require.Equal(t, strings.Repeat("o", 32<<10), tail)
 			require.Equal(t, -1, *a.ExitCode, "killed by a signal")
 		},
 	}, {
-		name:     "stderr over 64 KiB is truncated",
+		name:     "stderr over 64 KiB is kept as an excerpt",
 		plugin:   "misbehave",
 		settings: `{retry: {max_attempts: 1}, config: {mode: bigerr}}`,
 		status:   "succeeded",
@@ -403,22 +414,22 @@ func TestPluginRunOutcomes(t *testing.T) {
 		events:   []string{enqueued, started, ok},
 		check: func(t *testing.T, _ *jobWorld, d *proc, run runView, in inspectView) {
 			a := in.Attempts[0]
-			require.Len(t, *a.Stderr, 65536)
-			require.Equal(t, strings.Repeat("e", 65536), *a.Stderr)
+			// Its first and last 32 KiB, and what lies between them.
+			require.Equal(t, strings.Repeat("b", 32<<10)+"\n[ductile: 34464 bytes left out here; 100000 bytes in all]\n"+strings.Repeat("z", 32<<10), *a.Stderr)
 			require.True(t, a.StderrTruncated)
 			require.Contains(t, in.eventTypes(), "job.stderr_written", "stderr was recorded as it came")
 			require.JSONEq(t, `{"status":"ok","result":"misbehave: noisy"}`, string(run.Response))
-			// The truncation is logged at WARN.
+			// It is logged at INFO: a plugin's ordinary output.
 			line, _ := d.waitLine(t, 0, messageIs("plugin wrote to stderr"))
-			var warn struct {
+			var logged struct {
 				Level     string `json:"level"`
 				JobID     string `json:"job_id"`
 				Truncated bool   `json:"truncated"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(line), &warn))
-			require.Equal(t, "WARN", warn.Level)
-			require.Equal(t, run.JobID, warn.JobID)
-			require.True(t, warn.Truncated)
+			require.NoError(t, json.Unmarshal([]byte(line), &logged))
+			require.Equal(t, "INFO", logged.Level)
+			require.Equal(t, run.JobID, logged.JobID)
+			require.True(t, logged.Truncated)
 		},
 	}, {
 		name:     "retry then success",

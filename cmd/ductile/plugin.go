@@ -26,7 +26,7 @@ import (
 func pluginCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "plugin",
-		Usage: "list and run plugins",
+		Usage: "list, run and inspect plugins",
 		Subcommands: []*cli.Command{
 			{
 				Name:   "list",
@@ -57,6 +57,8 @@ func pluginCommand() *cli.Command {
 				Action: pluginRun,
 			},
 			pluginHealthCommand(),
+			pluginShowCommand(),
+			pluginLogsCommand(),
 		},
 	}
 }

@@ -40,7 +40,10 @@ type statusOutput struct {
 	Daemon  daemonStatus      `json:"daemon"`
 	Plugins []pluginStatus    `json:"plugins"`
 	Queue   views.QueueCounts `json:"queue"`
-	Ledger  views.LedgerSize  `json:"ledger"`
+	// Workers is how busy the running daemon's worker pool is; absent when
+	// no daemon runs.
+	Workers *views.Workers   `json:"workers,omitempty"`
+	Ledger  views.LedgerSize `json:"ledger"`
 	// Warnings say what the figures above may not reflect.
 	Warnings []string `json:"warnings"`
 }
@@ -69,6 +72,9 @@ type pluginStatus struct {
 	// NextRun is the plugin's earliest next scheduled firing; nil when it
 	// has none.
 	NextRun *nextRun `json:"next_run"`
+	// LastRun is its newest job that has started (views.LastRuns); nil
+	// when none has.
+	LastRun *views.Job `json:"last_run"`
 }
 
 type nextRun struct {
@@ -192,6 +198,21 @@ func systemStatus(c *cli.Context) error {
 		return err
 	}
 	out := statusOutput{Daemon: side.status, Plugins: []pluginStatus{}, Queue: st.Queue, Ledger: st.Ledger, Warnings: orEmpty(warnings)}
+	if side.status.Running {
+		w, err := views.ReadWorkers(ctx, l, side.config.Service.MaxWorkers, time.Now())
+		if err != nil {
+			return err
+		}
+		out.Workers = &w
+	}
+	names := make([]string, len(side.plugins))
+	for i, p := range side.plugins {
+		names[i] = p.Name
+	}
+	lastRuns, err := views.LastRuns(ctx, l, names)
+	if err != nil {
+		return err
+	}
 	for _, p := range side.plugins {
 		ps := pluginStatus{Name: p.Name, Version: p.Version, Enabled: p.Enabled, Health: st.Health.Of(p.Name), Breakers: []views.Breaker{}}
 		for _, b := range breakers {
@@ -203,6 +224,9 @@ func systemStatus(c *cli.Context) error {
 			if s.Plugin == p.Name && s.Next != nil && (ps.NextRun == nil || s.Next.Due.Before(ps.NextRun.Due)) {
 				ps.NextRun = &nextRun{Schedule: s.Plugin + "/" + s.ID, Due: s.Next.Due}
 			}
+		}
+		if run, ok := lastRuns[p.Name]; ok {
+			ps.LastRun = &run
 		}
 		out.Plugins = append(out.Plugins, ps)
 	}
@@ -286,6 +310,17 @@ func printStatus(e *env, out statusOutput) {
 	}
 	q := out.Queue
 	fmt.Fprintf(w, "queue     %d queued, %d running, %d cancel requested\n", q.Queued, q.Running, q.CancelRequested)
+	if ws := out.Workers; ws != nil {
+		fmt.Fprintf(w, "workers   %d of %d busy", ws.Busy, ws.Max)
+		if ws.Saturated {
+			jobs := fmt.Sprintf("%d jobs of other plugins wait", ws.Waiting)
+			if ws.Waiting == 1 {
+				jobs = "a job of another plugin waits"
+			}
+			fmt.Fprintf(w, ": every worker is busy while %s for one (a hung plugin holds its worker until its timeout; see: ductile queue; raise service.max_workers)", jobs)
+		}
+		fmt.Fprintln(w)
+	}
 	lg := out.Ledger
 	fmt.Fprintf(w, "ledger    %s (WAL %s, archives %s); head seq %d, projector lag %d\n",
 		humanBytes(lg.FileBytes), humanBytes(lg.WALBytes), humanBytes(lg.ArchiveBytes), lg.Head, lg.Lag)
@@ -297,7 +332,7 @@ func printStatus(e *env, out statusOutput) {
 		fmt.Fprintf(w, "warning   %s\n", warning)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nPLUGIN\tVERSION\tHEALTH\tBREAKERS\tNEXT RUN")
+	fmt.Fprintln(tw, "\nPLUGIN\tVERSION\tHEALTH\tBREAKERS\tNEXT RUN\tLAST RUN")
 	for _, p := range out.Plugins {
 		health := p.Health.Summary
 		if !p.Enabled {
@@ -317,9 +352,27 @@ func printStatus(e *env, out statusOutput) {
 		if p.NextRun != nil {
 			next = p.NextRun.Due.Local().Format("2006-01-02 15:04:05 MST") + " (" + p.NextRun.Schedule + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, health, breakers, next)
+		last := "-"
+		if r := p.LastRun; r != nil {
+			at := r.StartedAt
+			if r.CompletedAt != nil {
+				at = r.CompletedAt
+			}
+			last = fmt.Sprintf("%s %s (%s)", r.Status, shortTime(*at), r.Command)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, health, breakers, next, last)
 	}
 	tw.Flush()
+}
+
+// shortTime is a recorded time (RFC 3339, UTC) to the second, in local
+// time as the other times of the table.
+func shortTime(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.Local().Format("2006-01-02 15:04:05 MST")
 }
 
 func shortHash(h string) string {

@@ -3,6 +3,7 @@ package main_test
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -155,4 +156,40 @@ func TestReadCommandsWorkBesideABrokenConfig(t *testing.T) {
 	// Without the state directory, the config is where it would be found.
 	r := ductile(t, nil, "--config", w.config, "queue")
 	require.Equal(t, 1, r.code, r.String())
+}
+
+// TestSystemStatusSaysWhenEveryWorkerIsBusy: with every worker held by a
+// plugin that does not end, system status says so, and that a job of
+// another plugin waits for a worker (issue 20, item 7).
+func TestSystemStatusSaysWhenEveryWorkerIsBusy(t *testing.T) {
+	t.Parallel()
+	w := newJobWorld(t, "plugin_roots: [$PLUGINS]\nservice: {max_workers: 1}\nplugins:\n  slow:\n    config: {dir: $SCRATCH}\n")
+	d := w.startDaemon()
+	defer w.stopDaemon(d)
+	var slow, echo runView
+	w.runJSON(0, &slow, "plugin", "run", "slow", "--json")
+	w.waitInspect(slow.JobID, "slow running", func(in inspectView) bool { return in.Job.Status == "running" })
+	w.runJSON(0, &echo, "plugin", "run", "echo", "--json")
+
+	type workers struct {
+		Max       int   `json:"max"`
+		Busy      int64 `json:"busy"`
+		Waiting   int64 `json:"waiting"`
+		Saturated bool  `json:"saturated"`
+	}
+	var st struct {
+		Workers *workers `json:"workers"`
+	}
+	w.runJSON(0, &st, "system", "status", "--no-health", "--json")
+	require.Equal(t, &workers{Max: 1, Busy: 1, Waiting: 1, Saturated: true}, st.Workers)
+	r := w.run("system", "status", "--no-health")
+	require.Equal(t, 0, r.code, r.String())
+	require.Contains(t, r.stdout, "workers   1 of 1 busy: every worker is busy while a job of another plugin waits for one")
+
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "release"), nil, 0o600))
+	w.waitSettled(echo.JobID)
+	w.runJSON(0, &st, "system", "status", "--no-health", "--json")
+	require.Equal(t, &workers{Max: 1}, st.Workers)
+	r = w.run("system", "status", "--no-health")
+	require.Contains(t, r.stdout, "workers   0 of 1 busy\n")
 }

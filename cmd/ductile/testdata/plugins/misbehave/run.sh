@@ -14,7 +14,9 @@ bigout)
 	head -c 11534336 /dev/zero | tr '\0' o
 	;;
 bigerr)
-	head -c 100000 /dev/zero | tr '\0' e >&2
+	head -c 40000 /dev/zero | tr '\0' b >&2
+	head -c 20000 /dev/zero | tr '\0' m >&2
+	head -c 40000 /dev/zero | tr '\0' z >&2
 	printf '%s\n' '{"status":"ok","result":"misbehave: noisy"}'
 	;;
 *)

@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/pluginhost"
+)
+
+// orphanGrace bounds how long recovery waits for an orphaned plugin's
+// process group to die after SIGKILL (a process in uninterruptible sleep,
+// on a hung NFS mount, dies only when its system call returns).
+const orphanGrace = 10 * time.Second
+
+// endOrphanPlugin ends the plugin process group of job id's running
+// attempt, should it still run (the process running the job died before
+// it), so that the job never runs twice at once: its job.started records
+// the group, and pluginhost.EndProcessGroup ends it only if its leader is
+// still that process. It returns what the job's recovery records of it:
+// "" when there was nothing to end.
+func (d *Daemon) endOrphanPlugin(ctx context.Context, id string) (string, error) {
+	evs, err := d.Ledger.ReadStream(ctx, events.JobStream(id))
+	if err != nil {
+		return "", err
+	}
+	j, err := commands.FoldJob(evs)
+	if err != nil {
+		return "", err
+	}
+	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
+		return "", nil
+	}
+	var plugin *events.PluginProcess
+	for _, ev := range evs {
+		if ev.Type != events.JobStarted {
+			continue
+		}
+		var st events.Started
+		if err := json.Unmarshal(ev.Data, &st); err != nil {
+			return "", fmt.Errorf("job %s: event %d: %w", id, ev.Seq, err)
+		}
+		if st.Attempt == j.Attempt {
+			plugin = st.Plugin
+		}
+	}
+	if plugin == nil {
+		return "", nil // no process, or started before they were recorded
+	}
+	ctx, cancel := context.WithTimeout(ctx, orphanGrace)
+	defer cancel()
+	found, err := pluginhost.EndProcessGroup(ctx, *plugin)
+	if err != nil {
+		return "", fmt.Errorf("job %s: its plugin (process group %d) still runs: %w", id, plugin.PGID, err)
+	}
+	if !found {
+		return "", nil
+	}
+	d.log.Warn("ended the plugin process group of a job left running by a stopped process", "job_id", id,
+		"attempt", j.Attempt, "pgid", plugin.PGID)
+	return fmt.Sprintf("its plugin (process group %d) still ran, and was killed", plugin.PGID), nil
+}
