@@ -220,7 +220,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Usage: "run personal automations unattended",
 		Description: "Ductile keeps one durable queue of jobs, runs plugins as subprocesses and records\n" +
 			"every step in an event-sourced SQLite ledger. Commands are NOUN ACTION.\n" +
-			"Global flags (--config, --state-dir, --verbose, --log-format) may appear anywhere on the line.\n" +
+			"Flags may appear anywhere on the line: global ones (--config, --state-dir, --verbose, --log-format)\n" +
+			"and a command's own (ductile --json queue, ductile job --json list, ductile job list --json).\n" +
 			"Help on a command: ductile help NOUN [ACTION], or ductile NOUN [ACTION] --help.\n" +
 			"With --json, an error is one JSON line on stderr: {\"error\":{\"code\":…,\"message\":…,\"hint\":…}}.",
 		Flags: []cli.Flag{
@@ -264,6 +265,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 // moved in front of the command, and a leaf command's own flags in front of
 // its positional arguments (urfave/cli v2 stops parsing flags at the first
 // positional, so `plugin run echo --payload {}` would otherwise lose the flag).
+// A leaf's flag given before its noun or between noun and action
+// (`ductile --json queue`, `job --json list`) moves to the leaf too.
 // A literal "--" ends flag handling; what follows stays positional. A word
 // that is not a command ends command matching, so urfave reports it.
 func normalizeArgs(app *cli.App, args []string) []string {
@@ -273,7 +276,8 @@ func normalizeArgs(app *cli.App, args []string) []string {
 	globals := flagKinds(app.Flags)
 	delete(globals, "help") // --help belongs to the command it follows
 	delete(globals, "h")
-	var front, path, leafFlags, positional, afterDashes, dangling []string
+	// early: flags met before the leaf, for the leaf once it is known.
+	var front, path, early, leafFlags, positional, afterDashes, dangling []string
 	var leaf *cli.Command
 	cmds := app.Commands
 	matching := true
@@ -287,12 +291,21 @@ func normalizeArgs(app *cli.App, args []string) []string {
 		if name, hasValue, ok := parseFlag(tok); ok {
 			takesValue, isGlobal := globals[name]
 			dst := &front
-			if !isGlobal {
+			switch {
+			case isGlobal:
+			case leaf != nil:
 				dst = &leafFlags
-				takesValue = leaf != nil && flagKinds(leaf.Flags)[name]
-				if leaf == nil {
-					dst = &path // a flag of a command we have not reached: keep its place
+				takesValue = flagKinds(leaf.Flags)[name]
+			case name == "help" || name == "h" || !matching:
+				dst = &path // help stays with the command it follows; after an unknown word nothing moves
+				takesValue = false
+			default:
+				dst = &early
+				next := ""
+				if i+1 < len(rest) {
+					next = rest[i+1]
 				}
+				takesValue = earlyTakesValue(cmds, name, next)
 			}
 			switch {
 			case takesValue && !hasValue && i+1 == len(rest):
@@ -320,6 +333,13 @@ func normalizeArgs(app *cli.App, args []string) []string {
 		}
 		positional = append(positional, tok)
 	}
+	if leaf != nil {
+		leafFlags = append(early, leafFlags...)
+	} else {
+		// No action named: after the words, so that an unknown one is
+		// what the error is about.
+		path = append(path, early...)
+	}
 	out := append([]string{args[0]}, front...)
 	out = append(out, path...)
 	out = append(out, leafFlags...)
@@ -336,6 +356,30 @@ func normalizeArgs(app *cli.App, args []string) []string {
 		out = append(out, positional...)
 	}
 	return append(out, dangling...)
+}
+
+// earlyTakesValue reports whether flag name, met before the action it
+// belongs to, takes a value: whether it does on the actions under cmds that
+// define it. Where some take a value and some do not, it takes one unless
+// next is a command among cmds. A flag no action defines takes none (the
+// action's parse reports it).
+func earlyTakesValue(cmds []*cli.Command, name, next string) bool {
+	var withValue, without bool
+	var walk func(cmds []*cli.Command)
+	walk = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			if v, ok := flagKinds(c.Flags)[name]; ok && name != "help" && name != "h" {
+				withValue = withValue || v
+				without = without || !v
+			}
+			walk(c.Subcommands)
+		}
+	}
+	walk(cmds)
+	if withValue && without {
+		return findCommand(cmds, next) == nil
+	}
+	return withValue
 }
 
 // finishTree gives every command the same handling of usage errors (exit 2,

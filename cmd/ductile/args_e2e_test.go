@@ -42,6 +42,8 @@ func TestStateDirResolution(t *testing.T) {
 		{"flag between noun and verb", nil, []string{"ledger", "--state-dir", flagDir, "tail", "--json"}, "flag"},
 		{"flag=value", nil, []string{"ledger", "tail", "--state-dir=" + flagDir, "--json"}, "flag"},
 		{"flag between leaf flags", nil, []string{"ledger", "tail", "-n", "5", "--state-dir", flagDir, "--json"}, "flag"},
+		{"leaf flag before the noun", nil, []string{"--json", "--state-dir", flagDir, "ledger", "tail"}, "flag"},
+		{"leaf flag between noun and action", nil, []string{"ledger", "--json", "-n", "5", "tail", "--state-dir", flagDir}, "flag"},
 		{"bool global does not swallow the noun", nil, []string{"-v", "--state-dir", flagDir, "ledger", "tail", "--json"}, "flag"},
 		{"env", []string{"DUCTILE_STATE_DIR=" + envDir}, []string{"ledger", "tail", "--json"}, "env"},
 		{"flag beats env", []string{"DUCTILE_STATE_DIR=" + envDir}, []string{"ledger", "tail", "--json", "--state-dir", flagDir}, "flag"},
