@@ -215,6 +215,13 @@ func wantsJSON(app *cli.App, args []string) bool {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
+	globalFlags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"DUCTILE_CONFIG"}, Usage: "config `FILE` (default: none, built-in defaults)"},
+		&cli.StringFlag{Name: "state-dir", EnvVars: []string{"DUCTILE_STATE_DIR"}, Usage: "state `DIR` holding the ledger and lock (default: config's state_dir, else $XDG_STATE_HOME/ductile)"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log debug detail to stderr"},
+		&cli.StringFlag{Name: "log-format", Value: logAuto, Usage: "log lines as `FORMAT`: auto (readable text on a terminal, else JSON), json or text"},
+		&cli.BoolFlag{Name: "version", Usage: "print the version (module version, VCS revision and time) and exit"},
+	}
 	app := &cli.App{
 		Name:  "ductile",
 		Usage: "run personal automations unattended",
@@ -224,13 +231,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			"and a command's own (ductile --json queue, ductile job --json list, ductile job list --json).\n" +
 			"Help on a command: ductile help NOUN [ACTION], or ductile NOUN [ACTION] --help.\n" +
 			"With --json, an error is one JSON line on stderr: {\"error\":{\"code\":…,\"message\":…,\"hint\":…}}.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"DUCTILE_CONFIG"}, Usage: "config `FILE` (default: none, built-in defaults)"},
-			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"DUCTILE_STATE_DIR"}, Usage: "state `DIR` holding the ledger and lock (default: config's state_dir, else $XDG_STATE_HOME/ductile)"},
-			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log debug detail to stderr"},
-			&cli.StringFlag{Name: "log-format", Value: logAuto, Usage: "log lines as `FORMAT`: auto (readable text on a terminal, else JSON), json or text"},
-			&cli.BoolFlag{Name: "version", Usage: "print the version (module version, VCS revision and time) and exit"},
-		},
+		Flags: globalFlags,
 		Before: func(c *cli.Context) error {
 			if f := c.String("log-format"); !slices.Contains([]string{logAuto, logJSON, logText}, f) {
 				return usagef("--log-format must be auto, json or text, got %q", f)
@@ -248,7 +249,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // exitCode reports errors
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return withHint(codeUsage, err, "see: ductile --help")
+			return parseError(err, "", globalFlags)
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -257,7 +258,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return cli.ShowAppHelp(c)
 		},
 	}
-	finishTree(app.Commands, "")
+	finishTree(app.Commands, "", globalFlags)
 	return app
 }
 
@@ -359,27 +360,33 @@ func normalizeArgs(app *cli.App, args []string) []string {
 }
 
 // earlyTakesValue reports whether flag name, met before the action it
-// belongs to, takes a value: whether it does on the actions under cmds that
-// define it. Where some take a value and some do not, it takes one unless
-// next is a command among cmds. A flag no action defines takes none (the
-// action's parse reports it).
+// belongs to, takes a value: whether it does on the commands under cmds
+// that define it. Where some take a value and some do not, or none defines
+// it (a typo, which the action's parse reports), it takes one unless next
+// is a command among cmds or a flag.
 func earlyTakesValue(cmds []*cli.Command, name, next string) bool {
 	var withValue, without bool
-	var walk func(cmds []*cli.Command)
-	walk = func(cmds []*cli.Command) {
-		for _, c := range cmds {
-			if v, ok := flagKinds(c.Flags)[name]; ok && name != "help" && name != "h" {
-				withValue = withValue || v
-				without = without || !v
-			}
-			walk(c.Subcommands)
+	for _, f := range subtreeFlags(cmds) {
+		if v, ok := flagKinds([]cli.Flag{f})[name]; ok && slices.Contains(f.Names(), name) {
+			withValue = withValue || v
+			without = without || !v
 		}
 	}
-	walk(cmds)
-	if withValue && without {
-		return findCommand(cmds, next) == nil
+	if withValue == without {
+		_, _, isFlag := parseFlag(next)
+		return findCommand(cmds, next) == nil && !isFlag
 	}
 	return withValue
+}
+
+// subtreeFlags is the flags of cmds and of every command under them.
+func subtreeFlags(cmds []*cli.Command) []cli.Flag {
+	var flags []cli.Flag
+	for _, c := range cmds {
+		flags = append(flags, c.Flags...)
+		flags = append(flags, subtreeFlags(c.Subcommands)...)
+	}
+	return flags
 }
 
 // finishTree gives every command the same handling of usage errors (exit 2,
@@ -387,14 +394,17 @@ func earlyTakesValue(cmds []*cli.Command, name, next string) bool {
 // usage error, rejects positional arguments where a command takes none, and
 // requires exactly one where its ArgsUsage names one (e.g. "JOB_ID"). The
 // check runs before the action, so bad input touches nothing.
-func finishTree(cmds []*cli.Command, parent string) {
+func finishTree(cmds []*cli.Command, parent string, globals []cli.Flag) {
 	for _, c := range cmds {
 		name := strings.TrimSpace(parent + " " + c.Name)
+		// A typo is compared with the flags of the command and of its
+		// actions (a noun's flag is one of an action given early).
+		flags := append(slices.Clip(globals), subtreeFlags([]*cli.Command{c})...)
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return withHint(codeUsage, err, "see: ductile "+name+" --help")
+			return parseError(err, name, flags)
 		}
 		if len(c.Subcommands) > 0 {
-			finishTree(c.Subcommands, name)
+			finishTree(c.Subcommands, name, globals)
 			c.Action = func(ctx *cli.Context) error {
 				if ctx.NArg() > 0 {
 					return usagef("unknown command %q for %q%s (see: ductile %s --help)", ctx.Args().First(), name, suggestCommand(ctx.Args().First(), ctx.Command.Subcommands), name)
@@ -432,6 +442,37 @@ func finishTree(cmds []*cli.Command, parent string) {
 			}
 		}
 	}
+}
+
+// parseError is the usage error for err, urfave/cli's failure to parse the
+// flags of command name ("" for the app), whose flags (with the globals,
+// given anywhere) are flags: an unknown flag is named as typed, with the
+// nearest known one (--dryrun: did you mean --dry-run?).
+func parseError(err error, name string, flags []cli.Flag) error {
+	see := "see: " + strings.TrimSpace("ductile "+name) + " --help"
+	// The flag package says it only in words (it has no typed error).
+	typed, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !unknown {
+		return withHint(codeUsage, err, see)
+	}
+	var names []string
+	for _, f := range flags {
+		names = append(names, f.Names()...)
+	}
+	names = append(names, "help")
+	msg := "unknown flag " + dashed(typed)
+	if s := config.Suggest(typed, names); s != "" && len(typed) > 1 {
+		msg += ": did you mean " + dashed(s) + "?"
+	}
+	return hintf(codeUsage, see, "%s", msg)
+}
+
+// dashed is flag name as typed on a line: -v, --json.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // suggestCommand is ": did you mean X?" for the command in cmds closest to

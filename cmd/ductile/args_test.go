@@ -91,6 +91,8 @@ func TestNormalizeArgs(t *testing.T) {
 		{"early flag before an unknown word", "ductile --json bogus", "ductile bogus --json"},
 		{"early flag before an unknown action", "ductile ledger --json bogus tail", "ductile ledger bogus --json tail"},
 		{"unknown early flag", "ductile --bogus ledger tail", "ductile ledger tail --bogus"},
+		{"unknown early flag before a word", "ductile ledger --bogus 3 tail", "ductile ledger tail --bogus 3"},
+		{"unknown early flag before a flag", "ductile --bogus --state-dir X", "ductile --state-dir X --bogus"},
 
 		// Help flags stay with the command they follow.
 		{"help on the app", "ductile --help", "ductile --help"},
