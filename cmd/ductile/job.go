@@ -112,7 +112,7 @@ func printJobTable(e *env, rows []views.Job) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tPLUGIN\tCOMMAND\tSTATUS\tATTEMPT\tCREATED\tLAST ERROR")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, r.Plugin, r.Command, r.Status, r.Attempt, r.MaxAttempts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", views.ShortID(r.ID), r.Plugin, r.Command, r.Status, r.Attempt, r.MaxAttempts,
 			r.CreatedAt[:19]+"Z", oneLine(deref(r.LastError), 60))
 	}
 	tw.Flush()
@@ -125,9 +125,9 @@ func jobError(err error) error {
 	var notFound *views.JobNotFoundError
 	switch {
 	case errors.As(err, &ambiguous):
-		return withHint(codeUsage, ambiguous, "give more characters")
+		return withHint(codeUsage, ambiguous, "give more characters of it, or the whole id")
 	case errors.As(err, &notFound) && notFound.TooShort:
-		return withHint(codeNotFound, notFound, fmt.Sprintf("a job id prefix needs at least %d characters; see: ductile job list", views.MinPrefix))
+		return withHint(codeNotFound, notFound, fmt.Sprintf("give the short id job list prints, or at least %d characters of it; see: ductile job list", views.MinPrefix))
 	case errors.As(err, &notFound):
 		return withHint(codeNotFound, notFound, "see: ductile job list")
 	}
@@ -234,7 +234,7 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if len(in.Children) > 0 {
 		fmt.Fprintf(w, "children:\n")
 		for _, ch := range in.Children {
-			fmt.Fprintf(w, "  %s  %s %s  %s\n", ch.ID, ch.Plugin, ch.Command, ch.Status)
+			fmt.Fprintf(w, "  %s  %s %s  %s\n", views.ShortID(ch.ID), ch.Plugin, ch.Command, ch.Status)
 		}
 	}
 	return nil
