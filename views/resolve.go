@@ -2,6 +2,7 @@ package views
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -190,4 +191,19 @@ func JobState(ctx context.Context, l *ledger.Ledger, id string) (*commands.Job, 
 		return nil, &JobNotFoundError{ID: id}
 	}
 	return commands.FoldJob(evs)
+}
+
+// RunnerPID is the id of the process that started job id's last attempt
+// (a daemon, or a plugin run without one: job.started's pid); 0 if the job
+// never started or its start does not say.
+func RunnerPID(ctx context.Context, l *ledger.Ledger, id string) (int, error) {
+	ev, ok, err := lastOfType(ctx, l, events.JobStream(id), events.JobStarted)
+	if err != nil || !ok {
+		return 0, err
+	}
+	var started events.Started
+	if err := json.Unmarshal(ev.Data, &started); err != nil {
+		return 0, fmt.Errorf("read %s (seq %d): %w", ev.Type, ev.Seq, err)
+	}
+	return started.PID, nil
 }
