@@ -79,44 +79,37 @@ func (e *AmbiguousIDError) Error() string {
 // UNIQUE (stream, version) and events_stream_tail). It fails with a
 // *JobNotFoundError or an *AmbiguousIDError.
 func ResolveJobID(ctx context.Context, l *ledger.Ledger, arg string) (string, error) {
-	id, matches, err := resolveID(ctx, l, events.JobStream(""), arg)
-	switch {
-	case err != nil:
-		return "", err
-	case id != "":
-		return id, nil
-	case len(matches) > 0:
-		return "", ambiguous("job", arg, matches)
-	}
-	return "", &JobNotFoundError{ID: arg, TooShort: len(arg) < MinPrefix}
+	return resolveID(ctx, l, "job", events.JobStream(""), arg, &JobNotFoundError{ID: arg, TooShort: len(arg) < MinPrefix})
 }
 
 // ResolveRunID is ResolveJobID for a pipeline run: no such run is
 // ErrRunNotFound.
 func ResolveRunID(ctx context.Context, l *ledger.Ledger, arg string) (string, error) {
-	id, matches, err := resolveID(ctx, l, events.RunStream(""), arg)
+	return resolveID(ctx, l, "run", events.RunStream(""), arg, fmt.Errorf("%w: %s", ErrRunNotFound, arg))
+}
+
+// resolveID finds the id of a noun (job, run) that arg names among the
+// streams kind + id: the one whose id or short id it is, or is a prefix of.
+// Several are an *AmbiguousIDError naming the first few; none is notFound.
+func resolveID(ctx context.Context, l *ledger.Ledger, noun, kind, arg string, notFound error) (string, error) {
+	ids, err := findIDs(ctx, l, kind, arg)
 	switch {
 	case err != nil:
 		return "", err
-	case id != "":
-		return id, nil
-	case len(matches) > 0:
-		return "", ambiguous("run", arg, matches)
+	case len(ids) == 1:
+		return ids[0], nil
+	case len(ids) > ambiguousShown:
+		return "", &AmbiguousIDError{Kind: noun, Prefix: arg, Matches: ids[:ambiguousShown], More: true}
+	case len(ids) > 1:
+		return "", &AmbiguousIDError{Kind: noun, Prefix: arg, Matches: ids}
 	}
-	return "", fmt.Errorf("%w: %s", ErrRunNotFound, arg)
+	return "", notFound
 }
 
-func ambiguous(kind, arg string, matches []string) *AmbiguousIDError {
-	if len(matches) > ambiguousShown {
-		return &AmbiguousIDError{Kind: kind, Prefix: arg, Matches: matches[:ambiguousShown], More: true}
-	}
-	return &AmbiguousIDError{Kind: kind, Prefix: arg, Matches: matches}
-}
-
-// resolveID finds what arg names among the streams kind + id: the id of the
+// findIDs finds what arg names among the streams kind + id: the id of the
 // one stream it names, or else the first few (up to ambiguousShown + 1) it
-// is a prefix of, by id or short id; none is ("", nil).
-func resolveID(ctx context.Context, l *ledger.Ledger, kind, arg string) (string, []string, error) {
+// is a prefix of, by id or short id.
+func findIDs(ctx context.Context, l *ledger.Ledger, kind, arg string) ([]string, error) {
 	candidates := []string{arg}
 	if lower := strings.ToLower(arg); lower != arg {
 		candidates = append(candidates, lower) // ids are lower case
@@ -155,13 +148,10 @@ func resolveID(ctx context.Context, l *ledger.Ledger, kind, arg string) (string,
 		}
 		return nil
 	})
-	switch {
-	case err != nil:
-		return "", nil, fmt.Errorf("resolve %s id: %w", strings.TrimSuffix(kind, "/"), err)
-	case len(ids) == 1:
-		return ids[0], nil, nil
+	if err != nil {
+		return nil, fmt.Errorf("resolve id: %w", err)
 	}
-	return "", ids, nil
+	return ids, nil
 }
 
 // prefixEnd is the least string greater than every string that starts with

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"zombiezen.com/go/sqlite"
 
@@ -49,10 +48,6 @@ func WaitJob(ctx context.Context, l *ledger.Ledger, id string) (*commands.Job, e
 	return j, lastAttempt(evs), nil
 }
 
-// treePoll is how often WaitTree looks again when the ledger has no watch
-// on its file (ledger.Watching is false), as ledger.Follow does.
-const treePoll = 200 * time.Millisecond
-
 // WaitTree waits until job id and every job routed from it, at any depth,
 // are terminal, and returns the job's tree then (ReadJobTree, at most limit
 // jobs). It reads the tree view at each commit to the ledger, by this
@@ -61,7 +56,9 @@ const treePoll = 200 * time.Millisecond
 // applied the whole log of its snapshot: a job's end and the children it
 // routed are one transaction, so the view then never shows a parent ended
 // without its children. A job not projected yet (just enqueued by another
-// process) is waited for. It returns ctx's error if ctx ends first.
+// process) is waited for. It sleeps between reads as ledger.Follow does
+// (ledger.WaitChanged): it never polls a watched ledger. It returns ctx's
+// error if ctx ends first.
 func WaitTree(ctx context.Context, l *ledger.Ledger, id string, limit int) (JobTree, error) {
 	for {
 		changed := l.Changed()
@@ -72,22 +69,8 @@ func WaitTree(ctx context.Context, l *ledger.Ledger, id string, limit int) (JobT
 		case finished:
 			return tree, nil
 		}
-		var poll *time.Timer
-		var polled <-chan time.Time
-		if !l.Watching() {
-			poll = time.NewTimer(treePoll)
-			polled = poll.C
-		}
-		select {
-		case <-ctx.Done():
-		case <-changed:
-		case <-polled:
-		}
-		if poll != nil {
-			poll.Stop()
-		}
-		if ctx.Err() != nil {
-			return JobTree{}, ctx.Err()
+		if err := l.WaitChanged(ctx, changed); err != nil {
+			return JobTree{}, err
 		}
 	}
 }

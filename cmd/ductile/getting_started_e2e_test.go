@@ -385,7 +385,7 @@ func (g *tour) startDaemon(where, assignments, command string, want []string, va
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	go p.read(stdout)
-	_, i := p.waitLineOrExit(t, where+": ductile started", func(line string) bool { return strings.Contains(line, " ductile started ") })
+	_, i := p.waitLineOrExit(t, guideWait, 0, isStarted)
 	if i < 0 { // it exited: a start refused
 		g.lastCode = p.cmd.ProcessState.ExitCode()
 		lines, _ := p.snapshot()
@@ -405,6 +405,9 @@ func (g *tour) startDaemon(where, assignments, command string, want []string, va
 }
 
 func must[T any, U any](v T, _ U) T { return v }
+
+// isStarted matches the daemon's line that says it has started.
+func isStarted(line string) bool { return strings.Contains(line, " ductile started ") }
 
 // reap forgets the daemon once a command killed it (kill -9 in step 11),
 // waiting a moment for the process to be gone.
@@ -443,11 +446,22 @@ func (g *tour) daemonLines(where string, want []string, from int, exact bool) {
 	if p == nil {
 		return
 	}
+	// wait is waitLineOrExit, saying what it waited for if it gives up.
+	wait := func(what string, match func(string) bool) (string, int) {
+		found := false
+		defer func() {
+			if !found {
+				t.Logf("%s: waited for the daemon to log %s", where, what)
+			}
+		}()
+		line, i := p.waitLineOrExit(t, guideWait, from, match)
+		found = true
+		return line, i
+	}
 	if exact {
-		var got []string
-		_, i := p.waitLineOrExit(t, where+": ductile started", func(line string) bool { return strings.Contains(line, " ductile started ") })
-		got = must(p.snapshot())[from : i+1]
-		g.compare(where, want, got)
+		_, i := wait("ductile started", isStarted)
+		require.GreaterOrEqual(t, i, 0, "%s: the daemon exited before it started", where)
+		g.compare(where, want, must(p.snapshot())[from:i+1])
 		return
 	}
 	for _, w := range want {
@@ -455,46 +469,13 @@ func (g *tour) daemonLines(where string, want []string, from int, exact bool) {
 			continue
 		}
 		pattern := g.pattern(w)
-		line, i := p.waitLineOrExit(t, fmt.Sprintf("%s: %q (masked %q)", where, w, pattern), func(line string) bool { return pattern.matches(g.mask(line)) }, from)
+		line, i := wait(w, func(line string) bool { return pattern.matches(g.mask(line)) })
 		if i < 0 {
 			t.Errorf("%s: the daemon never logged\n  %s\nits log:\n%s", where, w, strings.Join(must(p.snapshot()), "\n"))
 			return
 		}
 		g.learn(w, line)
 		from = i + 1
-	}
-}
-
-// waitLineOrExit is the index of the first line from from on that matches,
-// waiting for it, or -1 once the process has exited without one.
-func (p *proc) waitLineOrExit(t *testing.T, what string, match func(string) bool, from ...int) (string, int) {
-	t.Helper()
-	i := 0
-	if len(from) > 0 {
-		i = from[0]
-	}
-	deadline := time.NewTimer(guideWait)
-	defer deadline.Stop()
-	for {
-		lines, grew := p.snapshot()
-		for ; i < len(lines); i++ {
-			if match(lines[i]) {
-				return lines[i], i
-			}
-		}
-		select {
-		case <-grew:
-		case <-p.done:
-			lines, _ = p.snapshot()
-			for ; i < len(lines); i++ {
-				if match(lines[i]) {
-					return lines[i], i
-				}
-			}
-			return "", -1
-		case <-deadline.C:
-			t.Fatalf("%s: no such line within %v; output:\n%s", what, guideWait, strings.Join(lines, "\n"))
-		}
 	}
 }
 

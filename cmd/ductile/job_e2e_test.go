@@ -49,34 +49,13 @@ func commonPrefix(ids []string) string {
 // few of its matches, an unknown one as not found.
 func TestJobIDPrefix(t *testing.T) {
 	t.Parallel()
-	w := newJobWorld(t, `
-plugin_roots: ["$PLUGINS"]
-plugins:
-  sink: {retry: {max_attempts: 1}}
-`)
-	var ids []string
-	for range 7 {
-		var run runView
-		w.runJSON(0, &run, "plugin", "run", "sink", "--command", "handle", "--json")
-		ids = append(ids, run.JobID)
-	}
+	w, ids := sinkJobs(t, 7)
 	shared := commonPrefix(ids)
 	require.GreaterOrEqual(t, len(shared), 4, "UUIDv7 ids made within a minute share their first 8 characters: %v", ids)
 
 	// Each id by its shortest unique prefix, in upper case too.
 	for _, id := range ids {
-		n := len(shared) + 1
-		for ; n < len(id); n++ {
-			unique := true
-			for _, other := range ids {
-				if other != id && strings.HasPrefix(other, id[:n]) {
-					unique = false
-				}
-			}
-			if unique {
-				break
-			}
-		}
+		n := uniqueLen(id, ids)
 		for _, prefix := range []string{id[:n], strings.ToUpper(id[:n])} {
 			require.Equal(t, id, w.inspect(prefix).Job.ID, "prefix %s", prefix)
 		}
@@ -116,17 +95,8 @@ plugins:
 // minute (their time) are ambiguous, and the error lists the jobs.
 func TestJobShortID(t *testing.T) {
 	t.Parallel()
-	w := newJobWorld(t, `
-plugin_roots: ["$PLUGINS"]
-plugins:
-  sink: {retry: {max_attempts: 1}}
-`)
-	var ids []string
-	for range 3 {
-		var run runView
-		w.runJSON(0, &run, "plugin", "run", "sink", "--command", "handle", "--json")
-		ids = append([]string{run.JobID}, ids...) // newest first, as job list
-	}
+	w, ids := sinkJobs(t, 3)
+	slices.Reverse(ids) // newest first, as job list
 	var short []string
 	for _, line := range strings.Split(strings.TrimSpace(mustRun(t, nil, w.args("job", "list")...).stdout), "\n")[1:] {
 		short = append(short, strings.Fields(line)[0])
@@ -151,6 +121,24 @@ plugins:
 	r := w.run("job", "inspect", time)
 	require.Equal(t, 2, r.code, "%s", r)
 	require.Equal(t, `ductile: job id "`+time+`" is ambiguous: it matches `+strings.Join(sorted(ids), ", ")+" (give more characters of it, or the whole id)\n", r.stderr)
+}
+
+// sinkJobs is a world whose sink plugin has run n jobs (no daemon: plugin
+// run runs each), and their ids, oldest first.
+func sinkJobs(t *testing.T, n int) (*jobWorld, []string) {
+	t.Helper()
+	w := newJobWorld(t, `
+plugin_roots: ["$PLUGINS"]
+plugins:
+  sink: {retry: {max_attempts: 1}}
+`)
+	var ids []string
+	for range n {
+		var run runView
+		w.runJSON(0, &run, "plugin", "run", "sink", "--command", "handle", "--json")
+		ids = append(ids, run.JobID)
+	}
+	return w, ids
 }
 
 // uniqueLen is the fewest characters (4 at least) of s that no other of all starts with.
