@@ -367,9 +367,9 @@ func normalizeArgs(app *cli.App, args []string) []string {
 func earlyTakesValue(cmds []*cli.Command, name, next string) bool {
 	var withValue, without bool
 	for _, f := range subtreeFlags(cmds) {
-		if v, ok := flagKinds([]cli.Flag{f})[name]; ok && slices.Contains(f.Names(), name) {
-			withValue = withValue || v
-			without = without || !v
+		if slices.Contains(f.Names(), name) {
+			withValue = withValue || flagTakesValue(f)
+			without = without || !flagTakesValue(f)
 		}
 	}
 	if withValue == without {
@@ -566,12 +566,17 @@ var argSources = map[string]string{
 func flagKinds(flags []cli.Flag) map[string]bool {
 	m := map[string]bool{"help": false, "h": false}
 	for _, f := range flags {
-		_, isBool := f.(*cli.BoolFlag)
 		for _, n := range f.Names() {
-			m[n] = !isBool
+			m[n] = flagTakesValue(f)
 		}
 	}
 	return m
+}
+
+// flagTakesValue reports whether flag f takes a value (every flag but a bool).
+func flagTakesValue(f cli.Flag) bool {
+	_, isBool := f.(*cli.BoolFlag)
+	return !isBool
 }
 
 func parseFlag(tok string) (name string, hasValue, ok bool) {
