@@ -50,7 +50,7 @@ func WaitJob(ctx context.Context, l *ledger.Ledger, id string) (*commands.Job, e
 
 // WaitTree waits until job id and every job routed from it, at any depth,
 // are terminal, and returns the job's tree then (ReadJobTree, at most limit
-// jobs). It reads the tree view at each commit to the ledger, by this
+// jobs: a larger tree is judged by the limit jobs nearest its root). It reads the tree view at each commit to the ledger, by this
 // process or another (the wake-up taken before the read, as ledger.Follow
 // does, so none is missed), and trusts it only when the projections have
 // applied the whole log of its snapshot: a job's end and the children it
