@@ -88,7 +88,7 @@ func TestTimeoutNeedsWait(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	r := ductile(t, nil, "plugin", "run", "echo", "--timeout", "5s", "--state-dir", state)
 	require.Equal(t, 2, r.code, "%s", r)
-	require.Equal(t, "ductile: --timeout needs --wait: it bounds how long to wait for the job (see: ductile plugin run --help)\n", r.stderr)
+	require.Equal(t, "ductile: --timeout needs --wait or --wait-tree: it bounds how long to wait for the job (see: ductile plugin run --help)\n", r.stderr)
 	require.NoDirExists(t, state)
 }
 
