@@ -163,7 +163,7 @@ func errorOf(err error) *Error {
 	case errors.As(err, &archived):
 		return newError(http.StatusGone, fmt.Sprintf("ask for a later moment (after seq %d)", archived.Through), archived.Error())
 	case errors.As(err, &ambiguous):
-		return newError(http.StatusBadRequest, "give the whole job id", ambiguous.Error())
+		return newError(http.StatusBadRequest, "give the whole id", ambiguous.Error())
 	case errors.Is(err, commands.ErrJobNotFound):
 		return newError(http.StatusNotFound, "see: GET /jobs", err.Error())
 	case errors.Is(err, commands.ErrInvalidCommand):

@@ -91,7 +91,7 @@ func (s *Server) register() {
 }
 
 type jobPath struct {
-	ID string `path:"id" minLength:"1" maxLength:"64" doc:"A job id"`
+	ID string `path:"id" minLength:"1" maxLength:"64" doc:"A job id, its short id (the last 12 characters), or a unique prefix of either"`
 }
 
 // EnqueueInput is POST /plugin/{plugin}/{command}'s request.
@@ -224,7 +224,7 @@ func (s *Server) listJobs(ctx context.Context, in *ListJobsInput) (*Jobs, error)
 
 // JobTreeInput is GET /job/{id}/tree's request.
 type JobTreeInput struct {
-	ID    string `path:"id" minLength:"1" maxLength:"64" doc:"A job id"`
+	ID    string `path:"id" minLength:"1" maxLength:"64" doc:"A job id, its short id (the last 12 characters), or a unique prefix of either"`
 	Limit int    `query:"limit" minimum:"1" maximum:"10000" default:"1000" doc:"The most jobs to return"`
 	At    string `query:"at" maxLength:"64" doc:"Show the tree as it was at this moment: a seq, or an RFC 3339 time"`
 }

@@ -49,7 +49,7 @@ func (s *Server) listRuns(ctx context.Context, in *ListRunsInput) (*Runs, error)
 
 // runPath is a run's id in the path.
 type runPath struct {
-	ID string `path:"id" maxLength:"64" doc:"The run's id (run_id of POST /pipeline/{name})"`
+	ID string `path:"id" maxLength:"64" doc:"The run's id (run_id of POST /pipeline/{name}), or its short id (the last 12 characters), or a unique prefix of either"`
 }
 
 // RunStatus is GET /run/{id}'s answer.
@@ -58,7 +58,11 @@ type RunStatus struct {
 }
 
 func (s *Server) getRun(ctx context.Context, in *runPath) (*RunStatus, error) {
-	run, err := views.ReadRun(ctx, s.opts.Ledger, in.ID)
+	id, err := views.ResolveRunID(ctx, s.opts.Ledger, in.ID)
+	var run views.Run
+	if err == nil {
+		run, err = views.ReadRun(ctx, s.opts.Ledger, id)
+	}
 	if errors.Is(err, views.ErrRunNotFound) {
 		return nil, newError(http.StatusNotFound, "see: GET /runs", err.Error())
 	}

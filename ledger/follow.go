@@ -85,22 +85,8 @@ func (l *Ledger) Follow(ctx context.Context, after int64, f Filter, fn func(Even
 				break
 			}
 		}
-		var poll *time.Timer
-		var polled <-chan time.Time
-		if !l.Watching() {
-			poll = time.NewTimer(followPoll)
-			polled = poll.C
-		}
-		select {
-		case <-ctx.Done():
-		case <-changed:
-		case <-polled:
-		}
-		if poll != nil {
-			poll.Stop()
-		}
-		if ctx.Err() != nil {
-			return last, ctx.Err()
+		if err := l.WaitChanged(ctx, changed); err != nil {
+			return last, err
 		}
 	}
 }
@@ -141,4 +127,25 @@ func (l *Ledger) followPage(ctx context.Context, from int64, f Filter, page []Ev
 		return page, max(next, head), true, nil
 	}
 	return page, next, false, nil
+}
+
+// WaitChanged waits until changed (a channel Changed returned, taken before
+// the caller's read) is closed, or, when the ledger has no watch on its
+// file (Watching is false), at most followPoll; it returns ctx's error if
+// ctx ends first. It is how Follow, and any waiter that re-reads a view
+// rather than events, sleeps between reads.
+func (l *Ledger) WaitChanged(ctx context.Context, changed <-chan struct{}) error {
+	var polled <-chan time.Time
+	if !l.Watching() {
+		poll := time.NewTimer(followPoll)
+		defer poll.Stop()
+		polled = poll.C
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-changed:
+	case <-polled:
+	}
+	return ctx.Err()
 }

@@ -117,6 +117,21 @@ WHERE stream >= CAST(@from AS TEXT) AND stream < CAST(@until AS TEXT) AND versio
 ORDER BY stream
 LIMIT @max_streams;
 
+-- name: FindStreamsByTail :many
+-- Streams named kind + id whose last 12 characters start with a short id
+-- prefix (they lie in [tail_from, tail_until)): a search over
+-- events_stream_tail, one row per stream (its first event). The kind is
+-- compared apart from any index, so that the plan reads the tail's; the
+-- CAST gives the indexed expression TEXT affinity, without which a range
+-- on it bound to text could not use the index.
+SELECT stream
+FROM events
+WHERE CAST(substr(stream, -12) AS TEXT) >= CAST(@tail_from AS TEXT) AND CAST(substr(stream, -12) AS TEXT) < CAST(@tail_until AS TEXT)
+  AND version = 1
+  AND substr(stream, 1, length(CAST(@kind AS TEXT))) = CAST(@kind AS TEXT)
+ORDER BY CAST(substr(stream, -12) AS TEXT)
+LIMIT @max_streams;
+
 -- name: EventHash :many
 -- The hash of the event at a seq (no row if there is none).
 SELECT hash FROM events WHERE seq = CAST(@seq AS INTEGER);

@@ -687,6 +687,57 @@ func FindStreamsByPrefix(conn *sqlite.Conn, arg FindStreamsByPrefixParams, fn fu
 	}
 }
 
+const findStreamsByTail = `SELECT stream
+FROM events
+WHERE CAST(substr(stream, -12) AS TEXT) >= CAST(?1 AS TEXT) AND CAST(substr(stream, -12) AS TEXT) < CAST(?2 AS TEXT)
+  AND version = 1
+  AND substr(stream, 1, length(CAST(?3 AS TEXT))) = CAST(?3 AS TEXT)
+ORDER BY CAST(substr(stream, -12) AS TEXT)
+LIMIT ?4`
+
+type FindStreamsByTailParams struct {
+	TailFrom   string
+	TailUntil  string
+	Kind       string
+	MaxStreams int64
+}
+
+// Streams named kind + id whose last 12 characters start with a short id
+// prefix (they lie in [tail_from, tail_until)): a search over
+// events_stream_tail, one row per stream (its first event). The kind is
+// compared apart from any index, so that the plan reads the tail's; the
+// CAST gives the indexed expression TEXT affinity, without which a range
+// on it bound to text could not use the index.
+func FindStreamsByTail(conn *sqlite.Conn, arg FindStreamsByTailParams, fn func(string) error) (err error) {
+	stmt, err := conn.Prepare(findStreamsByTail)
+	if err != nil {
+		return fmt.Errorf("FindStreamsByTail: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("FindStreamsByTail: %w", resetErr)
+		}
+	}()
+	stmt.BindText(1, arg.TailFrom)
+	stmt.BindText(2, arg.TailUntil)
+	stmt.BindText(3, arg.Kind)
+	stmt.BindInt64(4, arg.MaxStreams)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("FindStreamsByTail: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var v string
+		v = stmt.ColumnText(0)
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+}
+
 const eventHash = `SELECT hash FROM events WHERE seq = CAST(?1 AS INTEGER)`
 
 // The hash of the event at a seq (no row if there is none).

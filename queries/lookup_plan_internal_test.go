@@ -43,3 +43,16 @@ func TestLookupsSearchTheStreamIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestShortIDSearchesTheTailIndex checks that a short id, or a prefix of
+// one (views.ResolveJobID), is found through events_stream_tail (migration
+// 00020), one entry per stream, and never by a scan of the events table nor
+// by a walk of every stream of its kind through UNIQUE (stream, version).
+func TestShortIDSearchesTheTailIndex(t *testing.T) {
+	conn := planDB(t)
+	plan := explain(t, conn, "FindStreamsByTail", findStreamsByTail, "d392", "d393", "job/", 6)
+	text := strings.Join(plan, "; ")
+	if len(plan) != 1 || !strings.HasPrefix(plan[0], "SEARCH events USING INDEX events_stream_tail (<expr>>? AND <expr><?)") {
+		t.Errorf("FindStreamsByTail: plan %q does not search events_stream_tail alone", text)
+	}
+}

@@ -31,21 +31,28 @@ type JobTree struct {
 // correlation_id but is a root of its own (it has no parent), so the walk
 // keeps the job asked for in its tree. A job that routed none and was
 // routed by none is a tree of one; no such job is a *JobNotFoundError.
-func ReadJobTree(ctx context.Context, l *ledger.Ledger, id string, limit int) (JobTree, error) {
+func ReadJobTree(ctx context.Context, l *ledger.Ledger, id string, limit int) (tree JobTree, err error) {
+	err = l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+		tree, err = readJobTree(conn, id, limit)
+		return err
+	})
+	return tree, err
+}
+
+// readJobTree is ReadJobTree inside the caller's read transaction.
+func readJobTree(conn *sqlite.Conn, id string, limit int) (JobTree, error) {
 	limit = max(limit, 1)
 	tree := JobTree{Jobs: []Job{}}
-	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
-		root, archived, err := rootOf(conn, id)
-		if err != nil {
-			return err
-		}
-		tree.Root, tree.AncestorsArchived = root, archived
-		return queries.ListJobTree(conn, queries.ListJobTreeParams{RootID: tree.Root, MaxJobs: int64(limit) + 1},
-			func(r queries.ListJobTreeRow) error {
-				tree.Jobs = append(tree.Jobs, jobOf(queries.GetJobRow(r)))
-				return nil
-			})
-	})
+	root, archived, err := rootOf(conn, id)
+	if err != nil {
+		return JobTree{}, err
+	}
+	tree.Root, tree.AncestorsArchived = root, archived
+	err = queries.ListJobTree(conn, queries.ListJobTreeParams{RootID: tree.Root, MaxJobs: int64(limit) + 1},
+		func(r queries.ListJobTreeRow) error {
+			tree.Jobs = append(tree.Jobs, jobOf(queries.GetJobRow(r)))
+			return nil
+		})
 	if err != nil {
 		return JobTree{}, err
 	}
@@ -54,6 +61,23 @@ func ReadJobTree(ctx context.Context, l *ledger.Ledger, id string, limit int) (J
 	}
 	slices.SortFunc(tree.Jobs, func(a, b Job) int { return int(a.Seq - b.Seq) })
 	return tree, nil
+}
+
+// Unfinished is the jobs of the subtree of job id (it and every job routed
+// from it, at any depth) that are not terminal yet, in enqueue order.
+func (t JobTree) Unfinished(id string) []Job {
+	in := map[string]bool{id: true}
+	var out []Job
+	for _, j := range t.Jobs { // enqueue order: a parent before its children
+		if j.ID != id && (j.ParentJobID == nil || !in[*j.ParentJobID]) {
+			continue
+		}
+		in[j.ID] = true
+		if !j.Status.Terminal() {
+			out = append(out, j)
+		}
+	}
+	return out
 }
 
 // maxTreeDepth bounds the walk up a tree (routing depth is bounded far

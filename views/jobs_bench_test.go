@@ -75,6 +75,36 @@ func BenchmarkJobViews(b *testing.B) {
 	}
 }
 
+// BenchmarkResolveJobID measures what every command given a job id does
+// first (ResolveJobID), on ledgers of 0, 20 000 and 200 000 finished jobs:
+// the whole id, the short id the CLI prints, and 6 characters of it. Each
+// reads only the streams it matches, so the figures stay flat across the
+// sizes.
+func BenchmarkResolveJobID(b *testing.B) {
+	for _, finished := range []int{0, 20_000, 200_000} {
+		b.Run(fmt.Sprintf("finished=%d", finished), func(b *testing.B) {
+			l := historyLedger(b, finished)
+			var id string // a dead job of the history, else the retrying one
+			err := l.Read(context.Background(), func(conn *sqlite.Conn) error {
+				return listJobs(conn, JobFilter{Limit: 1, Status: events.StatusDead}, func(r queries.GetJobRow) error { id = r.ID; return nil })
+			})
+			if err != nil || id == "" {
+				b.Fatalf("no job to resolve: %v", err)
+			}
+			for _, arg := range []struct{ name, arg string }{{"whole", id}, {"short", ShortID(id)}, {"short-prefix", ShortID(id)[:6]}} {
+				b.Run(arg.name, func(b *testing.B) {
+					for range b.N {
+						got, err := ResolveJobID(context.Background(), l, arg.arg)
+						if err != nil || got != id {
+							b.Fatalf("resolve %s: %s, %v", arg.arg, got, err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
 // readSnapshot runs read in a read transaction of its own, as the CLI does
 // (ledger.ReadSnapshot).
 func readSnapshot(conn *sqlite.Conn, read func(conn *sqlite.Conn) (int, error)) (n int, err error) {

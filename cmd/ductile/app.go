@@ -215,21 +215,23 @@ func wantsJSON(app *cli.App, args []string) bool {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
+	globalFlags := []cli.Flag{
+		&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"DUCTILE_CONFIG"}, Usage: "config `FILE` (default: none, built-in defaults)"},
+		&cli.StringFlag{Name: "state-dir", EnvVars: []string{"DUCTILE_STATE_DIR"}, Usage: "state `DIR` holding the ledger and lock (default: config's state_dir, else $XDG_STATE_HOME/ductile)"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log debug detail to stderr"},
+		&cli.StringFlag{Name: "log-format", Value: logAuto, Usage: "log lines as `FORMAT`: auto (readable text on a terminal, else JSON), json or text"},
+		&cli.BoolFlag{Name: "version", Usage: "print the version (module version, VCS revision and time) and exit"},
+	}
 	app := &cli.App{
 		Name:  "ductile",
 		Usage: "run personal automations unattended",
 		Description: "Ductile keeps one durable queue of jobs, runs plugins as subprocesses and records\n" +
 			"every step in an event-sourced SQLite ledger. Commands are NOUN ACTION.\n" +
-			"Global flags (--config, --state-dir, --verbose, --log-format) may appear anywhere on the line.\n" +
+			"Flags may appear anywhere on the line: global ones (--config, --state-dir, --verbose, --log-format)\n" +
+			"and a command's own (ductile --json queue, ductile job --json list, ductile job list --json).\n" +
 			"Help on a command: ductile help NOUN [ACTION], or ductile NOUN [ACTION] --help.\n" +
 			"With --json, an error is one JSON line on stderr: {\"error\":{\"code\":…,\"message\":…,\"hint\":…}}.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, EnvVars: []string{"DUCTILE_CONFIG"}, Usage: "config `FILE` (default: none, built-in defaults)"},
-			&cli.StringFlag{Name: "state-dir", EnvVars: []string{"DUCTILE_STATE_DIR"}, Usage: "state `DIR` holding the ledger and lock (default: config's state_dir, else $XDG_STATE_HOME/ductile)"},
-			&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log debug detail to stderr"},
-			&cli.StringFlag{Name: "log-format", Value: logAuto, Usage: "log lines as `FORMAT`: auto (readable text on a terminal, else JSON), json or text"},
-			&cli.BoolFlag{Name: "version", Usage: "print the version (module version, VCS revision and time) and exit"},
-		},
+		Flags: globalFlags,
 		Before: func(c *cli.Context) error {
 			if f := c.String("log-format"); !slices.Contains([]string{logAuto, logJSON, logText}, f) {
 				return usagef("--log-format must be auto, json or text, got %q", f)
@@ -247,7 +249,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		HideHelpCommand:      true,
 		ExitErrHandler:       func(*cli.Context, error) {}, // exitCode reports errors
 		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return withHint(codeUsage, err, "see: ductile --help")
+			return parseError(err, "", globalFlags)
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -256,7 +258,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return cli.ShowAppHelp(c)
 		},
 	}
-	finishTree(app.Commands, "")
+	finishTree(app.Commands, "", globalFlags)
 	return app
 }
 
@@ -264,6 +266,8 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 // moved in front of the command, and a leaf command's own flags in front of
 // its positional arguments (urfave/cli v2 stops parsing flags at the first
 // positional, so `plugin run echo --payload {}` would otherwise lose the flag).
+// A leaf's flag given before its noun or between noun and action
+// (`ductile --json queue`, `job --json list`) moves to the leaf too.
 // A literal "--" ends flag handling; what follows stays positional. A word
 // that is not a command ends command matching, so urfave reports it.
 func normalizeArgs(app *cli.App, args []string) []string {
@@ -273,7 +277,8 @@ func normalizeArgs(app *cli.App, args []string) []string {
 	globals := flagKinds(app.Flags)
 	delete(globals, "help") // --help belongs to the command it follows
 	delete(globals, "h")
-	var front, path, leafFlags, positional, afterDashes, dangling []string
+	// early: flags met before the leaf, for the leaf once it is known.
+	var front, path, early, leafFlags, positional, afterDashes, dangling []string
 	var leaf *cli.Command
 	cmds := app.Commands
 	matching := true
@@ -287,12 +292,21 @@ func normalizeArgs(app *cli.App, args []string) []string {
 		if name, hasValue, ok := parseFlag(tok); ok {
 			takesValue, isGlobal := globals[name]
 			dst := &front
-			if !isGlobal {
+			switch {
+			case isGlobal:
+			case leaf != nil:
 				dst = &leafFlags
-				takesValue = leaf != nil && flagKinds(leaf.Flags)[name]
-				if leaf == nil {
-					dst = &path // a flag of a command we have not reached: keep its place
+				takesValue = flagKinds(leaf.Flags)[name]
+			case name == "help" || name == "h" || !matching:
+				dst = &path // help stays with the command it follows; after an unknown word nothing moves
+				takesValue = false
+			default:
+				dst = &early
+				next := ""
+				if i+1 < len(rest) {
+					next = rest[i+1]
 				}
+				takesValue = earlyTakesValue(cmds, name, next)
 			}
 			switch {
 			case takesValue && !hasValue && i+1 == len(rest):
@@ -320,6 +334,13 @@ func normalizeArgs(app *cli.App, args []string) []string {
 		}
 		positional = append(positional, tok)
 	}
+	if leaf != nil {
+		leafFlags = append(early, leafFlags...)
+	} else {
+		// No action named: after the words, so that an unknown one is
+		// what the error is about.
+		path = append(path, early...)
+	}
 	out := append([]string{args[0]}, front...)
 	out = append(out, path...)
 	out = append(out, leafFlags...)
@@ -338,19 +359,52 @@ func normalizeArgs(app *cli.App, args []string) []string {
 	return append(out, dangling...)
 }
 
+// earlyTakesValue reports whether flag name, met before the action it
+// belongs to, takes a value: whether it does on the commands under cmds
+// that define it. Where some take a value and some do not, or none defines
+// it (a typo, which the action's parse reports), it takes one unless next
+// is a command among cmds or a flag.
+func earlyTakesValue(cmds []*cli.Command, name, next string) bool {
+	var withValue, without bool
+	for _, f := range subtreeFlags(cmds) {
+		if slices.Contains(f.Names(), name) {
+			withValue = withValue || flagTakesValue(f)
+			without = without || !flagTakesValue(f)
+		}
+	}
+	if withValue == without {
+		_, _, isFlag := parseFlag(next)
+		return findCommand(cmds, next) == nil && !isFlag
+	}
+	return withValue
+}
+
+// subtreeFlags is the flags of cmds and of every command under them.
+func subtreeFlags(cmds []*cli.Command) []cli.Flag {
+	var flags []cli.Flag
+	for _, c := range cmds {
+		flags = append(flags, c.Flags...)
+		flags = append(flags, subtreeFlags(c.Subcommands)...)
+	}
+	return flags
+}
+
 // finishTree gives every command the same handling of usage errors (exit 2,
 // a one-line message, no help dump on stdout), makes an unknown subcommand a
 // usage error, rejects positional arguments where a command takes none, and
 // requires exactly one where its ArgsUsage names one (e.g. "JOB_ID"). The
 // check runs before the action, so bad input touches nothing.
-func finishTree(cmds []*cli.Command, parent string) {
+func finishTree(cmds []*cli.Command, parent string, globals []cli.Flag) {
 	for _, c := range cmds {
 		name := strings.TrimSpace(parent + " " + c.Name)
+		// A typo is compared with the flags of the command and of its
+		// actions (a noun's flag is one of an action given early).
+		flags := append(slices.Clip(globals), subtreeFlags([]*cli.Command{c})...)
 		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return withHint(codeUsage, err, "see: ductile "+name+" --help")
+			return parseError(err, name, flags)
 		}
 		if len(c.Subcommands) > 0 {
-			finishTree(c.Subcommands, name)
+			finishTree(c.Subcommands, name, globals)
 			c.Action = func(ctx *cli.Context) error {
 				if ctx.NArg() > 0 {
 					return usagef("unknown command %q for %q%s (see: ductile %s --help)", ctx.Args().First(), name, suggestCommand(ctx.Args().First(), ctx.Command.Subcommands), name)
@@ -388,6 +442,37 @@ func finishTree(cmds []*cli.Command, parent string) {
 			}
 		}
 	}
+}
+
+// parseError is the usage error for err, urfave/cli's failure to parse the
+// flags of command name ("" for the app), whose flags (with the globals,
+// given anywhere) are flags: an unknown flag is named as typed, with the
+// nearest known one (--dryrun: did you mean --dry-run?).
+func parseError(err error, name string, flags []cli.Flag) error {
+	see := "see: " + strings.TrimSpace("ductile "+name) + " --help"
+	// The flag package says it only in words (it has no typed error).
+	typed, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !unknown {
+		return withHint(codeUsage, err, see)
+	}
+	var names []string
+	for _, f := range flags {
+		names = append(names, f.Names()...)
+	}
+	names = append(names, "help")
+	msg := "unknown flag " + dashed(typed)
+	if s := config.Suggest(typed, names); s != "" && len(typed) > 1 {
+		msg += ": did you mean " + dashed(s) + "?"
+	}
+	return hintf(codeUsage, see, "%s", msg)
+}
+
+// dashed is flag name as typed on a line: -v, --json.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // suggestCommand is ": did you mean X?" for the command in cmds closest to
@@ -481,12 +566,17 @@ var argSources = map[string]string{
 func flagKinds(flags []cli.Flag) map[string]bool {
 	m := map[string]bool{"help": false, "h": false}
 	for _, f := range flags {
-		_, isBool := f.(*cli.BoolFlag)
 		for _, n := range f.Names() {
-			m[n] = !isBool
+			m[n] = flagTakesValue(f)
 		}
 	}
 	return m
+}
+
+// flagTakesValue reports whether flag f takes a value (every flag but a bool).
+func flagTakesValue(f cli.Flag) bool {
+	_, isBool := f.(*cli.BoolFlag)
+	return !isBool
 }
 
 func parseFlag(tok string) (name string, hasValue, ok bool) {

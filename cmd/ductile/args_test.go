@@ -21,6 +21,9 @@ func argsApp() *cli.App {
 				&cli.StringFlag{Name: "payload", Aliases: []string{"p"}},
 				&cli.BoolFlag{Name: "dry-run"},
 			},
+		}, {
+			Name:  "check",
+			Flags: []cli.Flag{&cli.BoolFlag{Name: "payload"}}, // a bool here, a value on run
 		}},
 	})
 	return app
@@ -71,6 +74,25 @@ func TestNormalizeArgs(t *testing.T) {
 		{"leaf flag missing its value after a positional", "ductile widget run echo --payload", "ductile widget run --payload"},
 		{"leaf flag missing its value, others kept", "ductile widget run echo --dry-run -p", "ductile widget run --dry-run -p"},
 		{"a lone - is a positional", "ductile widget run - --dry-run", "ductile widget run --dry-run -"},
+
+		// A leaf's flag before its noun or between noun and action moves to
+		// the leaf, with its value if the leaf's flag takes one.
+		{"leaf flag before the noun", "ductile --json ledger tail", "ductile ledger tail --json"},
+		{"leaf flag between noun and action", "ductile ledger --json tail -n 3", "ductile ledger tail --json -n 3"},
+		{"leaf flag before the noun, with globals", "ductile --json --state-dir X ledger -v tail", "ductile --state-dir X -v ledger tail --json"},
+		{"early flag with its value", "ductile -n 3 ledger tail", "ductile ledger tail -n 3"},
+		{"early flag whose value names a command", "ductile ledger --stream tail tail", "ductile ledger tail --stream tail"},
+		{"early flag with =", "ductile ledger --stream=x tail", "ductile ledger tail --stream=x"},
+		{"early flags before the positionals", "ductile widget --payload {} run echo --dry-run", "ductile widget run --payload {} --dry-run echo"},
+		{"early flag of two kinds, a value follows", "ductile widget --payload {} run echo", "ductile widget run --payload {} echo"},
+		{"early flag of two kinds, a command follows", "ductile widget --payload check", "ductile widget check --payload"},
+		{"early flag missing its value", "ductile ledger --stream", "ductile ledger --stream"},
+		{"early flag and no action", "ductile ledger --json", "ductile ledger --json"},
+		{"early flag before an unknown word", "ductile --json bogus", "ductile bogus --json"},
+		{"early flag before an unknown action", "ductile ledger --json bogus tail", "ductile ledger bogus --json tail"},
+		{"unknown early flag", "ductile --bogus ledger tail", "ductile ledger tail --bogus"},
+		{"unknown early flag before a word", "ductile ledger --bogus 3 tail", "ductile ledger tail --bogus 3"},
+		{"unknown early flag before a flag", "ductile --bogus --state-dir X", "ductile --state-dir X --bogus"},
 
 		// Help flags stay with the command they follow.
 		{"help on the app", "ductile --help", "ductile --help"},
@@ -129,6 +151,8 @@ func TestNormalizedArgsParse(t *testing.T) {
 	}{
 		{"flags everywhere", "ductile widget run echo --payload {} extra --state-dir X --dry-run -v",
 			parsed{StateDir: "X", Payload: "{}", DryRun: true, Verbose: true, Args: []string{"echo", "extra"}}},
+		{"leaf flags before the noun and the action", "ductile --dry-run widget -p x run echo",
+			parsed{Payload: "x", DryRun: true, Args: []string{"echo"}}},
 		{"-- with no positional before it", "ductile widget run --dry-run -- --not-a-flag -v",
 			parsed{DryRun: true, Args: []string{"--not-a-flag", "-v"}}},
 		{"-- after a positional", "ductile widget run echo -p x -- --not-a-flag",

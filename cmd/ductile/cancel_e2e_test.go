@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,14 +42,16 @@ plugins:
 	w.runJSON(0, &out, "job", "cancel", queued.JobID, "--reason", "not needed", "--json")
 	require.Equal(t, "canceled", out["status"])
 
-	// A running one gets a cancel request; the daemon stops its plugin.
-	w.runJSON(0, &out, "job", "cancel", running.JobID, "--json")
-	require.Equal(t, "cancel_requested", out["status"])
+	// A running one gets a cancel request; the daemon stops its plugin, and
+	// the answer says so.
+	r := w.run("job", "cancel", running.JobID)
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Equal(t, fmt.Sprintf("job %s: cancel requested; the daemon (pid %d) stops its plugin (see: ductile job inspect %s)\n", running.JobID, d.pid(), running.JobID), r.stdout)
 	in := w.waitInspect(running.JobID, "canceled", func(in inspectView) bool { return in.Job.Status == "canceled" })
 	require.Equal(t, "canceled", in.Attempts[0].Status)
 
 	// Canceling a finished job is refused.
-	r := w.run("job", "cancel", running.JobID)
+	r = w.run("job", "cancel", running.JobID)
 	require.Equal(t, 1, r.code, "%s", r)
 	require.Contains(t, r.stderr, "only a queued or running job can be canceled")
 
@@ -82,9 +85,9 @@ plugins:
 		}
 		return id != ""
 	})
-	var out map[string]any
-	w.runJSON(0, &out, "job", "cancel", id, "--json")
-	require.Equal(t, "cancel_requested", out["status"])
+	r := w.run("job", "cancel", id)
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Equal(t, fmt.Sprintf("job %s: cancel requested; the ductile plugin run running it (pid %d) stops its plugin (see: ductile job inspect %s)\n", id, run.pid(), id), r.stdout)
 
 	require.Equal(t, 1, run.wait(t), "plugin run reports the canceled job with exit 1")
 	lines, _ := run.snapshot()

@@ -240,7 +240,20 @@ func (p *proc) snapshot() ([]string, <-chan struct{}) {
 // exits or waitTimeout passes first.
 func (p *proc) waitLine(t *testing.T, from int, match func(string) bool) (string, int) {
 	t.Helper()
-	deadline := time.NewTimer(waitTimeout)
+	line, i := p.waitLineOrExit(t, waitTimeout, from, match)
+	if i < 0 {
+		lines, _ := p.snapshot()
+		t.Fatalf("%s exited (code %d) without the expected line\nstdout:\n%s\nstderr:\n%s",
+			p.cmd.Args, p.cmd.ProcessState.ExitCode(), strings.Join(lines, "\n"), p.stderr.String())
+	}
+	return line, i
+}
+
+// waitLineOrExit is waitLine that returns index -1 once the process has
+// exited without such a line. It fails the test if timeout passes first.
+func (p *proc) waitLineOrExit(t *testing.T, timeout time.Duration, from int, match func(string) bool) (string, int) {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for i := from; ; {
 		lines, grew := p.snapshot()
@@ -258,14 +271,13 @@ func (p *proc) waitLine(t *testing.T, from int, match func(string) bool) (string
 					return lines[i], i
 				}
 			}
-			t.Fatalf("%s exited (code %d) without the expected line\nstdout:\n%s\nstderr:\n%s",
-				p.cmd.Args, p.cmd.ProcessState.ExitCode(), strings.Join(lines, "\n"), p.stderr.String())
+			return "", -1
 		case <-deadline.C:
 			_ = p.cmd.Process.Kill()
 			<-p.done
 			lines, _ = p.snapshot()
 			t.Fatalf("%s printed no expected line within %v\nstdout:\n%s\nstderr:\n%s",
-				p.cmd.Args, waitTimeout, strings.Join(lines, "\n"), p.stderr.String())
+				p.cmd.Args, timeout, strings.Join(lines, "\n"), p.stderr.String())
 		}
 	}
 }

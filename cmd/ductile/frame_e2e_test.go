@@ -88,7 +88,7 @@ func TestTimeoutNeedsWait(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	r := ductile(t, nil, "plugin", "run", "echo", "--timeout", "5s", "--state-dir", state)
 	require.Equal(t, 2, r.code, "%s", r)
-	require.Equal(t, "ductile: --timeout needs --wait: it bounds how long to wait for the job (see: ductile plugin run --help)\n", r.stderr)
+	require.Equal(t, "ductile: --timeout needs --wait or --wait-tree: it bounds how long to wait for the job (see: ductile plugin run --help)\n", r.stderr)
 	require.NoDirExists(t, state)
 }
 
@@ -109,7 +109,9 @@ func TestJSONErrors(t *testing.T) {
 		message string // a prefix of it
 		hint    string
 	}{
-		{"usage: unknown flag", []string{"job", "list", "--bogus", "--json"}, 2, "usage", "flag provided but not defined: -bogus", "see: ductile job list --help"},
+		{"usage: unknown flag", []string{"job", "list", "--bogus", "--json"}, 2, "usage", "unknown flag --bogus", "see: ductile job list --help"},
+		{"usage: --json before the noun", []string{"--json", "job", "list", "--statu", "dead"}, 2, "usage", "unknown flag --statu: did you mean --status?", "see: ductile job list --help"},
+		{"usage: --json between noun and action", []string{"job", "--json", "list", "--status", "bogus"}, 2, "usage", `--status "bogus" is not a job status`, ""},
 		{"usage: --json after the error", []string{"job", "inspect", "--json"}, 2, "usage", "job inspect needs a JOB_ID (see: ductile job list)", ""},
 		{"usage: bad value", []string{"--log-format", "xml", "job", "list", "--json"}, 2, "usage", `--log-format must be auto, json or text, got "xml"`, ""},
 		{"not found: job", []string{"job", "inspect", "0000", "--json"}, 1, "not_found", "no job 0000", "see: ductile job list"},

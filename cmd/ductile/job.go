@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -112,7 +113,7 @@ func printJobTable(e *env, rows []views.Job) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tPLUGIN\tCOMMAND\tSTATUS\tATTEMPT\tCREATED\tLAST ERROR")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, r.Plugin, r.Command, r.Status, r.Attempt, r.MaxAttempts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", views.ShortID(r.ID), r.Plugin, r.Command, r.Status, r.Attempt, r.MaxAttempts,
 			r.CreatedAt[:19]+"Z", oneLine(deref(r.LastError), 60))
 	}
 	tw.Flush()
@@ -125,9 +126,9 @@ func jobError(err error) error {
 	var notFound *views.JobNotFoundError
 	switch {
 	case errors.As(err, &ambiguous):
-		return withHint(codeUsage, ambiguous, "give more characters")
+		return withHint(codeUsage, ambiguous, "give more characters of it, or the whole id")
 	case errors.As(err, &notFound) && notFound.TooShort:
-		return withHint(codeNotFound, notFound, fmt.Sprintf("a job id prefix needs at least %d characters; see: ductile job list", views.MinPrefix))
+		return withHint(codeNotFound, notFound, fmt.Sprintf("give the short id job list prints, or at least %d characters of it; see: ductile job list", views.MinPrefix))
 	case errors.As(err, &notFound):
 		return withHint(codeNotFound, notFound, "see: ductile job list")
 	}
@@ -177,7 +178,7 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 		fmt.Fprintf(w, "%s by %s at %s: %s", what, orUnknown(cv.By), cv.RequestedAt, orUnknown(cv.Reason))
 		switch {
 		case cv.Pending:
-			fmt.Fprintf(w, " (requested; whoever runs it stops its plugin)")
+			fmt.Fprintf(w, " (requested; the process running it stops its plugin)")
 		case cv.Ended != "":
 			fmt.Fprintf(w, " (ended: %s)", cv.Ended)
 		}
@@ -238,7 +239,7 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if len(in.Children) > 0 {
 		fmt.Fprintf(w, "children:\n")
 		for _, ch := range in.Children {
-			fmt.Fprintf(w, "  %s  %s %s  %s\n", ch.ID, ch.Plugin, ch.Command, ch.Status)
+			fmt.Fprintf(w, "  %s  %s %s  %s\n", views.ShortID(ch.ID), ch.Plugin, ch.Command, ch.Status)
 		}
 	}
 	return nil
@@ -434,11 +435,29 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	case c.Bool("dry-run"):
 		fmt.Fprintf(e.stdout, "would cancel job %s, now %s (run without --dry-run to do it)\n", id, j.Status)
 	case status == events.StatusCancelRequested:
-		fmt.Fprintf(e.stdout, "job %s: cancel requested; whoever runs it stops its plugin (see: ductile job inspect %s)\n", id, id)
+		fmt.Fprintf(e.stdout, "job %s: cancel requested; %s (see: ductile job inspect %s)\n", id, whoStops(c.Context, e, l, id), id)
 	default:
 		fmt.Fprintf(e.stdout, "job %s is %s\n", id, status)
 	}
 	return nil
+}
+
+// whoStops says who acts on job id's cancel request: the process that
+// started its attempt (job.started's pid), which watches the job's stream,
+// or, once that process is gone, the next one to open the state directory,
+// whose recovery records the job canceled.
+func whoStops(ctx context.Context, e *env, l *ledger.Ledger, id string) string {
+	pid, err := views.RunnerPID(ctx, l, id)
+	if err != nil || pid <= 0 {
+		return "the process running it stops its plugin"
+	}
+	if h, err := daemon.Holder(e.stateDir); err == nil && h.Daemon() && h.PID == pid {
+		return fmt.Sprintf("the daemon (pid %d) stops its plugin", pid)
+	}
+	if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+		return fmt.Sprintf("the ductile plugin run running it (pid %d) stops its plugin", pid)
+	}
+	return fmt.Sprintf("the process that ran it (pid %d) is gone: the next ductile system start records it canceled", pid)
 }
 
 // retryOutput is what job retry prints with --json.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,34 +49,13 @@ func commonPrefix(ids []string) string {
 // few of its matches, an unknown one as not found.
 func TestJobIDPrefix(t *testing.T) {
 	t.Parallel()
-	w := newJobWorld(t, `
-plugin_roots: ["$PLUGINS"]
-plugins:
-  sink: {retry: {max_attempts: 1}}
-`)
-	var ids []string
-	for range 7 {
-		var run runView
-		w.runJSON(0, &run, "plugin", "run", "sink", "--command", "handle", "--json")
-		ids = append(ids, run.JobID)
-	}
+	w, ids := sinkJobs(t, 7)
 	shared := commonPrefix(ids)
 	require.GreaterOrEqual(t, len(shared), 4, "UUIDv7 ids made within a minute share their first 8 characters: %v", ids)
 
 	// Each id by its shortest unique prefix, in upper case too.
 	for _, id := range ids {
-		n := len(shared) + 1
-		for ; n < len(id); n++ {
-			unique := true
-			for _, other := range ids {
-				if other != id && strings.HasPrefix(other, id[:n]) {
-					unique = false
-				}
-			}
-			if unique {
-				break
-			}
-		}
+		n := uniqueLen(id, ids)
 		for _, prefix := range []string{id[:n], strings.ToUpper(id[:n])} {
 			require.Equal(t, id, w.inspect(prefix).Job.ID, "prefix %s", prefix)
 		}
@@ -89,11 +69,11 @@ plugins:
 	for _, cmd := range []string{"inspect", "cancel", "logs"} {
 		r := w.run("job", cmd, shared)
 		require.Equal(t, 2, r.code, "%s", r)
-		require.Contains(t, r.stderr, `ductile: job id prefix "`+shared+`" is ambiguous: it matches `+strings.Join(ids[:5], ", ")+" and more (give more characters)")
+		require.Contains(t, r.stderr, `ductile: job id "`+shared+`" is ambiguous: it matches `+strings.Join(ids[:5], ", ")+" and more (give more characters of it, or the whole id)")
 
 		r = w.run("job", cmd, ids[0][:3])
 		require.Equal(t, 1, r.code, "%s", r)
-		require.Equal(t, "ductile: no job "+ids[0][:3]+" (a job id prefix needs at least 4 characters; see: ductile job list)\n", r.stderr)
+		require.Equal(t, "ductile: no job "+ids[0][:3]+" (give the short id job list prints, or at least 4 characters of it; see: ductile job list)\n", r.stderr)
 
 		r = w.run("job", cmd, "ffffffff")
 		require.Equal(t, 1, r.code, "%s", r)
@@ -105,8 +85,76 @@ plugins:
 	if p := commonPrefix(two); len(p) >= 4 && !strings.HasPrefix(ids[2], p) {
 		r := w.run("job", "inspect", p)
 		require.Equal(t, 2, r.code, "%s", r)
-		require.Equal(t, `ductile: job id prefix "`+p+`" is ambiguous: it matches `+two[0]+", "+two[1]+" (give more characters)\n", r.stderr)
+		require.Equal(t, `ductile: job id "`+p+`" is ambiguous: it matches `+two[0]+", "+two[1]+" (give more characters of it, or the whole id)\n", r.stderr)
 	}
+}
+
+// TestJobShortID: job list and queue print each job's short id (the random
+// tail of its UUIDv7), and every command taking a JOB_ID takes it, or a
+// unique prefix of it; the 8 leading characters of ids made in the same
+// minute (their time) are ambiguous, and the error lists the jobs.
+func TestJobShortID(t *testing.T) {
+	t.Parallel()
+	w, ids := sinkJobs(t, 3)
+	slices.Reverse(ids) // newest first, as job list
+	var short []string
+	for _, line := range strings.Split(strings.TrimSpace(mustRun(t, nil, w.args("job", "list")...).stdout), "\n")[1:] {
+		short = append(short, strings.Fields(line)[0])
+	}
+	require.Equal(t, []string{ids[0][24:], ids[1][24:], ids[2][24:]}, short, "job list prints the last 12 characters")
+
+	for i, s := range short {
+		id := ids[i]
+		for _, arg := range []string{s, strings.ToUpper(s), s[:uniqueLen(s, short)]} {
+			require.Equal(t, id, w.inspect(arg).Job.ID, "short id %s", arg)
+		}
+		for _, args := range [][]string{
+			{"job", "logs", s}, {"job", "tree", s, "--json"}, {"job", "replay", s, "--dry-run"}, {"job", "retry", s, "--dry-run"}, {"job", "cancel", s},
+		} {
+			r := w.run(args...)
+			require.Contains(t, r.stdout+r.stderr, id, "%v: %s", args, r)
+			require.NotContains(t, r.stderr, "no job", "%v", args)
+		}
+	}
+
+	time := commonPrefix(ids)[:8] // their first 8 characters: made in the same minute
+	r := w.run("job", "inspect", time)
+	require.Equal(t, 2, r.code, "%s", r)
+	require.Equal(t, `ductile: job id "`+time+`" is ambiguous: it matches `+strings.Join(sorted(ids), ", ")+" (give more characters of it, or the whole id)\n", r.stderr)
+}
+
+// sinkJobs is a world whose sink plugin has run n jobs (no daemon: plugin
+// run runs each), and their ids, oldest first.
+func sinkJobs(t *testing.T, n int) (*jobWorld, []string) {
+	t.Helper()
+	w := newJobWorld(t, `
+plugin_roots: ["$PLUGINS"]
+plugins:
+  sink: {retry: {max_attempts: 1}}
+`)
+	var ids []string
+	for range n {
+		var run runView
+		w.runJSON(0, &run, "plugin", "run", "sink", "--command", "handle", "--json")
+		ids = append(ids, run.JobID)
+	}
+	return w, ids
+}
+
+// uniqueLen is the fewest characters (4 at least) of s that no other of all starts with.
+func uniqueLen(s string, all []string) int {
+	for n := 4; n < len(s); n++ {
+		if !slices.ContainsFunc(all, func(o string) bool { return o != s && strings.HasPrefix(o, s[:n]) }) {
+			return n
+		}
+	}
+	return len(s)
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
 }
 
 // cancelJSON is the cancel part of job inspect --json.

@@ -106,12 +106,12 @@ func printJobTree(e *env, out jobTreeOutput) {
 		if j.ID == out.JobID {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "%s%s%s  %s %s  %s (attempt %d/%d)", mark, strings.Repeat("  ", depth), j.ID, j.Plugin, j.Command, j.Status, j.Attempt, j.MaxAttempts)
+		fmt.Fprintf(w, "%s%s%s  %s %s  %s (attempt %d/%d)", mark, strings.Repeat("  ", depth), views.ShortID(j.ID), j.Plugin, j.Command, j.Status, j.Attempt, j.MaxAttempts)
 		if j.ReplayOf != "" {
-			fmt.Fprintf(w, "  replay of %s", j.ReplayOf)
+			fmt.Fprintf(w, "  replay of %s", views.ShortID(j.ReplayOf))
 		}
 		if j.RetryOf != "" {
-			fmt.Fprintf(w, "  retry of %s", j.RetryOf)
+			fmt.Fprintf(w, "  retry of %s", views.ShortID(j.RetryOf))
 		}
 		if len(j.Context) > 0 && string(j.Context) != "{}" {
 			fmt.Fprintf(w, "  context %s", oneLine(string(j.Context), 100))

@@ -67,7 +67,7 @@ func pipelineRuns(c *cli.Context, e *env, l *ledger.Ledger) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tPIPELINE\tSTATUS\tTRIGGER\tSTARTED\tFIRST JOB\tERROR")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.RunID, r.Pipeline, r.Status, r.Trigger, r.StartedAt, r.JobID, oneLine(r.Error, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", views.ShortID(r.RunID), r.Pipeline, r.Status, r.Trigger, r.StartedAt, views.ShortID(r.JobID), oneLine(r.Error, 60))
 	}
 	return tw.Flush()
 }
@@ -76,9 +76,17 @@ func pipelineStatus(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if c.NArg() != 1 {
 		return usagef("pipeline status takes one RUN_ID, got %d argument(s) (see: ductile pipeline runs)", c.NArg())
 	}
-	run, err := views.ReadRun(c.Context, l, c.Args().First())
-	if errors.Is(err, views.ErrRunNotFound) {
+	id, err := views.ResolveRunID(c.Context, l, c.Args().First())
+	var run views.Run
+	if err == nil {
+		run, err = views.ReadRun(c.Context, l, id)
+	}
+	var ambiguous *views.AmbiguousIDError
+	switch {
+	case errors.Is(err, views.ErrRunNotFound):
 		return hintf(codeNotFound, "see: ductile pipeline runs", "%v", err)
+	case errors.As(err, &ambiguous):
+		return withHint(codeUsage, ambiguous, "give more characters of it, or the whole id")
 	}
 	if err != nil {
 		return err

@@ -55,9 +55,14 @@ func TestPipelineRunsE2E(t *testing.T) {
 	r = cli("pipeline", "runs", "--status", "bogus")
 	require.Equal(t, 2, r.code, r.String())
 
-	r = cli("pipeline", "status", started.RunID)
+	r = cli("pipeline", "runs")
 	require.Equal(t, 0, r.code, r.String())
-	require.Contains(t, r.stdout, "run "+started.RunID+" of pipeline fetch: succeeded")
+	require.Contains(t, r.stdout, "\n"+started.RunID[24:]+"  fetch ", "runs prints short ids")
+	for _, id := range []string{started.RunID, started.RunID[24:], started.RunID[24:31]} {
+		r = cli("pipeline", "status", id)
+		require.Equal(t, 0, r.code, r.String())
+		require.Contains(t, r.stdout, "run "+started.RunID+" of pipeline fetch: succeeded")
+	}
 	require.Contains(t, r.stdout, "result step1: echo handle")
 	require.Contains(t, r.stdout, " succeeded: echo\n", "a string result prints as text, as pipeline run --wait prints it")
 	r = cli("pipeline", "status", "0190aaaa-0000-7000-8000-000000000000", "--json")

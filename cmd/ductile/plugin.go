@@ -50,8 +50,9 @@ func pluginCommand() *cli.Command {
 					&cli.StringFlag{Name: "payload", Usage: "`JSON` payload, handed to the plugin as event.payload; @FILE reads it from FILE, - from stdin"},
 					&cli.StringFlag{Name: "dedupe-key", Usage: "drop this job if one with the same `KEY` succeeded recently (spec §3.6)"},
 					&cli.DurationFlag{Name: "dedupe-ttl", Usage: "dedupe window for this job; also drops it while one with the key is queued or running"},
-					&cli.BoolFlag{Name: "wait", Usage: "with a daemon running, wait until the job is finished"},
-					&cli.DurationFlag{Name: "timeout", Usage: "with --wait, give up waiting after `DURATION`: the daemon's job goes on; with no daemon, this command, which runs the job, cancels it"},
+					&cli.BoolFlag{Name: "wait", Usage: "with a daemon running, wait until the job is finished (not the jobs it routes: see --wait-tree)"},
+					&cli.BoolFlag{Name: waitTreeName, Usage: "with a daemon running, wait until the job and every job routed from it, at any depth, are finished, and print their tree (exit 1 unless all succeeded)"},
+					&cli.DurationFlag{Name: "timeout", Usage: "with --wait or --wait-tree, give up waiting after `DURATION`: the daemon's job goes on; with no daemon, this command, which runs the job, cancels it"},
 					jsonFlag(), dryRunFlag(),
 				},
 				Action: pluginRun,
@@ -151,13 +152,22 @@ type runOutput struct {
 	Attempt       int             `json:"attempt,omitempty"`
 	Error         string          `json:"error,omitempty"`
 	Response      json.RawMessage `json:"response,omitempty"`
-	RanBy         string          `json:"ran_by"` // daemon | cli
+	Tree          *views.JobTree  `json:"tree,omitempty"` // with --wait-tree: the job and the jobs routed from it
+	RanBy         string          `json:"ran_by"`         // daemon | cli
 	DryRun        bool            `json:"dry_run,omitempty"`
 }
 
+// waitTreeName is plugin run's flag that waits for the whole job tree.
+const waitTreeName = "wait-tree"
+
+// maxTreeJobs bounds the tree --wait-tree waits for and prints.
+const maxTreeJobs = 10_000
+
 func pluginRun(c *cli.Context) error {
-	if c.IsSet("timeout") && !c.Bool("wait") {
-		return usagef("--timeout needs --wait: it bounds how long to wait for the job (see: ductile plugin run --help)")
+	waitTree := c.Bool(waitTreeName)
+	wait := c.Bool("wait") || waitTree
+	if c.IsSet("timeout") && !wait {
+		return usagef("--timeout needs --wait or --wait-tree: it bounds how long to wait for the job (see: ductile plugin run --help)")
 	}
 	e, err := loadEnv(c)
 	if err != nil {
@@ -236,6 +246,10 @@ func pluginRun(c *cli.Context) error {
 		}
 	} else {
 		defer d.Close()
+		if waitTree {
+			return hintf(codeConflict, "start one with: ductile system start (or use --wait for this job alone)",
+				"--wait-tree needs a running daemon: without one, plugin run runs its own job only, and the jobs it routes wait for a daemon")
+		}
 		l, out.RanBy = d.Ledger, "cli"
 		set = discoveredPlugins(e, d.Plugins())
 	}
@@ -259,7 +273,7 @@ func pluginRun(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "not enqueued: job %s with dedupe key %q already covers it\n", res.ExistingJobID, enq.DedupeKey)
 		return nil
 	}
-	if daemonRuns && !c.Bool("wait") {
+	if daemonRuns && !wait {
 		out.Status = string(events.StatusQueued)
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
@@ -301,14 +315,31 @@ func pluginRun(c *cli.Context) error {
 			"was running it (start one with ductile system start for jobs that outlive the command)", res.JobID, timedOut)
 	}
 	out.Status, out.Attempt, out.Error, out.Response = string(j.Status), j.Attempt, j.LastError, last.Response
+	succeeded := j.Status == events.StatusSucceeded
+	if waitTree {
+		tree, err := views.WaitTree(waitCtx, l, res.JobID, maxTreeJobs)
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return errorf(classify(err), "job %s is %s; stopped waiting for the jobs routed from it, which go on (see: ductile job tree %s)", res.JobID, j.Status, res.JobID)
+			}
+			return err
+		}
+		out.Tree = &tree
+		for _, tj := range tree.Jobs {
+			succeeded = succeeded && tj.Status == events.StatusSucceeded
+		}
+	}
 	if c.Bool("json") {
 		if err := printJSON(e.stdout, out); err != nil {
 			return err
 		}
 	} else {
 		printRunResult(e, out, last)
+		if out.Tree != nil {
+			printJobTree(e, jobTreeOutput{JobID: out.JobID, JobTreeAt: views.TreeNow(*out.Tree)})
+		}
 	}
-	if j.Status != events.StatusSucceeded {
+	if !succeeded {
 		return silent(exitFailure)
 	}
 	return nil

@@ -68,8 +68,8 @@ func TestQueueListsOldestFirstUpToALimit(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
 	require.Len(t, lines, 5, "%s", r.stdout)
 	require.Equal(t, "queued 4, running 2 (1 cancel requested)", lines[0])
-	require.Contains(t, lines[2], ids[0])
-	require.Contains(t, lines[3], ids[1])
+	require.True(t, strings.HasPrefix(lines[2], ids[0][24:]+" "), "the short id: %s", lines[2])
+	require.True(t, strings.HasPrefix(lines[3], ids[1][24:]+" "), "the short id: %s", lines[3])
 	require.Equal(t, "… and 4 more (see: ductile queue --limit 0)", lines[4])
 
 	r = w.run("queue", "--limit", "-1")

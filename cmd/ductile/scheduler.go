@@ -51,7 +51,7 @@ func systemScheduler(c *cli.Context, e *env, l *ledger.Ledger) error {
 	for _, v := range vs {
 		last := "never"
 		if v.LastFired != nil {
-			last = v.LastFired.Slot.Due.Local().Format("2006-01-02 15:04:05 MST") + " (" + shortID(v.LastFired.JobID) + ")"
+			last = v.LastFired.Slot.Due.Local().Format("2006-01-02 15:04:05 MST") + " (" + views.ShortID(v.LastFired.JobID) + ")"
 		}
 		next := v.Done
 		if v.Next != nil {
@@ -82,12 +82,4 @@ func systemScheduler(c *cli.Context, e *env, l *ledger.Ledger) error {
 		}
 	}
 	return nil
-}
-
-// shortID is the first 8 characters of a job id.
-func shortID(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }

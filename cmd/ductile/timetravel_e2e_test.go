@@ -148,7 +148,7 @@ routes:
 	text := w.run("job", "tree", run.JobID, "--at", strconv.FormatInt(moments[1].seq, 10))
 	require.Equal(t, 0, text.code, "%s", text)
 	require.Contains(t, text.stdout, fmt.Sprintf("tree of job %s at seq %d", run.JobID, moments[1].seq))
-	require.Regexp(t, `\*`+run.JobID+`  fetch handle  succeeded \(attempt 1/\d+\)\n   \S+  transcribe handle  running`, text.stdout)
+	require.Regexp(t, `\*`+run.JobID[24:]+`  fetch handle  succeeded \(attempt 1/\d+\)\n   \S+  transcribe handle  running`, text.stdout)
 
 	bad := w.run("job", "tree", run.JobID, "--at", "yesterday")
 	require.Equal(t, 2, bad.code, "%s", bad)
