@@ -61,5 +61,5 @@ func (d *Daemon) endOrphanPlugin(ctx context.Context, id string) (string, error)
 	}
 	d.log.Warn("ended the plugin process group of a job left running by a stopped process", "job_id", id,
 		"attempt", j.Attempt, "pgid", plugin.PGID)
-	return fmt.Sprintf("its plugin (process group %d) still ran, and was killed", plugin.PGID), nil
+	return fmt.Sprintf("its plugin (process group %d) was killed", plugin.PGID), nil
 }

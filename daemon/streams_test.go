@@ -75,6 +75,24 @@ func openStalledStream(t testing.TB, addr, token string) int {
 	return status
 }
 
+// openOverALargeLedger opens a daemon with its API on 127.0.0.1 (any token
+// grants every scope) over a ledger of 8 MB, and returns its config and the
+// API's address.
+func openOverALargeLedger(t testing.TB) (*daemon.Daemon, *config.Config, string) {
+	state := t.TempDir()
+	fillLedger(t, daemon.DBPath(state), 8<<20)
+	addr := freeAddr(t)
+	cfg := config.Default()
+	cfg.APIServer = config.DefaultAPIServer()
+	cfg.APIServer.Listen, cfg.APIServer.ListenSet = addr, true
+	d, err := daemon.Open(context.Background(), daemon.Options{
+		StateDir: state, Config: cfg, Logger: slog.New(slog.DiscardHandler),
+		Ledger: ledger.Options{Synchronous: "NORMAL"}, API: daemon.APIOptions{Guard: anyToken{}},
+	})
+	require.NoError(t, err)
+	return d, cfg, addr
+}
+
 // Event streams whose clients never read hold no database connection: with
 // 8 (one token, at its cap) and 50 (one token each) such streams from seq 0
 // over a ledger of several MB, jobs keep starting and finishing, and
@@ -92,18 +110,7 @@ func TestStalledEventStreamsDoNotStopTheDaemon(t *testing.T) {
 		{"50 streams of 50 tokens", 50, 50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			state := t.TempDir()
-			fillLedger(t, daemon.DBPath(state), 8<<20)
-
-			addr := freeAddr(t)
-			cfg := config.Default()
-			cfg.APIServer = config.DefaultAPIServer()
-			cfg.APIServer.Listen, cfg.APIServer.ListenSet = addr, true
-			d, err := daemon.Open(context.Background(), daemon.Options{
-				StateDir: state, Config: cfg, Logger: slog.New(slog.DiscardHandler),
-				Ledger: ledger.Options{Synchronous: "NORMAL"}, API: daemon.APIOptions{Guard: anyToken{}},
-			})
-			require.NoError(t, err)
+			d, cfg, addr := openOverALargeLedger(t)
 			defer func() { require.NoError(t, d.Close()) }()
 
 			for i := range tc.streams {
@@ -144,17 +151,7 @@ func TestStalledEventStreamsDoNotStopTheDaemon(t *testing.T) {
 // enqueue-to-success while 50 clients hold event streams from seq 0 over an
 // 8 MB ledger and never read them.
 func BenchmarkHealthzBesideStalledStreams(b *testing.B) {
-	state := b.TempDir()
-	fillLedger(b, daemon.DBPath(state), 8<<20)
-	addr := freeAddr(b)
-	cfg := config.Default()
-	cfg.APIServer = config.DefaultAPIServer()
-	cfg.APIServer.Listen, cfg.APIServer.ListenSet = addr, true
-	d, err := daemon.Open(context.Background(), daemon.Options{
-		StateDir: state, Config: cfg, Logger: slog.New(slog.DiscardHandler),
-		Ledger: ledger.Options{Synchronous: "NORMAL"}, API: daemon.APIOptions{Guard: anyToken{}},
-	})
-	require.NoError(b, err)
+	d, cfg, addr := openOverALargeLedger(b)
 	defer d.Close()
 	for i := range 50 {
 		require.Equal(b, http.StatusOK, openStalledStream(b, addr, fmt.Sprintf("token-%d", i)))

@@ -65,9 +65,11 @@ var globalFlagsWithValue = []string{"--config", "-c", "--state-dir", "--log-form
 // has it all): after "ductile" and any global flags, each lower-case word
 // names a subcommand while the command it reached has subcommands (an
 // upper-case word, NOUN or NAME, is a placeholder and ends the path), and
-// each --flag is one of the app's or of a command on the path.
+// each --flag is one of the app's or of a command on the path, once
+// normalizeArgs has moved it where the CLI parses it.
 func checkCommandLine(app *cli.App, line string) string {
-	words := strings.Fields(line)[1:]
+	// Flags go anywhere: reorder them as the CLI does before it parses.
+	words := normalizeArgs(app, strings.Fields(line))[1:]
 	cmds := app.Commands
 	flags := flagNames(app.Flags)
 	path := "ductile"

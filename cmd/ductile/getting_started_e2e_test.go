@@ -604,6 +604,7 @@ var masks = []struct {
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}(-[0-9a-f]{4}(-[0-9a-f]{4}(-[0-9a-f]{12})?)?)?-?`), "<id>"},
 	{regexp.MustCompile(`\b[0-9a-f]{12,}\b|\b[0-9a-f]{12,}$`), "<hex>"},
 	{regexp.MustCompile(`dtk_[A-Za-z0-9_-]+`), "<key>"},
+	{regexp.MustCompile(`(pgid|"pgid"|"start_ticks")([=:])\d+|process group \d+`), "$1$2<n>"},
 	{regexp.MustCompile(`pid[= ]\d+|"pid":\d+`), "pid <n>"},
 	{regexp.MustCompile(`\b\d+\.\.\d+\b`), "<n>..<n>"},
 	{regexp.MustCompile(`^\s*\d+( +(<time>|daemon))`), "<n>$1"},

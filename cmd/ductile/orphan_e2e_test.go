@@ -87,5 +87,5 @@ func TestRecoveryEndsThePluginOfAKilledDaemon(t *testing.T) {
 			require.NoError(t, json.Unmarshal(ev.Data, &recovered))
 		}
 	}
-	require.Contains(t, recovered.Reason, "its plugin (process group "+strconv.Itoa(leader)+") still ran, and was killed")
+	require.Contains(t, recovered.Reason, "its plugin (process group "+strconv.Itoa(leader)+") was killed")
 }
