@@ -121,7 +121,7 @@ func pluginShow(c *cli.Context, e *env, l *ledger.Ledger) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tCOMMAND\tSTATUS\tATTEMPT\tSTARTED\tCOMPLETED\tLAST ERROR")
 	for _, j := range v.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", j.ID, j.Command, j.Status, j.Attempt, j.MaxAttempts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", views.ShortID(j.ID), j.Command, j.Status, j.Attempt, j.MaxAttempts,
 			orDash(j.StartedAt), orDash(j.CompletedAt), oneLine(deref(j.LastError), 60))
 	}
 	return tw.Flush()
