@@ -230,7 +230,7 @@ func TestDocsLinksResolve(t *testing.T) {
 // every code a CLI error may carry (scripts test them).
 func TestDocsListEveryErrorCode(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile("app.go")
+	src, err := os.ReadFile("errors.go")
 	require.NoError(t, err)
 	codes := regexp.MustCompile(`errorCode = "(\w+)"`).FindAllStringSubmatch(string(src), -1)
 	require.GreaterOrEqual(t, len(codes), 8)

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/ledger"
+)
+
+// Exit codes. Every error maps to one of these in exitCode, and only there.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the command ran and found a problem, or failed
+	exitUsage   = 2 // bad flags or arguments
+)
+
+// errorCode is the stable, machine-readable kind of an error: what --json
+// prints as error.code. It decides the exit status: usage exits 2, every
+// other code 1. Scripts may rely on these names; add codes, never rename.
+type errorCode string
+
+const (
+	codeUsage         errorCode = "usage"          // bad flags or arguments
+	codeNotFound      errorCode = "not_found"      // a job, plugin or file named does not exist
+	codeConflict      errorCode = "conflict"       // the state does not allow it now: a finished job, a held lock, an existing file
+	codeInvalidConfig errorCode = "invalid_config" // the config file does not load
+	codeTimeout       errorCode = "timeout"        // gave up waiting (--timeout)
+	codeCanceled      errorCode = "canceled"       // interrupted by SIGINT or SIGTERM
+	codeArchived      errorCode = "archived"       // a moment whose events an archive moved out of the ledger
+	codeError         errorCode = "error"          // any other failure
+)
+
+// exitStatus is the process exit status of an error of this code.
+func (c errorCode) exitStatus() int {
+	if c == codeUsage {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// exitError is an error with its code, what went wrong, and what to do
+// next. Build one with the constructors below so that every error has a
+// code; a plain error gets one from classify.
+type exitError struct {
+	code errorCode
+	msg  string // "" when the command has reported already (silent)
+	hint string // what to do next, when msg does not say it
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// errorf makes an error of code with a message saying what to do next.
+func errorf(code errorCode, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// failf makes an error that exits 1 (code "error").
+func failf(format string, args ...any) error { return errorf(codeError, format, args...) }
+
+// usagef makes an error that exits 2 (code "usage").
+func usagef(format string, args ...any) error { return errorf(codeUsage, format, args...) }
+
+// notFoundf makes an error for a job, plugin or file that does not exist.
+func notFoundf(format string, args ...any) error { return errorf(codeNotFound, format, args...) }
+
+// conflictf makes an error for a request the current state refuses.
+func conflictf(format string, args ...any) error { return errorf(codeConflict, format, args...) }
+
+// hintf makes an error of code whose message says what is wrong and whose
+// hint says what to do next (a separate field of a --json error).
+func hintf(code errorCode, hint, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...), hint: hint}
+}
+
+// withHint makes an error of code whose message is err's, with hint.
+func withHint(code errorCode, err error, hint string) error {
+	return &exitError{code: code, msg: err.Error(), hint: hint}
+}
+
+// silent exits with status without printing anything more (the command
+// has already reported, e.g. verify's findings).
+func silent(status int) error {
+	if status == exitUsage {
+		return &exitError{code: codeUsage}
+	}
+	return &exitError{code: codeError}
+}
+
+// classify gives a plain error (one not built by the constructors above)
+// its code, from the sentinels it wraps.
+func classify(err error) errorCode {
+	var ve *config.ValidationError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return codeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return codeTimeout
+	case errors.As(err, &ve):
+		return codeInvalidConfig
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, commands.ErrJobNotFound):
+		return codeNotFound
+	case errors.Is(err, fs.ErrExist), errors.Is(err, daemon.ErrLocked),
+		errors.Is(err, ledger.ErrVersionConflict), errors.Is(err, commands.ErrInvalidTransition):
+		return codeConflict
+	}
+	return codeError
+}
+
+// exitCode reports err on stderr, as one line of JSON when the command was
+// given --json ({"error":{"code":…,"message":…,"hint":…}}), and returns
+// the exit status. An interrupt is reported only in JSON.
+func exitCode(err error, stderr io.Writer, asJSON bool) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		ee = &exitError{code: classify(err), msg: err.Error()}
+		if ee.code == codeCanceled {
+			ee.msg = "interrupted"
+			if !asJSON {
+				ee.msg = ""
+			}
+		}
+	}
+	switch {
+	case ee.msg == "":
+	case asJSON:
+		type body struct {
+			Code    errorCode `json:"code"`
+			Message string    `json:"message"`
+			Hint    string    `json:"hint,omitempty"`
+		}
+		b, _ := json.Marshal(struct {
+			Error body `json:"error"`
+		}{body{ee.code, ee.msg, ee.hint}})
+		fmt.Fprintf(stderr, "%s\n", b)
+	case ee.hint == "":
+		fmt.Fprintf(stderr, "ductile: %s\n", ee.msg)
+	case !strings.Contains(ee.msg, "\n"):
+		fmt.Fprintf(stderr, "ductile: %s (%s)\n", ee.msg, ee.hint)
+	default:
+		// A message of several lines (a config's problems): the hint on
+		// a line of its own after them.
+		fmt.Fprintf(stderr, "ductile: %s\n(%s)\n", ee.msg, ee.hint)
+	}
+	return ee.code.exitStatus()
+}
