@@ -17,9 +17,9 @@
 // goroutine fsyncs the WAL and only then answers durable callers, one flush
 // for every commit before it, while the writer goes on (see sync.go).
 // [Relaxed] appends are answered once committed and flushed within
-// [RelaxedSyncDelay]. [Ledger.Submit] queues an append without waiting for
-// it, so a caller with several appends to make at once gets them into one
-// transaction.
+// [RelaxedSyncDelay]. [Ledger.DecideEach] queues several independent
+// decisions back to back, so a caller with several appends to make at once
+// gets them into one transaction, each answered as [Ledger.Decide] would.
 //
 // A projector may install an [InlineProjection], run inside each append
 // transaction, so projections follow this process's appends with no second
