@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -114,11 +115,12 @@ func humaError(status int, message string, errs ...error) huma.StatusError {
 	return e
 }
 
-func init() {
-	// huma makes every error it writes (its own and WriteErr's) with
-	// NewError: only this package serves huma operations.
-	huma.NewError = humaError
-}
+// useHumaErrors makes every error huma writes (its own and WriteErr's)
+// this package's shape. huma.NewError is a variable of package huma, not a
+// setting of one API, so it is set once per process, by New (before any
+// operation is served), and never put back: only this package serves huma
+// operations.
+var useHumaErrors = sync.OnceFunc(func() { huma.NewError = humaError })
 
 // tokenHint says how to get a token.
 const tokenHint = "send Authorization: Bearer <key>; make a token with: ductile config token create NAME --scopes plugin:rw,jobs:rw"

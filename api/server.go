@@ -94,6 +94,7 @@ func New(opts Options) *Server {
 	s.echo.HTTPErrorHandler = s.echoError
 	s.echo.Pre(s.checkHost, s.capBody)
 
+	useHumaErrors()
 	cfg := huma.DefaultConfig("Ductile API", "1")
 	cfg.Info.Description = "Enqueue plugin commands and read jobs of a Ductile daemon (spec §9)."
 	cfg.DocsPath, cfg.SchemasPath, cfg.CreateHooks = "", "", nil
