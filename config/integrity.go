@@ -169,23 +169,7 @@ func WriteChecksums(path, dir string, files []FileHash) error {
 	for _, f := range files {
 		fmt.Fprintf(&b, "%s  %s\n", strings.TrimPrefix(f.BLAKE3, "blake3:"), displayPath(dir, f.Path))
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".checksums-*")
-	if err != nil {
-		return fmt.Errorf("write checksums: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write checksums: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write checksums: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write checksums: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := writeFileAtomic(path, b.Bytes()); err != nil {
 		return fmt.Errorf("write checksums: %w", err)
 	}
 	return nil
