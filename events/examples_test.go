@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/events"
-	"github.com/ductile/ductile/schedule"
 )
 
 // goldenExamples is a representative value of the data of every event
@@ -43,11 +42,7 @@ func goldenExamples() map[string]any {
 			Error:     "step a failed",
 			BaseDepth: 1},
 	}
-	slot := schedule.Slot{Nominal: at("2026-11-28T12:00:00Z"), Due: at("2026-11-28T12:00:07.25Z"), Start: at("2026-11-28T11:00:00Z")}
-	var applied events.ConfigAppliedData
-	if err := json.Unmarshal([]byte(appliedJSON), &applied); err != nil {
-		panic(err)
-	}
+	slot := events.Slot{Nominal: at("2026-11-28T12:00:00Z"), Due: at("2026-11-28T12:00:07.25Z"), Start: at("2026-11-28T11:00:00Z")}
 	return map[string]any{
 		events.JobEnqueued: events.Enqueued{JobID: "01JBX0000000000000000000AB", Plugin: "echo", Command: "handle", Payload: raw(`{"text":"hi"}`),
 			MaxAttempts: 4, BackoffBaseMS: 30000, SubmittedBy: "cli", DedupeKey: "echo:hi", DedupeTTLMS: 60000,
@@ -78,7 +73,7 @@ func goldenExamples() map[string]any {
 			State: raw(`{"cursor":"b","seen":2}`)},
 		events.DedupeReserved:        events.DedupeReservedData{JobID: "01JBX0000000000000000000AB"},
 		events.DedupeReleased:        events.DedupeReleasedData{JobID: "01JBX0000000000000000000AB", Status: events.StatusSucceeded, CompletedAt: "2026-11-28T12:00:03.000000000Z"},
-		events.ConfigApplied:         applied,
+		events.ConfigApplied:         appliedExample(),
 		events.ConfigReloadRequested: events.ReloadRequestedData{PID: 4100, Force: true},
 		events.ConfigReloadFailed: events.ReloadFailedData{PID: 4100, Through: 812, Error: "plugin nope: not found\nroute 0: to nope: no such plugin",
 			Errors: []string{"plugin nope: not found", "route 0: to nope: no such plugin"}, Forceable: true},
@@ -102,10 +97,10 @@ func goldenExamples() map[string]any {
 			Threshold: 3, JobID: "01JBX0000000000000000000AC"},
 		events.BreakerReset: events.BreakerChanged{From: events.BreakerStateOpen, State: events.BreakerStateClosed, Reason: events.BreakerReasonManualReset, Failures: 0},
 		events.ScheduleFired: events.ScheduleFiredData{Plugin: "echo", ID: "nightly", Slot: slot, JobID: "01JBX0000000000000000000AB", Command: "poll",
-			Action: schedule.ActionCancel, Reason: "if_running cancel: 1 job still running", Canceled: []string{"01JBX0000000000000000000A7"},
+			Action: "cancel", Reason: "if_running cancel: 1 job still running", Canceled: []string{"01JBX0000000000000000000A7"},
 			Open: []string{"01JBX0000000000000000000AB"}},
 		events.ScheduleSkipped: events.ScheduleSkippedData{Plugin: "echo", ID: "nightly", Slot: slot,
-			First: schedule.Slot{Nominal: at("2026-11-27T12:00:00Z"), Due: at("2026-11-27T12:00:07.25Z")}, Count: 2, AtLeast: true,
+			First: events.Slot{Nominal: at("2026-11-27T12:00:00Z"), Due: at("2026-11-27T12:00:07.25Z")}, Count: 2, AtLeast: true,
 			Reason: "catch_up none: missed while stopped", Open: []string{}},
 		events.PipelineRunStarted: events.RunStarted{
 			RunStartedData: events.RunStartedData{RunID: "01JBX0000000000000000000R1", Pipeline: "build", Hash: "blake3:ab12", Mode: "synchronous",
@@ -121,27 +116,40 @@ func goldenExamples() map[string]any {
 	}
 }
 
-// appliedJSON is a config.applied as a daemon records it: a reload, with
-// every section of the settings set.
-const appliedJSON = `{"reason":"reload","pid":4100,"started_at":"2026-11-28T11:00:00Z",
-"plugins":[{"name":"echo","version":"1.2.0","dir":"/srv/ductile/plugins/echo","enabled":true,"commands":[{"name":"poll","type":"read"},{"name":"handle","type":"write"}]}],
-"skipped":[{"name":"broken","dir":"/srv/ductile/plugins/broken","reason":"manifest: missing name"}],
-"settings":{"hash":"blake3:5e77","source":"/etc/ductile/config.yaml","files":[{"path":"/etc/ductile/config.yaml","blake3":"blake3:0a1b"}],
-"state_dir":"/var/lib/ductile","plugin_roots":["/srv/ductile/plugins"],
-"service":{"max_workers":3,"dedupe_ttl":"1h","job_log_retention":"168h","allow_symlinks":false,"max_route_depth":8,"max_hook_depth":2},
-"plugins":{"echo":{"enabled":true,"parallelism":2,"max_outstanding_polls":1,"retry":{"max_attempts":4,"backoff_base":"30s"},
-"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"circuit_breaker":{"enabled":true,"threshold":3,"reset_after":"5m"},
-"notify_on_complete":true,"config_hash":"blake3:77aa",
-"schedules":[{"id":"nightly","command":"poll","payload":{"full":true},"cron":"0 2 * * *","jitter":"30s","only_between":["01:00-05:00"],"preferred_window":["02:00-03:00"],"not_on":["sunday"],"timezone":"Europe/Paris","catch_up":"latest","if_running":"skip"},
-{"id":"often","command":"poll","every":"5m","jitter":"0s","timezone":"UTC","catch_up":"none","if_running":"queue"},
-{"id":"once","command":"poll","at":"2026-12-01T09:00:00Z","jitter":"0s","timezone":"UTC","catch_up":"all","if_running":"cancel"},
-{"id":"warmup","command":"poll","after":"10s","jitter":"0s","timezone":"UTC","catch_up":"none","if_running":"skip"}]}},
-"routes":[{"from":"echo","event_type":"echo.said","to":"echo","command":"handle"}],
-"tokens":[{"name":"ci","scopes":["jobs:rw","plugin:rw"]}],
-"sections":{"api":"blake3:aa01","pipelines":"blake3:aa02","secrets":"blake3:aa03","tokens":"blake3:aa04","webhooks":"blake3:aa05"}},
-"through":812,
-"changes":[{"path":"service.max_workers","file":3,"applied":2},{"path":"plugins.echo.schedules[warmup]","file":{"id":"warmup"},"applied":null}],
-"pipelines":[{"name":"build","hash":"blake3:ab12"}],
-"skipped_pipelines":[{"name":"deploy","reason":"step ship uses plugin ship, which did not load"}],
-"errors":["plugin broken: manifest: missing name"],
-"warnings":["plugins.echo.config.unused: undeclared key"]}`
+// appliedExample is a config.applied as a daemon records it: a reload,
+// with every section of the settings set.
+func appliedExample() events.ConfigAppliedData {
+	schedules := []events.ScheduleSettings{
+		{ID: "nightly", Command: "poll", Payload: map[string]any{"full": true}, Cron: "0 2 * * *", Jitter: "30s",
+			OnlyBetween: []string{"01:00-05:00"}, PreferredWindow: []string{"02:00-03:00"}, NotOn: []string{"sunday"},
+			Timezone: "Europe/Paris", CatchUp: "latest", IfRunning: "skip"},
+		{ID: "often", Command: "poll", Every: "5m", Jitter: "0s", Timezone: "UTC", CatchUp: "none", IfRunning: "queue"},
+		{ID: "once", Command: "poll", At: "2026-12-01T09:00:00Z", Jitter: "0s", Timezone: "UTC", CatchUp: "all", IfRunning: "cancel"},
+		{ID: "warmup", Command: "poll", After: "10s", Jitter: "0s", Timezone: "UTC", CatchUp: "none", IfRunning: "skip"},
+	}
+	return events.ConfigAppliedData{Reason: "reload", PID: 4100, StartedAt: "2026-11-28T11:00:00Z",
+		Plugins: []events.AppliedPlugin{{Name: "echo", Version: "1.2.0", Dir: "/srv/ductile/plugins/echo", Enabled: true,
+			Commands: []events.AppliedCommand{{Name: "poll", Type: "read"}, {Name: "handle", Type: "write"}}}},
+		Skipped: []events.SkippedPlugin{{Name: "broken", Dir: "/srv/ductile/plugins/broken", Reason: "manifest: missing name"}},
+		Settings: events.Settings{Hash: "blake3:5e77", Source: "/etc/ductile/config.yaml",
+			Files:    []events.FileHash{{Path: "/etc/ductile/config.yaml", BLAKE3: "blake3:0a1b"}},
+			StateDir: "/var/lib/ductile", PluginRoots: []string{"/srv/ductile/plugins"},
+			Service: events.ServiceSettings{MaxWorkers: 3, DedupeTTL: "1h", JobLogRetention: "168h", MaxRouteDepth: 8, MaxHookDepth: 2},
+			Plugins: map[string]events.PluginSettings{"echo": {Enabled: true, Parallelism: 2, MaxOutstandingPolls: 1,
+				Retry:            events.RetrySettings{MaxAttempts: 4, BackoffBase: "30s"},
+				Timeouts:         events.TimeoutSettings{Poll: "1m", Handle: "2m", Health: "10s", Init: "30s"},
+				CircuitBreaker:   events.BreakerSettings{Enabled: true, Threshold: 3, ResetAfter: "5m"},
+				NotifyOnComplete: true, ConfigHash: "blake3:77aa", Schedules: schedules}},
+			Routes: []events.RouteSettings{{From: "echo", EventType: "echo.said", To: "echo", Command: "handle"}},
+			Tokens: []events.TokenSettings{{Name: "ci", Scopes: []string{"jobs:rw", "plugin:rw"}}},
+			Sections: map[string]string{"api": "blake3:aa01", "pipelines": "blake3:aa02", "secrets": "blake3:aa03", "tokens": "blake3:aa04",
+				"webhooks": "blake3:aa05"}},
+		Through: 812,
+		Changes: []events.SettingChange{{Path: "service.max_workers", File: float64(3), Applied: float64(2)},
+			{Path: "plugins.echo.schedules[warmup]", File: map[string]any{"id": "warmup"}}},
+		Pipelines:        []events.AppliedPipeline{{Name: "build", Hash: "blake3:ab12"}},
+		SkippedPipelines: []events.SkippedPipeline{{Name: "deploy", Reason: "step ship uses plugin ship, which did not load"}},
+		Errors:           []string{"plugin broken: manifest: missing name"},
+		Warnings:         []string{"plugins.echo.config.unused: undeclared key"},
+	}
+}
