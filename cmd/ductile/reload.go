@@ -57,7 +57,7 @@ type reloadOutput struct {
 	Warnings []string `json:"warnings"`
 	Forced   bool     `json:"forced,omitempty"`
 	// Forceable: refused, but --force would apply it.
-	Forceable bool                `json:"forceable,omitempty"`
+	Forceable bool                   `json:"forceable,omitempty"`
 	Changes   []events.SettingChange `json:"changes"`
 	// Added, Removed name the plugins the reload starts and stops running.
 	Added   []string `json:"plugins_added"`
