@@ -34,10 +34,6 @@ type Token struct {
 	File string
 }
 
-// ValidScopes are the scopes a scopes file may grant (auth.Scopes, which
-// a test keeps equal to this list).
-var ValidScopes = []string{"plugin:ro", "plugin:rw", "jobs:ro", "jobs:rw", "events:ro", "events:rw", "*"}
-
 // KeyPrefix starts every key ductile config token create makes, so that
 // a key is recognizable (in a file where it should not be, in a log).
 const KeyPrefix = "dtk_"
@@ -211,7 +207,7 @@ func (l *loader) scopes(n *yaml.Node, path string, fileNode, hashNode *yaml.Node
 		return false
 	}
 	for _, s := range sf.Scopes {
-		if !slices.Contains(ValidScopes, s) {
+		if !slices.Contains(Scopes, Scope(s)) {
 			l.fail(fileNode, fpath, "scopes file %s: unknown scope %q%s (valid: %s)", fileNode.Value, s, didYouMean(s, ValidScopes), strings.Join(ValidScopes, ", "))
 			ok = false
 		}
