@@ -98,7 +98,7 @@ type PipelineRun struct {
 	Body   struct {
 		RunID   string             `json:"run_id"`
 		JobID   string             `json:"job_id" doc:"The run's first job"`
-		Status  string             `json:"status" enum:"running,succeeded,failed" doc:"running (202), succeeded (200) or failed (424)"`
+		Status  events.RunStatus   `json:"status" enum:"running,succeeded,failed" doc:"running (202), succeeded (200) or failed (424)"`
 		Error   string             `json:"error,omitempty" doc:"Why the run failed"`
 		Results []events.RunResult `json:"results,omitempty" doc:"When it finished: the jobs that ended a path of the run, in the order they ended"`
 		Code    string             `json:"code,omitempty" enum:"run_failed" doc:"run_failed (424)"`

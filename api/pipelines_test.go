@@ -70,7 +70,7 @@ func (r *runs) next(t *testing.T) startedRun {
 }
 
 // finish records the end of run: the runtime's pipeline.run_finished.
-func finish(t *testing.T, l *ledger.Ledger, run startedRun, status string) {
+func finish(t *testing.T, l *ledger.Ledger, run startedRun, status events.RunStatus) {
 	t.Helper()
 	d := events.RunFinishedData{RunID: run.RunID, Status: status, Results: []events.RunResult{{
 		JobID: run.JobID, Node: "fetch", Plugin: "echo", Command: "handle", Status: events.StatusSucceeded, Result: json.RawMessage(`{"got":"it"}`)}}}
@@ -155,7 +155,7 @@ func TestRunPipelineAsync(t *testing.T) {
 func TestRunPipelineSyncFinishes(t *testing.T) {
 	r := newRuns()
 	f := startPipelines(t, r, nil)
-	for _, status := range []string{events.RunSucceeded, events.RunFailed} {
+	for _, status := range []events.RunStatus{events.RunSucceeded, events.RunFailed} {
 		got := f.call("sync", `{"n":1}`)
 		run := r.next(t)
 		finish(t, f.l, run, status)
@@ -170,7 +170,7 @@ func TestRunPipelineSyncFinishes(t *testing.T) {
 		}
 		require.Equal(t, run.RunID, res.body["run_id"])
 		require.Equal(t, run.JobID, res.body["job_id"])
-		require.Equal(t, status, res.body["status"])
+		require.Equal(t, string(status), res.body["status"])
 		results := res.body["results"].([]any)
 		require.Len(t, results, 1)
 		result := results[0].(map[string]any)

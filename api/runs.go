@@ -8,6 +8,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/views"
 )
 
@@ -38,7 +39,7 @@ type Runs struct {
 }
 
 func (s *Server) listRuns(ctx context.Context, in *ListRunsInput) (*Runs, error) {
-	runs, err := views.FindRuns(ctx, s.opts.Ledger, views.RunQuery{Pipeline: in.Pipeline, Status: in.Status, Limit: in.Limit})
+	runs, err := views.FindRuns(ctx, s.opts.Ledger, views.RunQuery{Pipeline: in.Pipeline, Status: events.RunStatus(in.Status), Limit: in.Limit})
 	if err != nil {
 		return nil, errorOf(err)
 	}

@@ -6,25 +6,28 @@ package auth
 import (
 	"errors"
 	"strings"
+
+	"github.com/ductile/ductile/config"
 )
 
-// Scope is a permission a token grants.
-type Scope string
+// Scope is a permission a token grants: config.Scope, the one list of
+// scopes, which the tokens file is checked against.
+type Scope = config.Scope
 
-// The scopes (spec §9.4); a write scope implies its read scope, and All
-// grants everything.
+// The scopes (spec §9.4), config's under the names routes use; a write
+// scope implies its read scope, and All grants everything.
 const (
-	PluginRO Scope = "plugin:ro"
-	PluginRW Scope = "plugin:rw"
-	JobsRO   Scope = "jobs:ro"
-	JobsRW   Scope = "jobs:rw"
-	EventsRO Scope = "events:ro"
-	EventsRW Scope = "events:rw"
-	All      Scope = "*"
+	PluginRO = config.ScopePluginRO
+	PluginRW = config.ScopePluginRW
+	JobsRO   = config.ScopeJobsRO
+	JobsRW   = config.ScopeJobsRW
+	EventsRO = config.ScopeEventsRO
+	EventsRW = config.ScopeEventsRW
+	All      = config.ScopeAll
 )
 
-// Scopes are the valid scopes.
-var Scopes = []Scope{PluginRO, PluginRW, JobsRO, JobsRW, EventsRO, EventsRW, All}
+// Scopes are the valid scopes (config.Scopes).
+var Scopes = config.Scopes
 
 var (
 	// ErrUnauthorized means the request has no token, or one no entry

@@ -33,15 +33,6 @@ func loadTokens(t *testing.T, tokens map[string]string) *config.Config {
 	return cfg
 }
 
-func TestScopesMatchConfig(t *testing.T) {
-	t.Parallel()
-	var names []string
-	for _, s := range auth.Scopes {
-		names = append(names, string(s))
-	}
-	require.Equal(t, config.ValidScopes, names)
-}
-
 func TestRegistryCheck(t *testing.T) {
 	t.Parallel()
 	r := auth.New(loadTokens(t, map[string]string{

@@ -58,7 +58,8 @@ func (b *carryBundle) lastSlot(t *testing.T, s schedule.Schedule) (*schedule.Slo
 	var version int64
 	require.NoError(t, b.l.Read(b.ctx, func(conn *sqlite.Conn) error {
 		return queries.ReadStreamLast(conn, s.Stream(), func(r queries.ReadStreamLastRow) error {
-			slot, err := events.ScheduleSlot([]byte(r.Data))
+			recorded, err := events.ScheduleSlot([]byte(r.Data))
+			slot := schedule.Slot(recorded)
 			last, version = &slot, r.Version
 			return err
 		})

@@ -178,11 +178,11 @@ func (cmd FireSchedule) decide(tx *ledger.Tx, jobs []Enqueue) ([]ledger.NewEvent
 	}
 	skipped := func(d events.ScheduleSkippedData) {
 		d.Plugin, d.ID, d.Open = s.Plugin, s.Entry.ID, openIDs()
-		record(events.ScheduleSkipped, d.Slot, d, "")
+		record(events.ScheduleSkipped, schedule.Slot(d.Slot), d, "")
 		res.Skipped = append(res.Skipped, d)
 	}
 	if k := cmd.Plan.Skip; k != nil {
-		skipped(events.ScheduleSkippedData{Slot: k.Last, First: k.First, Count: k.Count, AtLeast: k.AtLeast, Reason: k.Reason})
+		skipped(events.ScheduleSkippedData{Slot: events.Slot(k.Last), First: events.Slot(k.First), Count: k.Count, AtLeast: k.AtLeast, Reason: k.Reason})
 	}
 	// The breaker's state is read from the ledger, which does not show
 	// what this decision appends: once Admit has changed it (a probe let
@@ -208,7 +208,7 @@ func (cmd FireSchedule) decide(tx *ledger.Tx, jobs []Enqueue) ([]ledger.NewEvent
 			}
 		}
 		if !d.Enqueues() {
-			skipped(events.ScheduleSkippedData{Slot: f.Slot, First: f.Slot, Count: 1, Reason: d.Reason})
+			skipped(events.ScheduleSkippedData{Slot: events.Slot(f.Slot), First: events.Slot(f.Slot), Count: 1, Reason: d.Reason})
 			continue
 		}
 		var cancels []ledger.NewEvent
@@ -234,8 +234,8 @@ func (cmd FireSchedule) decide(tx *ledger.Tx, jobs []Enqueue) ([]ledger.NewEvent
 		if s.Entry.Command == schedule.PollCommand {
 			out.Polls = append(out.Polls, schedule.Job{ID: job.JobID})
 		}
-		fired := events.ScheduleFiredData{Plugin: s.Plugin, ID: s.Entry.ID, Slot: f.Slot, JobID: job.JobID,
-			Command: s.Entry.Command, Action: d.Action, Reason: d.Reason, Canceled: d.Cancel, Open: openIDs()}
+		fired := events.ScheduleFiredData{Plugin: s.Plugin, ID: s.Entry.ID, Slot: events.Slot(f.Slot), JobID: job.JobID,
+			Command: s.Entry.Command, Action: string(d.Action), Reason: d.Reason, Canceled: d.Cancel, Open: openIDs()}
 		record(events.ScheduleFired, f.Slot, fired, job.JobID)
 		evs = append(append(evs, cancels...), enqueued...)
 		res.Fired = append(res.Fired, fired)

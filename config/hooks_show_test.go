@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 )
 
 const hooksYAML = `
@@ -41,9 +42,9 @@ func TestHookSettingsSurviveShowAndApplied(t *testing.T) {
 
 	b, err := json.Marshal(c.Settings())
 	require.NoError(t, err)
-	var stored config.Settings
+	var stored events.Settings
 	require.NoError(t, json.Unmarshal(b, &stored))
-	rebuilt, err := stored.Config()
+	rebuilt, err := config.FromSettings(stored)
 	require.NoError(t, err)
 	require.True(t, rebuilt.Plugin("flaky").NotifyOnComplete, string(b))
 	require.Equal(t, 5, rebuilt.Service.MaxHookDepth, string(b))
@@ -52,5 +53,5 @@ func TestHookSettingsSurviveShowAndApplied(t *testing.T) {
 	require.NoError(t, os.WriteFile(off, []byte("plugins: {flaky: {}}\n"), 0o600))
 	o, err := config.Load(off)
 	require.NoError(t, err)
-	require.Contains(t, o.Settings().Diff(c.Settings()), config.Difference{Path: "plugins.flaky.notify_on_complete", File: false, Applied: true})
+	require.Contains(t, config.DiffSettings(o.Settings(), c.Settings()), events.SettingChange{Path: "plugins.flaky.notify_on_complete", File: false, Applied: true})
 }

@@ -11,51 +11,9 @@ import (
 
 	"github.com/zeebo/blake3"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ductile/ductile/events"
 )
-
-// Settings is the effective configuration the core decides with, as a daemon
-// records it in config.applied: every key with its default filled in, in the
-// config file's own schema, and the content hash of every file read. Values
-// that may be secret never enter it: a plugin's config: map and the
-// pipelines, api and webhooks sections, the tokens' keys and the secrets
-// are recorded by hash only, and
-// schedule payloads are redacted as config show redacts them.
-type Settings struct {
-	// Hash identifies the settings: the BLAKE3 hash of everything else but
-	// Source and Files, so that the same settings loaded from a moved or
-	// reformatted file keep their hash.
-	Hash string `json:"hash" yaml:"hash"`
-	// Source is the config file the daemon loaded; "" for the built-in
-	// defaults.
-	Source string     `json:"source" yaml:"source"`
-	Files  []FileHash `json:"files" yaml:"files"`
-
-	StateDir    string                    `json:"state_dir,omitempty" yaml:"state_dir,omitempty"`
-	PluginRoots []string                  `json:"plugin_roots" yaml:"plugin_roots"`
-	Service     serviceView               `json:"service" yaml:"service"`
-	Plugins     map[string]PluginSettings `json:"plugins" yaml:"plugins"`
-	Routes      []routeView               `json:"routes" yaml:"routes"`
-	// Tokens are the API tokens by name and scopes only.
-	Tokens []tokenSettings `json:"tokens,omitempty" yaml:"tokens,omitempty"`
-	// Sections holds the hash of each of pipelines, api and webhooks that
-	// the config sets, and of the tokens' keys and the secrets.
-	Sections map[string]string `json:"sections,omitempty" yaml:"sections,omitempty"`
-}
-
-// PluginSettings is one plugin's settings in Settings: its config: map by
-// hash only.
-type PluginSettings struct {
-	Enabled             bool               `json:"enabled" yaml:"enabled"`
-	Parallelism         int                `json:"parallelism" yaml:"parallelism"`
-	MaxOutstandingPolls int                `json:"max_outstanding_polls" yaml:"max_outstanding_polls"`
-	Retry               retryView          `json:"retry" yaml:"retry"`
-	Timeouts            timeoutsView       `json:"timeouts" yaml:"timeouts"`
-	CircuitBreaker      circuitBreakerView `json:"circuit_breaker" yaml:"circuit_breaker"`
-	NotifyOnComplete    bool               `json:"notify_on_complete" yaml:"notify_on_complete"`
-	// ConfigHash is the hash of the plugin's config: map (HashValue).
-	ConfigHash string         `json:"config_hash" yaml:"config_hash"`
-	Schedules  []scheduleView `json:"schedules,omitempty" yaml:"schedules,omitempty"`
-}
 
 // FileHash is a config file and the BLAKE3 hash of the bytes read from it.
 type FileHash struct {
@@ -63,22 +21,19 @@ type FileHash struct {
 	BLAKE3 string `json:"blake3" yaml:"blake3"`
 }
 
-// Settings returns c's effective settings (see Settings).
-func (c *Config) Settings() Settings {
+// Settings returns c's effective settings as config.applied records them
+// (events.Settings): every key with its default filled in, in the config
+// file's own schema, secrets by hash only (schedule payloads redacted as
+// config show redacts them).
+func (c *Config) Settings() events.Settings {
 	v := c.Redacted().view()
-	s := Settings{
-		Source: c.Source, Files: slices.Clone(c.FileHashes),
-		StateDir: v.StateDir, PluginRoots: v.PluginRoots, Service: v.Service, Routes: v.Routes,
-		Plugins: make(map[string]PluginSettings, len(v.Plugins)),
-	}
-	if s.Files == nil {
-		s.Files = []FileHash{}
+	s := events.Settings{
+		Source: c.Source, Files: fileHashSettings(c.FileHashes),
+		StateDir: v.StateDir, PluginRoots: v.PluginRoots, Service: v.Service.settings(), Routes: routeSettings(v.Routes),
+		Plugins: make(map[string]events.PluginSettings, len(v.Plugins)),
 	}
 	for name, pv := range v.Plugins {
-		s.Plugins[name] = PluginSettings{
-			Enabled: pv.Enabled, Parallelism: pv.Parallelism, MaxOutstandingPolls: pv.MaxOutstandingPolls,
-			Retry: pv.Retry, Timeouts: pv.Timeouts, CircuitBreaker: pv.CircuitBreaker, NotifyOnComplete: pv.NotifyOnComplete, ConfigHash: HashValue(c.Plugins[name].Config), Schedules: pv.Schedules,
-		}
+		s.Plugins[name] = pv.settings(HashValue(c.Plugins[name].Config))
 	}
 	for name, n := range map[string]*yaml.Node{"pipelines": c.Pipelines, "api": c.API, "webhooks": c.Webhooks} {
 		if n != nil {
@@ -96,12 +51,12 @@ func (c *Config) Settings() Settings {
 		}
 		s.Sections[name] = hash
 	}
-	s.Hash = s.hash()
+	s.Hash = settingsHash(s)
 	return s
 }
 
-// hash is the BLAKE3 hash of s without Hash, Source and Files.
-func (s Settings) hash() string {
+// settingsHash is the BLAKE3 hash of s without Hash, Source and Files.
+func settingsHash(s events.Settings) string {
 	s.Hash, s.Source, s.Files = "", "", nil
 	return HashValue(s)
 }
@@ -123,20 +78,17 @@ func HashBytes(b []byte) string {
 	return "blake3:" + hex.EncodeToString(sum[:])
 }
 
-// Config rebuilds the Config s was made from, as far as s holds it: every
-// typed setting, plugin config: maps empty (only their hashes were
+// FromSettings rebuilds the Config s was made from, as far as s holds it:
+// every typed setting, plugin config: maps empty (only their hashes were
 // recorded) and no pipelines, api or webhooks sections. The CLI decides
 // with it what a running daemon decides with (enqueue defaults).
-func (s Settings) Config() (*Config, error) {
+func FromSettings(s events.Settings) (*Config, error) {
 	v := configView{
-		StateDir: s.StateDir, PluginRoots: s.PluginRoots, Service: s.Service, Routes: s.Routes,
+		StateDir: s.StateDir, PluginRoots: s.PluginRoots, Service: serviceViewOf(s.Service), Routes: routeViewsOf(s.Routes),
 		Plugins: make(map[string]pluginView, len(s.Plugins)),
 	}
 	for name, p := range s.Plugins {
-		v.Plugins[name] = pluginView{
-			Enabled: p.Enabled, Parallelism: p.Parallelism, MaxOutstandingPolls: p.MaxOutstandingPolls,
-			Retry: p.Retry, Timeouts: p.Timeouts, CircuitBreaker: p.CircuitBreaker, NotifyOnComplete: p.NotifyOnComplete, Config: map[string]any{}, Schedules: p.Schedules,
-		}
+		v.Plugins[name] = pluginViewOf(p)
 	}
 	var n yaml.Node
 	if err := n.Encode(v); err != nil {
@@ -155,7 +107,7 @@ func (s Settings) Config() (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rebuild applied config: %w", err)
 	}
-	cfg.Source, cfg.Files, cfg.FileHashes = s.Source, nil, slices.Clone(s.Files)
+	cfg.Source, cfg.Files, cfg.FileHashes = s.Source, nil, fileHashesOf(s.Files)
 	for _, f := range s.Files {
 		cfg.Files = append(cfg.Files, f.Path)
 	}
@@ -165,25 +117,17 @@ func (s Settings) Config() (*Config, error) {
 	return cfg, nil
 }
 
-// Difference is one setting whose value in a config differs from the
-// applied one.
-type Difference struct {
-	Path    string `json:"path"`
-	File    any    `json:"file"`    // nil: not set in the file
-	Applied any    `json:"applied"` // nil: not in the applied settings
-}
-
-// Diff lists the settings whose values differ between applied and s, by
-// dotted path (plugins.echo.retry.max_attempts), in path order. Plugins
-// are matched by name, schedule entries by id
+// DiffSettings lists the settings whose values differ between applied and
+// s, by dotted path (plugins.echo.retry.max_attempts), in path order.
+// Plugins are matched by name, schedule entries by id
 // (plugins.echo.schedules[nightly].cron), other lists of mappings by
 // position (routes[2].to); a plugin or entry on one side only is one
 // difference holding all of it. Plugin config: maps compare by
 // hash; Files and Source are not compared.
-func (s Settings) Diff(applied Settings) []Difference {
+func DiffSettings(s, applied events.Settings) []events.SettingChange {
 	a, aItems := flatten(applied)
 	b, bItems := flatten(s)
-	var out []Difference
+	var out []events.SettingChange
 	done := map[string]bool{}
 	for _, k := range slices.Sorted(maps.Keys(union(a, b))) {
 		av, aok := a[k]
@@ -195,11 +139,11 @@ func (s Settings) Diff(applied Settings) []Difference {
 		if item := itemOf(k, aItems, bItems); item != "" {
 			if !done[item] {
 				done[item] = true
-				out = append(out, Difference{Path: item, File: bItems[item], Applied: aItems[item]})
+				out = append(out, events.SettingChange{Path: item, File: bItems[item], Applied: aItems[item]})
 			}
 			continue
 		}
-		d := Difference{Path: k}
+		d := events.SettingChange{Path: k}
 		if aok {
 			d.Applied = av
 		}
@@ -242,7 +186,7 @@ func itemOf(k string, a, b map[string]any) string {
 // of a list of mappings to the entry: a list whose entries all have an id
 // is walked by id (schedules[nightly].cron), another by position
 // (routes[2].to); any other list is a leaf.
-func flatten(s Settings) (leaves, items map[string]any) {
+func flatten(s events.Settings) (leaves, items map[string]any) {
 	s.Hash, s.Source, s.Files = "", "", nil
 	b, _ := json.Marshal(s)
 	var m map[string]any

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 )
 
 const settingsYAML = `
@@ -67,10 +68,10 @@ func TestSettingsRebuildTheTypedConfig(t *testing.T) {
 	// Through JSON, as config.applied stores it.
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	var stored config.Settings
+	var stored events.Settings
 	require.NoError(t, json.Unmarshal(b, &stored))
 
-	back, err := stored.Config()
+	back, err := config.FromSettings(stored)
 	require.NoError(t, err)
 	require.Equal(t, cfg.Service, back.Service)
 	require.Equal(t, cfg.Routes, back.Routes)
@@ -84,7 +85,7 @@ func TestSettingsRebuildTheTypedConfig(t *testing.T) {
 	require.Equal(t, want.Schedules[0].OnlyBetween, got.Schedules[0].OnlyBetween)
 	require.Empty(t, got.Config, "plugin config values are not recorded")
 	// Rebuilt, the settings differ only in what was never recorded.
-	require.Equal(t, []string{"plugins.echo.config_hash", "sections.secrets", "sections.webhooks"}, diffPaths(back.Settings().Diff(stored)))
+	require.Equal(t, []string{"plugins.echo.config_hash", "sections.secrets", "sections.webhooks"}, diffPaths(config.DiffSettings(back.Settings(), stored)))
 }
 
 func TestSettingsHashFollowsTheSettingsNotTheFile(t *testing.T) {
@@ -95,7 +96,7 @@ func TestSettingsHashFollowsTheSettingsNotTheFile(t *testing.T) {
 
 	c := loadSettingsConfig(t, strings.Replace(settingsYAML, "max_workers: 3", "max_workers: 4", 1)).Settings()
 	require.NotEqual(t, a.Hash, c.Hash)
-	require.Equal(t, []config.Difference{{Path: "service.max_workers", File: float64(4), Applied: float64(3)}}, c.Diff(a))
+	require.Equal(t, []events.SettingChange{{Path: "service.max_workers", File: float64(4), Applied: float64(3)}}, config.DiffSettings(c, a))
 }
 
 func TestSettingsDiffComparesPluginConfigByHash(t *testing.T) {
@@ -105,15 +106,15 @@ plugins:
   echo:
     config: {api_token: other}
 `).Settings()
-	paths := diffPaths(b.Diff(a))
+	paths := diffPaths(config.DiffSettings(b, a))
 	require.Contains(t, paths, "plugins.echo.config_hash")
 	require.Contains(t, paths, "service.max_workers")
-	for _, d := range b.Diff(a) {
+	for _, d := range config.DiffSettings(b, a) {
 		require.NotContains(t, fmt.Sprint(d.File), "other")
 	}
 }
 
-func diffPaths(ds []config.Difference) []string {
+func diffPaths(ds []events.SettingChange) []string {
 	var paths []string
 	for _, d := range ds {
 		paths = append(paths, d.Path)
@@ -124,19 +125,19 @@ func diffPaths(ds []config.Difference) []string {
 func TestSettingsDiffMatchesEntries(t *testing.T) {
 	a := loadSettingsConfig(t, settingsYAML).Settings()
 	b := loadSettingsConfig(t, strings.Replace(settingsYAML, "every: 5m", "every: 10m", 1)).Settings()
-	require.Equal(t, []config.Difference{{Path: "plugins.echo.schedules[default].every", File: "10m", Applied: "5m"}}, b.Diff(a))
+	require.Equal(t, []events.SettingChange{{Path: "plugins.echo.schedules[default].every", File: "10m", Applied: "5m"}}, config.DiffSettings(b, a))
 	c := loadSettingsConfig(t, strings.Replace(settingsYAML, "to: echo, command: handle", "to: echo, command: poll", 1)).Settings()
-	require.Equal(t, []string{"routes[0].command"}, diffPaths(c.Diff(a)))
+	require.Equal(t, []string{"routes[0].command"}, diffPaths(config.DiffSettings(c, a)))
 
 	// An entry added before the others is one difference, matched by id.
 	added := strings.Replace(settingsYAML, "    schedules:\n", "    schedules:\n      - {id: first, cron: \"0 3 * * *\"}\n", 1)
-	d := loadSettingsConfig(t, added).Settings().Diff(a)
+	d := config.DiffSettings(loadSettingsConfig(t, added).Settings(), a)
 	require.Equal(t, []string{"plugins.echo.schedules[first]"}, diffPaths(d))
 	require.Nil(t, d[0].Applied)
 	require.Equal(t, "0 3 * * *", d[0].File.(map[string]any)["cron"])
 	// A plugin added is one difference too.
 	withPlugin := loadSettingsConfig(t, strings.Replace(settingsYAML, "plugins:\n", "plugins:\n  other: {parallelism: 3, schedules: [{every: 1m}]}\n", 1)).Settings()
-	require.Equal(t, []string{"plugins.other"}, diffPaths(withPlugin.Diff(a)))
+	require.Equal(t, []string{"plugins.other"}, diffPaths(config.DiffSettings(withPlugin, a)))
 	// …and removed, the other way round.
-	require.Equal(t, []string{"plugins.echo.schedules[first]"}, diffPaths(a.Diff(loadSettingsConfig(t, added).Settings())))
+	require.Equal(t, []string{"plugins.echo.schedules[first]"}, diffPaths(config.DiffSettings(a, loadSettingsConfig(t, added).Settings())))
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ductile/ductile/events"
 )
 
 // Token is one entry of tokens: (spec §9.4): a bearer token of the HTTP
@@ -31,10 +33,6 @@ type Token struct {
 	// File is the absolute path of the config file that holds the entry.
 	File string
 }
-
-// ValidScopes are the scopes a scopes file may grant (auth.Scopes, which
-// a test keeps equal to this list).
-var ValidScopes = []string{"plugin:ro", "plugin:rw", "jobs:ro", "jobs:rw", "events:ro", "events:rw", "*"}
 
 // KeyPrefix starts every key ductile config token create makes, so that
 // a key is recognizable (in a file where it should not be, in a log).
@@ -209,7 +207,7 @@ func (l *loader) scopes(n *yaml.Node, path string, fileNode, hashNode *yaml.Node
 		return false
 	}
 	for _, s := range sf.Scopes {
-		if !slices.Contains(ValidScopes, s) {
+		if !slices.Contains(Scopes, Scope(s)) {
 			l.fail(fileNode, fpath, "scopes file %s: unknown scope %q%s (valid: %s)", fileNode.Value, s, didYouMean(s, ValidScopes), strings.Join(ValidScopes, ", "))
 			ok = false
 		}
@@ -263,21 +261,14 @@ func (c *Config) TokensFile() string {
 	return ""
 }
 
-// tokenSettings is a token as config.applied records it: no key, not even
-// its hash (a short key is guessable from one).
-type tokenSettings struct {
-	Name   string   `json:"name" yaml:"name"`
-	Scopes []string `json:"scopes" yaml:"scopes"`
-}
-
 // tokensDigest is what Settings records of the tokens and secrets: names
 // and scopes, and one hash over the keys' hashes and one over the secrets.
-func (c *Config) tokensDigest() (tokens []tokenSettings, sections map[string]string) {
+func (c *Config) tokensDigest() (tokens []events.TokenSettings, sections map[string]string) {
 	sections = map[string]string{}
 	if len(c.Tokens) > 0 {
 		var keys []string
 		for _, t := range c.Tokens {
-			tokens = append(tokens, tokenSettings{Name: t.Name, Scopes: slices.Clone(t.Scopes)})
+			tokens = append(tokens, events.TokenSettings{Name: t.Name, Scopes: slices.Clone(t.Scopes)})
 			keys = append(keys, t.Name+"="+t.KeyHash)
 		}
 		sections["tokens"] = HashValue(keys)

@@ -80,7 +80,7 @@ secrets:
 	again, err := config.Load(path)
 	require.NoError(t, err)
 	require.NotEqual(t, s.Hash, again.Settings().Hash)
-	require.NotEmpty(t, again.Settings().Diff(s))
+	require.NotEmpty(t, config.DiffSettings(again.Settings(), s))
 }
 
 func TestTokensErrors(t *testing.T) {

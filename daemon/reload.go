@@ -154,7 +154,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	a := Applied(reg, cfg, "reload")
 	a.Pipelines, a.SkippedPipelines = appliedPipelines(set), rc.SkippedPipelines
 	a.Through, a.StartedAt = through, old.StartedAt
-	a.Changes = a.Settings.Diff(old.Settings)
+	a.Changes = config.DiffSettings(a.Settings, old.Settings)
 	a.Errors, a.Warnings = rc.Errors, rc.Warnings
 	// A plugin new to the daemon, or whose config changed, runs init before
 	// any job of it runs with the new settings (InitPlugins skips the

@@ -88,7 +88,7 @@ func previousSchedules(a events.ConfigAppliedData, start time.Time) map[string]s
 	if a.Settings.Hash == "" {
 		return out
 	}
-	cfg, err := a.Settings.Config()
+	cfg, err := config.FromSettings(a.Settings)
 	if err != nil {
 		return out
 	}

@@ -3,8 +3,6 @@ package events
 import (
 	"encoding/json"
 	"strings"
-
-	"github.com/ductile/ductile/config"
 )
 
 // Stream names.
@@ -351,13 +349,13 @@ type ConfigAppliedData struct {
 	Skipped   []SkippedPlugin `json:"skipped"`
 	// Settings are the effective settings the daemon decides with, secrets
 	// by hash only; zero in records of daemons older than them.
-	Settings config.Settings `json:"settings"`
+	Settings Settings `json:"settings"`
 	// Through is the ledger's last seq when a reload began: every reload
 	// request up to it is answered by this record (or config.reload_failed).
 	Through int64 `json:"through,omitempty"`
 	// Changes are the settings that differ from the previous record's, for
 	// a reload.
-	Changes []config.Difference `json:"changes,omitempty"`
+	Changes []SettingChange `json:"changes,omitempty"`
 	// Pipelines are the compiled pipelines it runs, by name and hash.
 	Pipelines []AppliedPipeline `json:"pipelines,omitempty"`
 	// SkippedPipelines are the pipelines it does not run, with the reason:

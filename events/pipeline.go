@@ -26,12 +26,19 @@ const (
 	PipelineRunFinished = "pipeline.run_finished"
 )
 
+// RunStatus is where a pipeline run is: running until nothing of it is
+// outstanding, then succeeded or failed (pipeline.run_finished).
+type RunStatus string
+
 // Run statuses.
 const (
-	RunRunning   = "running"
-	RunSucceeded = "succeeded"
-	RunFailed    = "failed"
+	RunRunning   RunStatus = "running"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
 )
+
+// RunStatuses returns every run status, in the order of a run's life.
+func RunStatuses() []RunStatus { return []RunStatus{RunRunning, RunSucceeded, RunFailed} }
 
 // RunStartedData is the data of pipeline.run_started.
 type RunStartedData struct {
@@ -49,7 +56,7 @@ type RunStartedData struct {
 // step followed them), in the order they ended.
 type RunFinishedData struct {
 	RunID   string      `json:"run_id"`
-	Status  string      `json:"status"` // succeeded | failed
+	Status  RunStatus   `json:"status"` // succeeded | failed
 	Error   string      `json:"error,omitempty"`
 	Results []RunResult `json:"results"`
 }

@@ -2,8 +2,7 @@ package events
 
 import (
 	"encoding/json"
-
-	"github.com/ductile/ductile/schedule"
+	"time"
 )
 
 // Schedule event types, on the stream schedule/<plugin>/<id>
@@ -25,12 +24,12 @@ type ScheduleFiredData struct {
 	// Slot is the firing: its nominal and due times (and, for after:, the
 	// service start it counted from). The scheduler plans from the Slot of
 	// the stream's newest event.
-	Slot    schedule.Slot `json:"slot"`
-	JobID   string        `json:"job_id"`
-	Command string        `json:"command"`
+	Slot    Slot   `json:"slot"`
+	JobID   string `json:"job_id"`
+	Command string `json:"command"`
 	// Action is fire, queue or cancel (schedule.Action).
-	Action schedule.Action `json:"action"`
-	Reason string          `json:"reason"`
+	Action string `json:"action"`
+	Reason string `json:"reason"`
 	// Canceled are the entry's jobs whose cancel this firing requested
 	// (if_running: cancel).
 	Canceled []string `json:"canceled,omitempty"`
@@ -42,11 +41,11 @@ type ScheduleFiredData struct {
 // ScheduleSkippedData is the data of schedule.skipped: Count firings from
 // First to Slot (the last of them), none of which enqueued a job.
 type ScheduleSkippedData struct {
-	Plugin string        `json:"plugin"`
-	ID     string        `json:"id"`
-	Slot   schedule.Slot `json:"slot"`
-	First  schedule.Slot `json:"first"`
-	Count  int           `json:"count"`
+	Plugin string `json:"plugin"`
+	ID     string `json:"id"`
+	Slot   Slot   `json:"slot"`
+	First  Slot   `json:"first"`
+	Count  int    `json:"count"`
 	// AtLeast says Count is a lower bound (a long gap is not counted to
 	// its end).
 	AtLeast bool   `json:"at_least,omitempty"`
@@ -55,11 +54,20 @@ type ScheduleSkippedData struct {
 	Open []string `json:"open"`
 }
 
+// Slot is one firing of a schedule entry as recorded (schedule.Slot, which
+// converts to and from it): its nominal and due times and, for after:, the
+// service start it counted from.
+type Slot struct {
+	Nominal time.Time `json:"nominal"`
+	Due     time.Time `json:"due"`
+	Start   time.Time `json:"start,omitzero"` // zero but for after:
+}
+
 // ScheduleSlot decodes the Slot of a schedule.fired or schedule.skipped
 // event's data: what Schedule.Plan takes as last.
-func ScheduleSlot(data []byte) (schedule.Slot, error) {
+func ScheduleSlot(data []byte) (Slot, error) {
 	var d struct {
-		Slot schedule.Slot `json:"slot"`
+		Slot Slot `json:"slot"`
 	}
 	err := json.Unmarshal(data, &d)
 	return d.Slot, err

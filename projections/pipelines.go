@@ -123,7 +123,7 @@ func (PipelineRuns) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 		}
 		at, seq := ev.RecordedAtText(), ev.Seq
 		return queries.FinishPipelineRun(conn, queries.FinishPipelineRunParams{
-			RunID: d.RunID, Status: d.Status, Error: strPtr(d.Error), FinishedSeq: &seq, FinishedAt: &at,
+			RunID: d.RunID, Status: string(d.Status), Error: strPtr(d.Error), FinishedSeq: &seq, FinishedAt: &at,
 		})
 	}
 	return nil

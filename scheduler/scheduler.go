@@ -252,10 +252,11 @@ func (s *Scheduler) load(ctx context.Context, e *entry) error {
 	var version int64
 	err := s.opts.Ledger.Read(ctx, func(conn *sqlite.Conn) error {
 		return queries.ReadStreamLast(conn, e.s.Stream(), func(r queries.ReadStreamLastRow) error {
-			slot, err := events.ScheduleSlot([]byte(r.Data))
+			recorded, err := events.ScheduleSlot([]byte(r.Data))
 			if err != nil {
 				return fmt.Errorf("decode %s v%d: %w", r.Stream, r.Version, err)
 			}
+			slot := schedule.Slot(recorded)
 			last, version = &slot, r.Version
 			return nil
 		})

@@ -23,7 +23,7 @@ func TestEveryFiresEachSlotOnceWithItsJob(t *testing.T) {
 	require.Equal(t, times(t0, "12:00:00", "12:01:00", "12:02:00", "12:03:00"), b.fired(t, sc))
 	for _, r := range b.records(t, sc) {
 		require.Equal(t, r.fired.Slot.Nominal, r.fired.Slot.Due, "no jitter")
-		require.Contains(t, []schedule.Action{schedule.ActionFire, schedule.ActionQueue}, r.fired.Action)
+		require.Contains(t, []schedule.Action{schedule.ActionFire, schedule.ActionQueue}, schedule.Action(r.fired.Action))
 	}
 }
 
@@ -213,11 +213,11 @@ func TestIfRunning(t *testing.T) {
 				require.Equal(t, []string{first}, second.skipped.Open)
 			case schedule.IfRunningQueue:
 				require.Equal(t, events.ScheduleFired, second.Type)
-				require.Equal(t, schedule.ActionQueue, second.fired.Action)
+				require.Equal(t, schedule.ActionQueue, schedule.Action(second.fired.Action))
 				require.Equal(t, []string{first, second.fired.JobID}, second.fired.Open)
 			case schedule.IfRunningCancel:
 				require.Equal(t, events.ScheduleFired, second.Type)
-				require.Equal(t, schedule.ActionCancel, second.fired.Action)
+				require.Equal(t, schedule.ActionCancel, schedule.Action(second.fired.Action))
 				require.Equal(t, []string{first}, second.fired.Canceled)
 				require.Equal(t, []string{second.fired.JobID}, second.fired.Open)
 				require.Equal(t, events.JobCanceled, firstJob[len(firstJob)-1].Type)
@@ -236,9 +236,9 @@ func TestIfRunning(t *testing.T) {
 			b.advance(t, t0.Add(90*time.Second))
 			third := b.records(t, sc)[2]
 			if mode == schedule.IfRunningCancel {
-				require.Equal(t, schedule.ActionCancel, third.fired.Action)
+				require.Equal(t, schedule.ActionCancel, schedule.Action(third.fired.Action))
 			} else {
-				require.Equal(t, schedule.ActionFire, third.fired.Action, third.fired.Reason)
+				require.Equal(t, schedule.ActionFire, schedule.Action(third.fired.Action), third.fired.Reason)
 			}
 		})
 	}

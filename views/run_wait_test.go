@@ -26,7 +26,7 @@ func runStarted(id string) ledger.NewEvent {
 	return ledger.NewEvent{Type: events.PipelineRunStarted, Data: events.RunStartedData{RunID: id, Pipeline: "p", JobID: "job-" + id}}
 }
 
-func runFinished(id, status string) ledger.NewEvent {
+func runFinished(id string, status events.RunStatus) ledger.NewEvent {
 	return ledger.NewEvent{Type: events.PipelineRunFinished, Data: events.RunFinishedData{RunID: id, Status: status,
 		Results: []events.RunResult{{JobID: "job-" + id, Node: "n", Plugin: "echo", Command: "handle", Status: events.StatusSucceeded, Result: json.RawMessage(`{"ok":true}`)}}}}
 }
@@ -68,7 +68,7 @@ func TestWaitRunFinishedWhileWaiting(t *testing.T) {
 	b.appendRun(t, "r1", 1, ledger.NewEvent{Type: "test.progress", Data: map[string]any{"run_id": "r1"}})
 	b.appendRun(t, "r1", 2, runFinished("r1", events.RunSucceeded))
 	b.appendRun(t, "r2", 0, runStarted("r2"), runFinished("r2", events.RunFailed))
-	got := map[string]string{}
+	got := map[string]events.RunStatus{}
 	for range 2 {
 		select {
 		case d := <-done:
@@ -77,7 +77,7 @@ func TestWaitRunFinishedWhileWaiting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	require.Equal(t, map[string]string{"r1": events.RunSucceeded, "r2": events.RunFailed}, got)
+	require.Equal(t, map[string]events.RunStatus{"r1": events.RunSucceeded, "r2": events.RunFailed}, got)
 }
 
 // TestWaitRunEndsWithItsContext: a wait for a run that does not finish

@@ -22,7 +22,7 @@ type Run struct {
 	RunID       string             `json:"run_id"`
 	Pipeline    string             `json:"pipeline"`
 	Hash        string             `json:"hash"`
-	Status      string             `json:"status"` // running | succeeded | failed
+	Status      events.RunStatus   `json:"status"`
 	JobID       string             `json:"job_id,omitempty"`
 	Trigger     string             `json:"trigger"`
 	Error       string             `json:"error,omitempty"`
@@ -142,7 +142,7 @@ func stepsOf(seq int64, p events.RunProgress) []RunStep {
 }
 
 func runFrom(r queries.FindPipelineRunsRow) Run {
-	run := Run{RunID: r.RunID, Pipeline: r.Pipeline, Hash: r.Hash, Status: r.Status, Trigger: r.Trigger,
+	run := Run{RunID: r.RunID, Pipeline: r.Pipeline, Hash: r.Hash, Status: events.RunStatus(r.Status), Trigger: r.Trigger,
 		StartedSeq: r.StartedSeq, StartedAt: r.StartedAt}
 	if r.JobID != nil {
 		run.JobID = *r.JobID

@@ -6,15 +6,16 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/queries"
 )
 
 // RunQuery narrows FindRuns.
 type RunQuery struct {
-	Pipeline string // "": every pipeline
-	Status   string // "": every status (running | succeeded | failed)
-	Limit    int    // 0: 100
+	Pipeline string           // "": every pipeline
+	Status   events.RunStatus // "": every status
+	Limit    int              // 0: 100
 }
 
 // FindRuns lists runs, newest first (without their results): what
@@ -32,7 +33,7 @@ func FindRuns(ctx context.Context, l *ledger.Ledger, q RunQuery) ([]Run, error) 
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {
 		switch {
 		case q.Pipeline != "" && q.Status != "":
-			return queries.FindPipelineRunsOfPipelineWithStatus(conn, queries.FindPipelineRunsOfPipelineWithStatusParams{Pipeline: q.Pipeline, Status: q.Status, Limit: int64(limit)},
+			return queries.FindPipelineRunsOfPipelineWithStatus(conn, queries.FindPipelineRunsOfPipelineWithStatusParams{Pipeline: q.Pipeline, Status: string(q.Status), Limit: int64(limit)},
 				func(r queries.FindPipelineRunsOfPipelineWithStatusRow) error {
 					return add(queries.FindPipelineRunsRow(r))
 				})
@@ -40,7 +41,7 @@ func FindRuns(ctx context.Context, l *ledger.Ledger, q RunQuery) ([]Run, error) 
 			return queries.FindPipelineRunsOfPipeline(conn, queries.FindPipelineRunsOfPipelineParams{Pipeline: q.Pipeline, Limit: int64(limit)},
 				func(r queries.FindPipelineRunsOfPipelineRow) error { return add(queries.FindPipelineRunsRow(r)) })
 		case q.Status != "":
-			return queries.FindPipelineRunsWithStatus(conn, queries.FindPipelineRunsWithStatusParams{Status: q.Status, Limit: int64(limit)},
+			return queries.FindPipelineRunsWithStatus(conn, queries.FindPipelineRunsWithStatusParams{Status: string(q.Status), Limit: int64(limit)},
 				func(r queries.FindPipelineRunsWithStatusRow) error { return add(queries.FindPipelineRunsRow(r)) })
 		default:
 			return queries.FindPipelineRuns(conn, int64(limit), add)

@@ -157,20 +157,21 @@ func readSchedule(conn *sqlite.Conn, s schedule.Schedule, now time.Time) (Schedu
 	var lastSeq int64
 	err := queries.ReadStreamLast(conn, s.Stream(), func(r queries.ReadStreamLastRow) error {
 		var d struct {
-			Slot schedule.Slot `json:"slot"`
-			Open []string      `json:"open"`
+			Slot events.Slot `json:"slot"`
+			Open []string    `json:"open"`
 		}
 		if err := json.Unmarshal([]byte(r.Data), &d); err != nil {
 			return err
 		}
-		last, open, lastSeq = &d.Slot, d.Open, r.Seq
+		slot := schedule.Slot(d.Slot)
+		last, open, lastSeq = &slot, d.Open, r.Seq
 		if r.Type == events.ScheduleSkipped {
 			var k events.ScheduleSkippedData
 			if err := json.Unmarshal([]byte(r.Data), &k); err != nil {
 				return err
 			}
 			at, _ := time.Parse(ledger.TimeFormat, r.RecordedAt)
-			v.LastSkipped = &ScheduleSkip{Slot: k.Slot, Count: k.Count, Reason: k.Reason, RecordedAt: at}
+			v.LastSkipped = &ScheduleSkip{Slot: schedule.Slot(k.Slot), Count: k.Count, Reason: k.Reason, RecordedAt: at}
 		}
 		return nil
 	})
@@ -185,7 +186,7 @@ func readSchedule(conn *sqlite.Conn, s schedule.Schedule, now time.Time) (Schedu
 					return err
 				}
 				at, _ := time.Parse(ledger.TimeFormat, r.RecordedAt)
-				v.LastFired = &ScheduleFiring{Slot: f.Slot, JobID: f.JobID, Action: f.Action, RecordedAt: at}
+				v.LastFired = &ScheduleFiring{Slot: schedule.Slot(f.Slot), JobID: f.JobID, Action: schedule.Action(f.Action), RecordedAt: at}
 				return nil
 			})
 		if err != nil {

@@ -46,7 +46,7 @@ type StepRun struct {
 	Dropped []events.DroppedStep `json:"dropped,omitempty"`
 	// RunStatus is the run's status after the step: running (its next
 	// steps would run), succeeded or failed.
-	RunStatus string `json:"run_status"`
+	RunStatus events.RunStatus `json:"run_status"`
 	// Split, when set, is the split whose branch holds the step: a run
 	// begun at the step ends with its branch, where a whole run would go
 	// on to the split's join once every branch has ended.

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
 )
@@ -21,7 +20,7 @@ type appliedOutput struct {
 	Reason    string                 `json:"reason"`
 	AppliedAt string                 `json:"applied_at"`
 	Seq       int64                  `json:"seq"`
-	Settings  config.Settings        `json:"settings"`
+	Settings  events.Settings        `json:"settings"`
 	Plugins   []events.AppliedPlugin `json:"plugins"`
 	Skipped   []events.SkippedPlugin `json:"skipped"`
 	// Pipelines it runs, and those it skipped (a uses step names a plugin
@@ -104,7 +103,7 @@ func runningApplied(c *cli.Context, e *env) (daemon.AppliedRecord, bool) {
 // the daemon's applied settings: "# applied: <value>" beside each key
 // whose value differs, and a head comment that says so (or that it does
 // not).
-func markDifferences(n *yaml.Node, diffs []config.Difference, a daemon.AppliedRecord) {
+func markDifferences(n *yaml.Node, diffs []events.SettingChange, a daemon.AppliedRecord) {
 	root := n
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]

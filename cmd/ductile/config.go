@@ -174,7 +174,7 @@ func configShow(c *cli.Context) error {
 		return err
 	}
 	if a, ok := runningApplied(c, e); ok {
-		diffs, notes := comparable(e.cfg, e.cfg.Settings().Diff(a.Settings))
+		diffs, notes := comparable(e.cfg, config.DiffSettings(e.cfg.Settings(), a.Settings))
 		for _, note := range notes {
 			fmt.Fprintf(e.stderr, "note: %s\n", note)
 		}

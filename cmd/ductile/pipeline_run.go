@@ -42,12 +42,16 @@ func pipelineRunCommand() *cli.Command {
 	}
 }
 
+// runWouldStart is the status pipeline run --dry-run prints: a run it
+// did not start.
+const runWouldStart events.RunStatus = "would start"
+
 // pipelineRunOutput is what pipeline run prints with --json.
 type pipelineRunOutput struct {
 	Pipeline  string             `json:"pipeline"`
 	RunID     string             `json:"run_id,omitempty"`
 	JobID     string             `json:"job_id,omitempty"` // the run's first job
-	Status    string             `json:"status"`           // running | succeeded | failed | would start
+	Status    events.RunStatus   `json:"status"`           // running | succeeded | failed | would start (runWouldStart)
 	Error     string             `json:"error,omitempty"`
 	Results   []events.RunResult `json:"results,omitempty"`
 	DaemonPID int                `json:"daemon_pid,omitempty"` // 0: no daemon runs it yet
@@ -98,7 +102,7 @@ func pipelineRun(c *cli.Context) error {
 			"--wait needs a running daemon: no daemon runs on %s to run the pipeline's steps", e.stateDir)
 	}
 	if c.Bool("dry-run") {
-		out.Status, out.DryRun = "would start", true
+		out.Status, out.DryRun = runWouldStart, true
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}

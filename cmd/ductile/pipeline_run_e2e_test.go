@@ -36,7 +36,7 @@ func TestPipelineRunWaitE2E(t *testing.T) {
 	r := ductile(t, nil, "--config", configPath, "--state-dir", stateDir, "pipeline", "run", "fetch", "--payload", `{"n":1}`, "--wait", "--timeout", "1m", "--json")
 	require.Equal(t, 0, r.code, r.String())
 	var out struct {
-		Status  string             `json:"status"`
+		Status  events.RunStatus   `json:"status"`
 		Results []events.RunResult `json:"results"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.String())

@@ -37,14 +37,12 @@ func pipelineStatusCommand() *cli.Command {
 	}
 }
 
-var runStatuses = []string{events.RunRunning, events.RunSucceeded, events.RunFailed}
-
 func pipelineRuns(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if c.NArg() > 1 {
 		return usagef("pipeline runs takes at most one PIPELINE, got %d arguments (see: ductile pipeline runs --help)", c.NArg())
 	}
-	status := c.String("status")
-	if status != "" && !slices.Contains(runStatuses, status) {
+	status := events.RunStatus(c.String("status"))
+	if status != "" && !slices.Contains(events.RunStatuses(), status) {
 		return usagef("--status %q: use running, succeeded or failed", status)
 	}
 	limit := c.Int("limit")

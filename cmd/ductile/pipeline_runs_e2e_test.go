@@ -41,8 +41,8 @@ func TestPipelineRunsE2E(t *testing.T) {
 	require.Equal(t, 0, r.code, r.String())
 	var runs struct {
 		Runs []struct {
-			RunID  string `json:"run_id"`
-			Status string `json:"status"`
+			RunID  string           `json:"run_id"`
+			Status events.RunStatus `json:"status"`
 		} `json:"runs"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &runs), r.String())

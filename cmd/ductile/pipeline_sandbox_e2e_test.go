@@ -120,7 +120,7 @@ func sandbox(t *testing.T, w *pipeWorld, env []string, want int) sandboxReport {
 			Event string `json:"event"`
 		} `json:"next"`
 		Skipped   []events.SkippedStep `json:"skipped"`
-		RunStatus string               `json:"run_status"`
+		RunStatus events.RunStatus     `json:"run_status"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.String())
 	require.True(t, out.Sandbox && out.Ran, r.stdout)

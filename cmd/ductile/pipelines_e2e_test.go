@@ -231,7 +231,7 @@ type runOutput struct {
 	Pipeline string             `json:"pipeline"`
 	RunID    string             `json:"run_id"`
 	JobID    string             `json:"job_id"`
-	Status   string             `json:"status"`
+	Status   events.RunStatus   `json:"status"`
 	Error    string             `json:"error"`
 	Results  []events.RunResult `json:"results"`
 }

@@ -112,7 +112,7 @@ type pipelineAnswer struct {
 	raw        string
 	RunID      string             `json:"run_id"`
 	JobID      string             `json:"job_id"`
-	Status     string             `json:"status"`
+	Status     events.RunStatus   `json:"status"`
 	Error      string             `json:"error"`
 	Results    []events.RunResult `json:"results"`
 	Code       string             `json:"code"`
@@ -318,7 +318,7 @@ func TestPipelineSyncRunWaitJSONE2E(t *testing.T) {
 		Pipeline string             `json:"pipeline"`
 		RunID    string             `json:"run_id"`
 		JobID    string             `json:"job_id"`
-		Status   string             `json:"status"`
+		Status   events.RunStatus   `json:"status"`
 		Error    string             `json:"error"`
 		Results  []events.RunResult `json:"results"`
 	}

@@ -57,8 +57,8 @@ type reloadOutput struct {
 	Warnings []string `json:"warnings"`
 	Forced   bool     `json:"forced,omitempty"`
 	// Forceable: refused, but --force would apply it.
-	Forceable bool                `json:"forceable,omitempty"`
-	Changes   []config.Difference `json:"changes"`
+	Forceable bool                   `json:"forceable,omitempty"`
+	Changes   []events.SettingChange `json:"changes"`
 	// Added, Removed name the plugins the reload starts and stops running.
 	Added   []string `json:"plugins_added"`
 	Removed []string `json:"plugins_removed"`
@@ -101,7 +101,7 @@ func systemReload(c *cli.Context) error {
 		return waitError(err, h.PID, c.Duration("timeout"))
 	}
 	out := reloadOutput{PID: h.PID, Config: orDefaults(applied.Settings.Source), Errors: []string{}, Warnings: []string{},
-		Changes: []config.Difference{}, Added: []string{}, Removed: []string{}}
+		Changes: []events.SettingChange{}, Added: []string{}, Removed: []string{}}
 	if c.String("config") != "" && mustAbsPath(c.String("config")) != applied.Settings.Source {
 		fmt.Fprintf(e.stderr, "note: the daemon reloads %s, not --config %s\n", out.Config, c.String("config"))
 	}
@@ -205,7 +205,7 @@ func reloadDryRun(c *cli.Context, e *env, l *ledger.Ledger, applied events.Confi
 	a := daemon.Applied(rc.Plugins, rc.Config, "reload")
 	var notes []string
 	out.OK, out.Hash = true, a.Settings.Hash
-	out.Changes, notes = comparable(rc.Config, a.Settings.Diff(applied.Settings))
+	out.Changes, notes = comparable(rc.Config, config.DiffSettings(a.Settings, applied.Settings))
 	out.Warnings = append(out.Warnings, notes...)
 	out.Added, out.Removed = pluginChanges(applied, a)
 	out.Skipped = rc.SkippedPipelines
@@ -236,8 +236,8 @@ func reloadDryRun(c *cli.Context, e *env, l *ledger.Ledger, applied events.Confi
 // daemon applied, into those that do, and a note for each that depends on
 // a ${VAR} this shell does not set (config.LoadDeferred): the daemon
 // resolved it, this process cannot compare it.
-func comparable(cfg *config.Config, diffs []config.Difference) (kept []config.Difference, notes []string) {
-	kept = []config.Difference{}
+func comparable(cfg *config.Config, diffs []events.SettingChange) (kept []events.SettingChange, notes []string) {
+	kept = []events.SettingChange{}
 	for _, d := range diffs {
 		if names := cfg.UnsetBehind(d.Path); len(names) > 0 {
 			notes = append(notes, fmt.Sprintf("%s: not compared: it depends on %s, not set in this shell (the daemon reads its own environment)", d.Path, strings.Join(names, ", ")))
@@ -289,7 +289,7 @@ func describeChanges(out reloadOutput) string {
 	return strings.Join(parts, "; ")
 }
 
-func printChanges(w io.Writer, changes []config.Difference) {
+func printChanges(w io.Writer, changes []events.SettingChange) {
 	for _, d := range changes {
 		fmt.Fprintf(w, "  %s: %s -> %s\n", d.Path, showValue(d.Applied), showValue(d.File))
 	}

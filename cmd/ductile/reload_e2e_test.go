@@ -52,7 +52,7 @@ type appliedView struct {
 	Running  bool            `json:"running"`
 	Reason   string          `json:"reason"`
 	Seq      int64           `json:"seq"`
-	Settings config.Settings `json:"settings"`
+	Settings events.Settings `json:"settings"`
 }
 
 // TestReload: on the real binary, an invalid config is refused with the

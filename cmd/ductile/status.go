@@ -89,14 +89,14 @@ type daemonSide struct {
 	status   daemonStatus
 	plugins  []events.AppliedPlugin
 	config   *config.Config
-	settings config.Settings // as applied (zero with no daemon)
+	settings events.Settings // as applied (zero with no daemon)
 	started  time.Time
 }
 
 // appliedSettings are the settings the running daemon applied.
-func (s daemonSide) appliedSettings() (config.Settings, error) {
+func (s daemonSide) appliedSettings() (events.Settings, error) {
 	if s.settings.Hash == "" {
-		return config.Settings{}, fmt.Errorf("no applied settings")
+		return events.Settings{}, fmt.Errorf("no applied settings")
 	}
 	return s.settings, nil
 }

@@ -63,12 +63,12 @@ func daemonPlugins(ctx context.Context, e *env, l *ledger.Ledger, pid int) (plug
 }
 
 // appliedConfig is the config a daemon's config.applied record says it
-// decides with (config.Settings.Config).
+// decides with (config.FromSettings).
 func appliedConfig(a events.ConfigAppliedData) (*config.Config, error) {
 	if a.Settings.Hash == "" {
 		return nil, failf("the daemon (pid %d) did not record its settings: restart it with this version of ductile", a.PID)
 	}
-	cfg, err := a.Settings.Config()
+	cfg, err := config.FromSettings(a.Settings)
 	if err != nil {
 		return nil, failf("the daemon's (pid %d) recorded settings cannot be read: %v", a.PID, err)
 	}
