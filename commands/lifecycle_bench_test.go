@@ -60,7 +60,7 @@ func BenchmarkJobLifecycleWithPipelines(b *testing.B) {
 	nodes := map[string]*pipeline.Node{"a": {ID: "a", Kind: pipeline.KindUses, Plugin: "pa", Command: "handle"}}
 	set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{
 		"watch": {Name: "watch", On: "file.found", Entry: "a", Nodes: nodes, Hash: "blake3:watch"},
-		"audit": {Name: "audit", OnHook: commands.HookCompleted, Entry: "a", Nodes: nodes, Hash: "blake3:audit"},
+		"audit": {Name: "audit", OnHook: pipeline.HookCompleted, Entry: "a", Nodes: nodes, Hash: "blake3:audit"},
 	}}
 	benchmarkLifecycleWith(b, commands.ByCLI, &commands.Pipelines{Set: set, Config: config.Default()}, bigResult)
 }

@@ -44,13 +44,6 @@ const (
 	EventJoin          = pipeline.EventJoin          // a join step
 )
 
-// Hook signals (pipeline on-hook).
-const (
-	HookCompleted = "job.completed"
-	HookFailed    = "job.failed"
-	HookTimedOut  = "job.timed_out"
-)
-
 var defaultConfig = &config.Config{}
 
 func (p *Pipelines) config() *config.Config {
@@ -98,7 +91,7 @@ func (p *Pipelines) wantsResponse(pipelineJob bool, routing *Routing) bool {
 			return true
 		}
 	}
-	return p.config().Plugin(routing.Plugin).NotifyOnComplete && len(set.Hooked(HookCompleted)) > 0
+	return p.config().Plugin(routing.Plugin).NotifyOnComplete && len(set.Hooked(pipeline.HookCompleted)) > 0
 }
 
 // lookup is the compiled pipeline name at hash: the current one, or the
@@ -261,7 +254,7 @@ func (p *Pipelines) hooks(tx *ledger.Tx, j *Job, end *jobEnd, seen map[string]bo
 	if limit <= 0 {
 		limit = config.DefaultMaxHookDepth
 	}
-	depth := j.HookDepth + 1
+	depth, eventType := j.HookDepth+1, string(signal) // the signal is the run's input event type
 	payload, err := json.Marshal(map[string]any{
 		"job_id": j.JobID, "plugin": j.Plugin, "command": j.Command, "status": end.Status, "error": end.Error, "result": rawOrNull(end.parse().Result),
 	})
@@ -270,16 +263,16 @@ func (p *Pipelines) hooks(tx *ledger.Tx, j *Job, end *jobEnd, seen map[string]bo
 	}
 	for _, pl := range hooked {
 		if depth > limit {
-			dropped = append(dropped, events.DroppedRoute{Plugin: "pipeline:" + pl.Name, EventType: signal, Depth: depth, Limit: limit,
+			dropped = append(dropped, events.DroppedRoute{Plugin: "pipeline:" + pl.Name, EventType: eventType, Depth: depth, Limit: limit,
 				Reason: fmt.Sprintf("hook depth %d would pass service.max_hook_depth (%d): the hooks may loop", depth, limit)})
 			continue
 		}
 		more, _, err := p.startRun(tx, StartRun{
-			Pipeline: pl, Trigger: TriggerHook, Payload: payload, EventType: signal, SubmittedBy: ByPipeline,
+			Pipeline: pl, Trigger: TriggerHook, Payload: payload, EventType: eventType, SubmittedBy: ByPipeline,
 			Config: p.config(), Now: end.Now, HookDepth: depth,
 		}, seen)
 		if errors.Is(err, ErrInvalidCommand) {
-			dropped = append(dropped, events.DroppedRoute{Plugin: "pipeline:" + pl.Name, EventType: signal, Depth: depth, Limit: limit,
+			dropped = append(dropped, events.DroppedRoute{Plugin: "pipeline:" + pl.Name, EventType: eventType, Depth: depth, Limit: limit,
 				Reason: fmt.Sprintf("pipeline %s cannot start: %v", pl.Name, err)})
 			continue
 		}
@@ -292,14 +285,14 @@ func (p *Pipelines) hooks(tx *ledger.Tx, j *Job, end *jobEnd, seen map[string]bo
 }
 
 // hookSignal is the on-hook signal of a job's end ("" for a cancel).
-func hookSignal(end jobEnd) string {
+func hookSignal(end jobEnd) pipeline.HookSignal {
 	switch {
 	case end.Status == events.StatusSucceeded:
-		return HookCompleted
+		return pipeline.HookCompleted
 	case end.Status == events.StatusDead && end.Timeout:
-		return HookTimedOut
+		return pipeline.HookTimedOut
 	case end.Status == events.StatusDead:
-		return HookFailed
+		return pipeline.HookFailed
 	}
 	return ""
 }
