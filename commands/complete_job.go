@@ -231,7 +231,6 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	if err != nil {
 		return nil, res, err
 	}
-	defer j.forget(tx) // finished or waiting for a retry: its next start folds it
 	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "complete an attempt"}
 	}

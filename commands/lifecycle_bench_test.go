@@ -41,7 +41,7 @@ func daemonLedger(b *testing.B, ctx context.Context) *ledger.Ledger {
 // BenchmarkJobLifecycle measures the ledger's share of a job, with no plugin
 // process: 8 producers enqueue durably while 2 workers start and complete
 // jobs (relaxed start and completion, as the dispatcher records them; the
-// completion takes the job from the start's memo), every projection applied
+// completion takes the job its start left in the ledger's fold cache), every projection applied
 // inline, as in the daemon. It reports the process CPU per job
 // (cpu-µs/job), the number to compare when changing the write path; ns/op
 // is wall time per job.

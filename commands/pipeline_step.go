@@ -669,7 +669,6 @@ func (s *stepper) job(n *pipeline.Node, in input, ctx json.RawMessage, at positi
 	rj := events.RunJob{JobID: enq.JobID, Node: n.ID, Event: in.typ}
 	if fail != nil {
 		// Recorded, and dead at once: its plugin does not run.
-		s.tx.Forget(events.JobStream(enq.JobID))
 		rj.Error = fail.Error()
 		dead := events.Dead{Attempt: 1, Reason: fail.Error()}
 		hookEvs, dropped, err := s.p.hooks(s.tx, &Job{Enqueued: events.Enqueued{JobID: enq.JobID, Plugin: n.Plugin, Command: n.Command, HookDepth: s.hookDepth}},
