@@ -1,7 +1,9 @@
 // Package pipeline compiles the pipelines: section of a config (the DSL of
 // routing-and-orchestration.md) into graphs of nodes, and holds the pure
 // rules the runtime applies along them: if conditions, with templates and
-// baggage claims. It runs nothing and reads no ledger.
+// baggage claims, and the Stepper that moves a run along its graph within
+// one decision. It runs nothing and reads no ledger: the write side
+// (commands) is the Stepper's Host.
 package pipeline
 
 import (
