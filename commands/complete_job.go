@@ -1,26 +1,18 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
-	"unicode/utf8"
-
-	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/router"
 )
-
-// DefaultMaxStateBytes is the size limit of a plugin's state (spec §5.9).
-const DefaultMaxStateBytes = 1 << 20
 
 // Outcome is how one attempt ended.
 type Outcome struct {
@@ -39,35 +31,6 @@ type Outcome struct {
 	StderrTruncated bool
 	StderrBytes     int64
 	StateUpdates    json.RawMessage
-}
-
-// FactRule is a manifest fact_outputs rule for the job's command. A rule
-// whose From is empty or "state_updates" records the plugin's
-// state_updates as a fact instead of merging them into its state; any
-// other From is not recorded by the core.
-type FactRule struct {
-	FactType string
-	View     string // mirror_object
-	From     string
-}
-
-// Routing is what a success's emitted events become: a child job for every
-// config route they match, with the config's defaults for its plugin.
-type Routing struct {
-	Config *config.Config
-	// Plugin and DedupeKey are the job's: routes match on the emitting
-	// plugin, and a child without a key of its own takes the job's. They
-	// are given because routing is prepared before the job is loaded.
-	Plugin    string
-	DedupeKey string
-	// Depth is the job's own depth: its routed children are one deeper,
-	// and one past Config.Service.MaxRouteDepth is dropped.
-	Depth  int
-	Events []router.Event
-	// CanRun says why a routed child's plugin command cannot run now (not
-	// loaded, disabled, no such command): such a child is dropped with the
-	// reason, not enqueued to fail. nil: every child can.
-	CanRun func(plugin, command string) error
 }
 
 // Complete records the end of a running attempt and everything that
@@ -161,77 +124,12 @@ func (cmd Complete) answer(res CompleteResult, seqs []int64, routing routed, err
 	return res, nil
 }
 
-// routed is what routing a success's events came to, besides its children.
-type routed struct {
-	unrouted []string              // event types no route matched
-	err      error                 // the events could not be routed
-	dropped  []events.DroppedRoute // children past the depth limit, or whose plugin cannot run
-}
-
-// prepare routes a success's emitted events into children and fills in
-// what every child takes from this completion (time, parent, producer),
-// then does their work that needs no transaction (Enqueue.prepare). It
-// replaces Children with prepared copies (the slice given is left alone).
-// A child that cannot be prepared is left to the decision, which fails the
-// completion and says why.
-func (cmd *Complete) prepare() (res routed) {
-	if cmd.Outcome.Kind != events.OutcomeOK {
-		return res // only a success routes its children
-	}
-	if cmd.Pipelines.wantsResponse(cmd.PipelineJob, cmd.Routing) {
-		// Decoded here, on the caller's goroutine, not by the writer.
-		r := (&jobEnd{Response: cmd.Outcome.Response}).parse()
-		cmd.response = &r
-	}
-	cmd.Children = slices.Clone(cmd.Children)
-	if r := cmd.Routing; r != nil && len(r.Events) > 0 {
-		children, unrouted, err := router.Route(r.Config.Routes, r.Plugin, r.DedupeKey, r.Events, cmd.Now)
-		res = routed{unrouted: unrouted, err: err}
-		if err != nil {
-			children = nil
-		}
-		limit := r.Config.Service.MaxRouteDepth
-		if limit <= 0 {
-			limit = config.DefaultMaxRouteDepth
-		}
-		for _, ch := range children {
-			if depth := r.Depth + 1; depth > limit {
-				res.dropped = append(res.dropped, events.DroppedRoute{Plugin: ch.Plugin, Command: ch.Command, EventType: ch.EventType,
-					Depth: depth, Limit: limit, Reason: fmt.Sprintf("depth %d would pass service.max_route_depth (%d): the route may loop", depth, limit)})
-				continue
-			}
-			if r.CanRun != nil {
-				if err := r.CanRun(ch.Plugin, ch.Command); err != nil {
-					res.dropped = append(res.dropped, events.DroppedRoute{Plugin: ch.Plugin, Command: ch.Command, EventType: ch.EventType,
-						Depth: r.Depth + 1, Reason: err.Error()})
-					continue
-				}
-			}
-			enq := JobFor(r.Config, ch.Plugin, ch.Command, ByRoute)
-			enq.Payload, enq.Event, enq.DedupeKey, enq.SourceEventID, enq.Causation = ch.Payload, ch.Envelope, ch.DedupeKey, ch.EventID, ch.EventID
-			enq.Depth = r.Depth + 1
-			cmd.Children = append(cmd.Children, enq)
-		}
-		cmd.dropped = res.dropped
-	}
-	for i := range cmd.Children {
-		child := &cmd.Children[i]
-		child.Now, child.ParentJobID = cmd.Now, cmd.JobID
-		if child.SubmittedBy == "" {
-			child.SubmittedBy = ByRoute
-		}
-		child.prepare()
-	}
-	return res
-}
-
 func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, error) {
 	var res CompleteResult
 	j, err := LoadJob(tx, cmd.JobID)
 	if err != nil {
 		return nil, res, err
 	}
-	defer j.forget(tx) // finished or waiting for a retry: its next start folds it
 	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "complete an attempt"}
 	}
@@ -346,77 +244,6 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	return append(evs, breaker...), res, nil
 }
 
-// stateFacts are the fact rules that record the plugin's state_updates.
-func (cmd Complete) stateFacts() []FactRule {
-	var out []FactRule
-	for _, rule := range cmd.Facts {
-		if rule.From == "" || rule.From == "state_updates" {
-			out = append(out, rule)
-		}
-	}
-	return out
-}
-
-// Refused is the completion to record instead of cmd once the ledger has
-// refused cmd for what it holds (err, for which ContentRefused is true): the
-// attempt fails, not retryably, with the ledger's reason, and none of the
-// plugin's output (response, stdout, stderr, state, facts, routed jobs) is
-// kept, since any of it may be what was refused. The job ends, dead (or
-// canceled, if a cancel was pending), instead of staying running while the
-// same outcome is refused again and again.
-func (cmd Complete) Refused(err error) Complete {
-	out := cmd.Outcome
-	what := string(out.Kind)
-	if out.Error != "" {
-		what += ": " + cutError(out.Error, 512)
-	}
-	return Complete{
-		JobID: cmd.JobID, Attempt: cmd.Attempt, MaxStateBytes: cmd.MaxStateBytes, Breaker: cmd.Breaker, Jitter: cmd.Jitter, Now: cmd.Now,
-		Pipelines: cmd.Pipelines,
-		Outcome: Outcome{
-			Kind: events.OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration,
-			Error: fmt.Sprintf("the ledger refused to record the attempt's outcome (%s): %v; it is recorded without the plugin's output", what, err),
-		},
-	}
-}
-
-// cutError keeps at most n bytes of s (whole runes), "…" marking a cut.
-func cutError(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-// ContentRefused reports whether err, from recording a completion, is the
-// ledger refusing what the completion holds (a constraint such as the
-// events table's json_valid CHECK, data it cannot encode, a routed job it
-// cannot enqueue), which the same completion would meet again, rather than
-// the ledger being unable to write for now (busy, locked, disk full, an I/O
-// error, closed, no longer durable) or the job having moved on.
-func ContentRefused(err error) bool {
-	switch {
-	case err == nil,
-		errors.Is(err, ErrInvalidTransition),
-		errors.Is(err, ledger.ErrClosed),
-		errors.Is(err, ledger.ErrNotDurable),
-		errors.Is(err, context.Canceled),
-		errors.Is(err, context.DeadlineExceeded):
-		return false
-	}
-	switch sqlite.ErrCode(err).ToPrimary() {
-	case sqlite.ResultBusy, sqlite.ResultLocked, sqlite.ResultFull, sqlite.ResultIOErr, sqlite.ResultNoMem,
-		sqlite.ResultCantOpen, sqlite.ResultProtocol, sqlite.ResultReadOnly, sqlite.ResultInterrupt,
-		sqlite.ResultCorrupt, sqlite.ResultNotADB, sqlite.ResultNoLFS, sqlite.ResultPerm, sqlite.ResultAuth,
-		sqlite.ResultSchema, sqlite.ResultAbort:
-		return false
-	}
-	return true
-}
-
 // failedType is the event recording a failed attempt of this kind.
 func failedType(kind events.Outcome) string {
 	if kind == events.OutcomeTimeout {
@@ -466,104 +293,4 @@ func releaseKey(j *Job, status events.Status, now time.Time, actor string) []led
 		Data:            events.DedupeReleasedData{JobID: j.JobID, Status: status, CompletedAt: Time(now)},
 		Meta:            ledger.Meta{CorrelationID: j.Correlation, Actor: actor},
 	}}
-}
-
-// stateError is a problem with the state a plugin emitted: it fails the
-// attempt, unlike an error reading the ledger, which fails the command.
-type stateError struct {
-	kind events.Outcome
-	msg  string
-}
-
-func (e *stateError) Error() string { return e.msg }
-
-func tooLarge(limit int) error {
-	return &stateError{kind: events.OutcomeStateTooLarge, msg: fmt.Sprintf("state update exceeds the %d byte limit", limit)}
-}
-
-// stateEvents turns the plugin's state_updates into facts (when a
-// fact_outputs rule matches) or a write-through shallow merge.
-func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error) {
-	updates := bytes.TrimSpace(cmd.Outcome.StateUpdates)
-	if len(updates) == 0 || bytes.Equal(updates, []byte("null")) {
-		return nil, nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(updates, &obj); err != nil {
-		return nil, &stateError{kind: events.OutcomeBadState, msg: fmt.Sprintf("state_updates must be a JSON object: %v", err)}
-	}
-	limit := cmd.MaxStateBytes
-	if limit <= 0 {
-		limit = DefaultMaxStateBytes
-	}
-	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: j.Plugin}
-	stream := events.PluginStream(j.Plugin)
-	if facts := cmd.stateFacts(); len(facts) > 0 {
-		if len(updates) > limit {
-			return nil, tooLarge(limit)
-		}
-		var evs []ledger.NewEvent
-		for _, rule := range facts {
-			evs = append(evs, ledger.NewEvent{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: events.PluginFactRecorded,
-				Data: events.FactRecorded{FactType: rule.FactType, JobID: j.JobID, Command: j.Command, Fact: updates, View: rule.View}, Meta: meta})
-		}
-		return evs, nil
-	}
-	current, err := currentState(tx, stream)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range obj {
-		current[k] = v
-	}
-	merged, err := json.Marshal(current)
-	if err != nil {
-		return nil, err
-	}
-	if len(merged) > limit {
-		return nil, tooLarge(limit)
-	}
-	return []ledger.NewEvent{{Stream: stream, ExpectedVersion: ledger.AnyVersion, Type: events.PluginStateMerged,
-		Data: events.StateMerged{JobID: j.JobID, Command: j.Command, Updates: updates, State: merged}, Meta: meta}}, nil
-}
-
-// currentState is the plugin's state as its newest event left it, decoded
-// for a merge (see storedState).
-func currentState(tx *ledger.Tx, stream string) (map[string]json.RawMessage, error) {
-	raw, err := storedState(tx, stream)
-	if err != nil {
-		return nil, err
-	}
-	state := map[string]json.RawMessage{}
-	if err := json.Unmarshal(raw, &state); err != nil {
-		return nil, err
-	}
-	return state, nil
-}
-
-// storedState is the plugin's state as its newest event left it, as stored:
-// the state of a plugin.state_merged event or the fact of a
-// plugin.fact_recorded event (both JSON objects, as stateEvents writes
-// them), and {} when the stream is empty or ends with another event.
-func storedState(tx *ledger.Tx, stream string) (json.RawMessage, error) {
-	empty := json.RawMessage("{}")
-	ev, ok, err := tx.LastEvent(stream)
-	if err != nil || !ok {
-		return empty, err
-	}
-	switch ev.Type {
-	case events.PluginStateMerged:
-		var d events.StateMerged
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return nil, err
-		}
-		return d.State, nil
-	case events.PluginFactRecorded:
-		var d events.FactRecorded
-		if err := json.Unmarshal(ev.Data, &d); err != nil {
-			return nil, err
-		}
-		return d.Fact, nil
-	}
-	return empty, nil
 }

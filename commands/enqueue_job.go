@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -59,9 +58,8 @@ type Enqueue struct {
 }
 
 // preparedEnqueue is what prepare makes of an Enqueue: its job.enqueued
-// data, and that data encoded as the ledger stores it.
+// data encoded as the ledger stores it.
 type preparedEnqueue struct {
-	data    events.Enqueued
 	encoded ledger.EncodedData
 }
 
@@ -199,7 +197,7 @@ func (cmd *Enqueue) prepare() error {
 	if err != nil {
 		return err
 	}
-	cmd.prepared = &preparedEnqueue{data: data, encoded: encoded}
+	cmd.prepared = &preparedEnqueue{encoded: encoded}
 	return nil
 }
 
@@ -242,13 +240,7 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 		evs = append(evs, ledger.NewEvent{Stream: stream, ExpectedVersion: version, Type: events.DedupeReserved,
 			Data: events.DedupeReservedData{JobID: id}, Meta: meta})
 	}
-	data := cmd.prepared.data
 	evs = append([]ledger.NewEvent{{Stream: events.JobStream(id), ExpectedVersion: 0, Type: events.JobEnqueued, Data: cmd.prepared.encoded, Meta: meta}}, evs...)
-	if foldsAsIs(data, meta) {
-		// The job its start will fold, without reading it back.
-		j := &Job{Enqueued: data, Version: 1, Correlation: correlation, Status: events.StatusQueued, Attempt: 1}
-		j.memoize(tx)
-	}
 	return evs, EnqueueResult{JobID: id}, nil
 }
 
@@ -266,19 +258,6 @@ func asStored(raw json.RawMessage) (json.RawMessage, error) {
 		return nil, nil
 	}
 	return json.Marshal(raw)
-}
-
-// foldsAsIs reports whether decoding job.enqueued's stored data and meta
-// gives back exactly these values, so they can be memoized: true unless a
-// string is not valid UTF-8 (encoding/json replaces the bad bytes).
-// Payload and Event are already as stored (asStored).
-func foldsAsIs(d events.Enqueued, m ledger.Meta) bool {
-	for _, s := range []string{d.JobID, d.Plugin, d.Command, d.SubmittedBy, d.DedupeKey, d.ParentJobID, d.SourceEventID, m.CorrelationID} {
-		if !utf8.ValidString(s) {
-			return false
-		}
-	}
-	return true
 }
 
 // window is the effective dedupe window (spec §3.6).

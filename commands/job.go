@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/ductile/ductile/events"
@@ -62,16 +63,28 @@ func FoldJob(evs []ledger.Event) (*Job, error) {
 		return nil, ErrJobNotFound
 	}
 	j := &Job{}
-	if m, err := evs[0].Metadata(); err == nil {
-		j.Correlation = m.CorrelationID
-	}
 	for _, ev := range evs {
-		if err := j.apply(ev); err != nil {
-			return nil, fmt.Errorf("fold %s v%d (%s): %w", ev.Stream, ev.Version, ev.Type, err)
+		if err := foldJob(j, ev); err != nil {
+			return nil, err
 		}
-		j.Version = ev.Version
 	}
 	return j, nil
+}
+
+// foldJob folds the next event of its stream into j: FoldJob's step, and
+// the job's fold for ledger.Fold.
+func foldJob(j *Job, ev ledger.Event) error {
+	if j.Version == 0 {
+		// Its first event: the tree's correlation.
+		if m, err := ev.Metadata(); err == nil {
+			j.Correlation = m.CorrelationID
+		}
+	}
+	if err := j.apply(ev); err != nil {
+		return fmt.Errorf("fold %s v%d (%s): %w", ev.Stream, ev.Version, ev.Type, err)
+	}
+	j.Version = ev.Version
+	return nil
 }
 
 func (j *Job) apply(ev ledger.Event) error {
@@ -148,56 +161,29 @@ func (j *Job) apply(ev ledger.Event) error {
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			return err
 		}
-		j.ReplayedAs = append(j.ReplayedAs, d.ReplayJobID)
+		j.ReplayedAs = append(slices.Clip(j.ReplayedAs), d.ReplayJobID) // an earlier fold may share it
 	default:
 		return fmt.Errorf("unknown job event type %q", ev.Type)
 	}
 	return nil
 }
 
-// started is what job.started does to a job: both the fold and Start.decide
-// apply it, so the job a start returns is the job its stream folds to.
+// started is what job.started does to a job.
 func (j *Job) started() {
 	j.Status, j.NextRetryAt = events.StatusRunning, time.Time{}
 }
 
-// LoadJob is a job as its stream folds, inside a decision: the job the
-// last decision on it left (ledger.Recall: a start takes what its enqueue
-// built, a completion what its start left) while the stream has not moved
-// since, else folded from its events.
+// LoadJob is a job as its stream folds, inside a decision.
 func LoadJob(tx *ledger.Tx, id string) (*Job, error) {
-	stream := events.JobStream(id)
-	m, ok, err := ledger.Recall[*Job](tx, stream)
+	j, err := ledger.Fold(tx, events.JobStream(id), foldJob)
 	if err != nil {
 		return nil, err
 	}
-	if ok {
-		j := *m // the decision changes its copy
-		return &j, nil
-	}
-	evs, err := tx.ReadStream(stream)
-	if err != nil {
-		return nil, err
-	}
-	j, err := FoldJob(evs)
-	if errors.Is(err, ErrJobNotFound) {
+	if j.Version == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrJobNotFound, id)
 	}
-	return j, err
+	return &j, nil
 }
-
-// memoize leaves the job, as its stream folds once this decision's events
-// are in, for the next decision on it (see LoadJob).
-func (j *Job) memoize(tx *ledger.Tx) {
-	m := *j
-	ledger.Remember(tx, events.JobStream(j.JobID), j.Version, &m, jobMemoSize+len(j.Payload)+len(j.Event))
-}
-
-// forget drops the job's memo: it will not be decided on again soon.
-func (j *Job) forget(tx *ledger.Tx) { tx.Forget(events.JobStream(j.JobID)) }
-
-// jobMemoSize is roughly what a memoized Job holds besides its payload and event.
-const jobMemoSize = 512
 
 // next builds an event for the job's stream at its next version, carrying
 // the job tree's correlation id.

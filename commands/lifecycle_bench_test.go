@@ -41,7 +41,7 @@ func daemonLedger(b *testing.B, ctx context.Context) *ledger.Ledger {
 // BenchmarkJobLifecycle measures the ledger's share of a job, with no plugin
 // process: 8 producers enqueue durably while 2 workers start and complete
 // jobs (relaxed start and completion, as the dispatcher records them; the
-// completion takes the job from the start's memo), every projection applied
+// completion takes the job its start left in the ledger's fold cache), every projection applied
 // inline, as in the daemon. It reports the process CPU per job
 // (cpu-µs/job), the number to compare when changing the write path; ns/op
 // is wall time per job.
@@ -60,7 +60,7 @@ func BenchmarkJobLifecycleWithPipelines(b *testing.B) {
 	nodes := map[string]*pipeline.Node{"a": {ID: "a", Kind: pipeline.KindUses, Plugin: "pa", Command: "handle"}}
 	set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{
 		"watch": {Name: "watch", On: "file.found", Entry: "a", Nodes: nodes, Hash: "blake3:watch"},
-		"audit": {Name: "audit", OnHook: commands.HookCompleted, Entry: "a", Nodes: nodes, Hash: "blake3:audit"},
+		"audit": {Name: "audit", OnHook: pipeline.HookCompleted, Entry: "a", Nodes: nodes, Hash: "blake3:audit"},
 	}}
 	benchmarkLifecycleWith(b, commands.ByCLI, &commands.Pipelines{Set: set, Config: config.Default()}, bigResult)
 }

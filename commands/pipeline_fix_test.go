@@ -192,7 +192,7 @@ func TestPipelineStepDeadAtOnceFiresHooks(t *testing.T) {
 	pl.Nodes["a"].Baggage = []pipeline.Claim{{Path: "web.url", From: "payload.url"}}
 	pl.Nodes["b"].Baggage = []pipeline.Claim{{Path: "web.url", From: "payload.result"}}
 	audit := graph("audit", "x", uses("x", "auditor", ""))
-	audit.OnHook = commands.HookFailed
+	audit.OnHook = pipeline.HookFailed
 	cfg := config.Default()
 	pc := config.DefaultPlugin()
 	pc.NotifyOnComplete = true

@@ -17,7 +17,7 @@ import (
 func TestAfterEndDecodesNoResponseItDoesNotRead(t *testing.T) {
 	pl := &pipeline.Pipeline{Name: "watch", On: "file.found", Entry: "a",
 		Nodes: map[string]*pipeline.Node{"a": {ID: "a", Kind: pipeline.KindUses, Plugin: "pa", Command: "handle"}}}
-	hook := &pipeline.Pipeline{Name: "audit", OnHook: HookCompleted, Entry: "a", Nodes: pl.Nodes}
+	hook := &pipeline.Pipeline{Name: "audit", OnHook: pipeline.HookCompleted, Entry: "a", Nodes: pl.Nodes}
 	p := &Pipelines{Set: &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"watch": pl, "audit": hook}}, Config: config.Default()}
 	j := &Job{Enqueued: events.Enqueued{JobID: "j", Plugin: "other", Command: "handle"}}
 	response := json.RawMessage(`{"status":"ok","result":{"big":"x"},"events":[{"type":"unrelated","payload":{}}]}`)

@@ -133,10 +133,10 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 	if cfg == nil {
 		cfg = p.config()
 	}
-	s := &stepper{p: p, tx: tx, pl: pl, cfg: cfg, runID: runID, state: &state, now: cmd.Now,
+	h := &stepHost{p: p, tx: tx, pl: pl, cfg: cfg, runID: runID, now: cmd.Now,
 		correlation: cmd.Correlation, hookDepth: cmd.HookDepth, seen: seen, by: cmd.SubmittedBy}
-	at := position{depth: cmd.Depth, parent: cmd.ParentJobID}
-	s.here = at
+	at := pipeline.Position{Depth: cmd.Depth, Parent: cmd.ParentJobID}
+	s := &pipeline.Stepper{Pipeline: pl, Host: h, State: &state, Here: at}
 	typ := cmd.EventType
 	if typ == "" {
 		typ = EventPipeline
@@ -145,30 +145,49 @@ func (p *Pipelines) startRun(tx *ledger.Tx, cmd StartRun, seen map[string]bool) 
 	if cmd.Node != "" {
 		first = cmd.Node
 	}
-	if _, err := s.enter(first, input{typ: typ, payload: cmd.Payload}, storedContext(cmd.Context), at, nil); err != nil {
+	if _, err := s.Enter(first, pipeline.Input{Type: typ, Payload: cmd.Payload}, storedContext(cmd.Context), at, nil); err != nil {
 		return nil, RunStartedResult{}, err
 	}
-	if err := s.closeReady(); err != nil {
+	if err := s.CloseReady(); err != nil {
 		return nil, RunStartedResult{}, err
 	}
 	mode := pl.ExecutionMode
 	if mode == "" {
 		mode = pipeline.ModeAsync
 	}
-	s.progress.State = state
-	correlation := s.correlation
+	s.Progress.State = state
+	correlation := h.correlation
 	if correlation == "" {
 		correlation = runID
 	}
 	meta := ledger.Meta{CorrelationID: correlation, Actor: cmd.SubmittedBy}
 	evs = append(evs, ledger.NewEvent{Stream: events.RunStream(runID), ExpectedVersion: 0, Type: events.PipelineRunStarted, Meta: meta,
 		Data: events.RunStarted{RunStartedData: events.RunStartedData{RunID: runID, Pipeline: pl.Name, Hash: pl.Hash, Mode: mode,
-			Trigger: cmd.Trigger, JobID: s.firstJob, SubmittedBy: cmd.SubmittedBy}, RunProgress: s.progress}})
-	evs = append(evs, s.evs...)
-	fin, err := s.finished(1, meta)
+			Trigger: cmd.Trigger, JobID: h.firstJob, SubmittedBy: cmd.SubmittedBy}, RunProgress: s.Progress}})
+	evs = append(evs, h.evs...)
+	fin, err := finished(s, runID, 1, meta)
 	if err != nil {
 		return nil, RunStartedResult{}, err
 	}
 	evs = append(evs, fin...)
-	return evs, RunStartedResult{RunID: runID, JobID: s.firstJob}, nil
+	return evs, RunStartedResult{RunID: runID, JobID: h.firstJob}, nil
+}
+
+// compiledEvent records pl on its version's stream (pipeline.compiled),
+// once per version.
+func compiledEvent(tx *ledger.Tx, pl *pipeline.Pipeline, seen map[string]bool) ([]ledger.NewEvent, error) {
+	if seen[pl.Hash] {
+		return nil, nil
+	}
+	seen[pl.Hash] = true
+	stream := events.PipelineVersionStream(pl.Name, pl.Hash)
+	if _, ok, err := tx.LastEvent(stream); err != nil || ok {
+		return nil, err
+	}
+	body, err := json.Marshal(pl)
+	if err != nil {
+		return nil, err
+	}
+	return []ledger.NewEvent{{Stream: stream, ExpectedVersion: 0, Type: events.PipelineCompiled,
+		Data: events.CompiledData{Name: pl.Name, Hash: pl.Hash, Pipeline: body}, Meta: ledger.Meta{Actor: ByPipeline}}}, nil
 }

@@ -409,7 +409,7 @@ func TestPipelineOnTrigger(t *testing.T) {
 func TestPipelineHooks(t *testing.T) {
 	b := setup(t)
 	pl := graph("audit", "a", uses("a", "auditor", ""))
-	pl.OnHook = commands.HookCompleted
+	pl.OnHook = pipeline.HookCompleted
 	set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"audit": pl}}
 	cfg := config.Default()
 	pc := config.DefaultPlugin()

@@ -20,20 +20,14 @@ type StderrLines struct {
 
 // RecordStderr appends the lines. It is relaxed, like the start and
 // the outcome: a power cut can lose it, and the attempt's outcome carries
-// its stderr anyway. The job stays memoized at its new version, so the
-// completion still takes it from the memo.
+// its stderr anyway.
 func RecordStderr(ctx context.Context, l *ledger.Ledger, cmd StderrLines) error {
 	_, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err
 		}
-		evs, err := cmd.decide(j)
-		if err != nil {
-			return nil, err
-		}
-		j.memoize(tx)
-		return evs, nil
+		return cmd.decide(j)
 	})
 	if err != nil {
 		return fmt.Errorf("record stderr: %w", err)

@@ -11,8 +11,8 @@ import (
 )
 
 // Given a started job, when its plugin's stderr lines are recorded, then
-// they are appended to its stream as job.stderr_written, the job's memo is
-// still the folded job (so its completion needs no fold), and lines of an
+// they are appended to its stream as job.stderr_written, the job is still
+// cached (so its completion need not read its stream), and lines of an
 // attempt that is over are refused.
 func TestRecordStderr(t *testing.T) {
 	t.Parallel()
@@ -31,9 +31,9 @@ func TestRecordStderr(t *testing.T) {
 			Data: `{"attempt":1,"line":1,"lines":[{"at":"` + at(0) + `","text":"one"},{"at":"` + at(time.Millisecond) + `","text":"two"}]}`},
 		{Stream: events.JobStream(id), Version: 4, Type: events.JobStderrWritten, Data: `{"attempt":1,"line":3,"lines":[],"truncated":true}`},
 	}, b.since(t, mark))
-	memo, folded := memoAndFold(t, b, id)
-	require.NotNil(t, memo, "recording stderr dropped the job's memo")
-	require.Equal(t, folded, memo)
+	loaded, folded, cached := loadAndFold(t, b, id)
+	require.True(t, cached, "recording stderr left the job to be read again")
+	require.Equal(t, folded, loaded)
 	require.Equal(t, events.StatusRunning, folded.Status)
 
 	err = commands.RecordStderr(b.ctx, b.l, commands.StderrLines{JobID: id, Attempt: 2, Line: 1, Lines: lines})

@@ -59,7 +59,6 @@ func (cmd Start) decision(st *Started) func(tx *ledger.Tx) ([]ledger.NewEvent, e
 			return nil, err
 		}
 		st.Job = j
-		j.memoize(tx)
 		return evs, nil
 	}
 }
@@ -72,8 +71,7 @@ func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {
 		return nil, fmt.Errorf("%w: job %s retries at %s", ErrNotDue, j.JobID, Time(j.NextRetryAt))
 	}
 	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID, Plugin: cmd.Plugin}, "", "dispatcher")
-	// j is now the job as its stream folds once ev is in (see Job.apply),
-	// so a completion can start from it (Job.memoize).
+	// j is now the job as its stream folds once ev is in (Started.Job).
 	j.started()
 	return []ledger.NewEvent{ev}, nil
 }

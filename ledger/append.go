@@ -26,7 +26,7 @@ type request struct {
 
 	seqs    []int64
 	err     error
-	memos   []stagedMemo // left by decide, kept once committed
+	folds   []stagedFold // left by decide, cached once committed
 	newHead *chainHead   // an exclusive request that appended (Import): the chain's new head
 	done    chan struct{}
 }
@@ -38,8 +38,8 @@ type Tx struct {
 	// versions remembers the streams this decision has read, so appending
 	// to them needs no second look (nothing else writes during a decision).
 	versions map[string]int64
-	memos    *memoTable   // the writer's (memo.go)
-	staged   []stagedMemo // this decision's, kept if it commits
+	folds    *foldCache            // the writer's (fold.go)
+	loaded   map[string]loadedFold // the states this decision read with Fold
 	// oldSchema: the file may predate archives (Options.SkipMigrate).
 	oldSchema bool
 }
@@ -373,9 +373,9 @@ func (l *Ledger) commitBatch(batch []*request) {
 			r.seqs, r.err = nil, err
 		}
 		if r.err == nil {
-			l.memos.keep(r.memos)
+			l.folds.keep(r.folds)
 		}
-		r.memos = nil
+		r.folds = nil
 	}
 	if err == nil && lastSeq > 0 {
 		l.committed.Store(&newHead)
@@ -449,7 +449,7 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 			err = fmt.Errorf("append: decision panicked: %v", p)
 		}
 	}()
-	tx := &Tx{conn: conn, memos: &l.memos, oldSchema: l.opts.SkipMigrate}
+	tx := &Tx{conn: conn, folds: &l.folds, oldSchema: l.opts.SkipMigrate}
 	events, err := r.decide(tx)
 	if err != nil {
 		return head, nil, err
@@ -474,7 +474,7 @@ func (l *Ledger) applyOne(conn *sqlite.Conn, r *request, head chainHead, now str
 	if err != nil {
 		return head, nil, err
 	}
-	r.memos = tx.staged
+	r.folds = tx.stage(stored)
 	return next, stored, nil
 }
 

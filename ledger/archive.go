@@ -168,7 +168,10 @@ func (l *Ledger) recordArchive(ctx context.Context, plan ArchivePlan, a Archive,
 		if err := queries.DeleteEventsThrough(conn, plan.Through); err != nil {
 			return fmt.Errorf("archive: delete the archived events: %w", err)
 		}
-		tx := &Tx{conn: conn, memos: &l.memos}
+		// Versions of job and run streams may be forgotten: no cached
+		// fold may outlive them.
+		l.folds.clear()
+		tx := &Tx{conn: conn, folds: &l.folds}
 		next, _, err := insertEvent(tx, head, opts.Event(a), l.opts.Now().UTC().Format(TimeFormat))
 		if err != nil {
 			return fmt.Errorf("archive: append its event: %w", err)

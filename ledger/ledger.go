@@ -89,7 +89,7 @@ type Ledger struct {
 	syncer  syncer
 	writes  writeHealth // whether writes succeed (writehealth.go)
 	inline  atomic.Pointer[InlineProjection]
-	memos   memoTable // the writer goroutine's (memo.go)
+	folds   foldCache // the writer goroutine's (fold.go)
 	// committed is the chain head after this process's last commit (or as
 	// found at open): what the syncer's next flush makes durable.
 	committed atomic.Pointer[chainHead]
@@ -102,11 +102,17 @@ type WriteStats struct {
 	Commits int64 `json:"commits"` // append transactions committed
 	Syncs   int64 `json:"syncs"`   // fsyncs of the WAL by the syncer
 	Synced  int64 `json:"synced"`  // commits a successful fsync covered: Commits − Synced are not durable yet
+	// FoldsCached and FoldsRead count the stream folds decisions asked
+	// for (Fold): taken from the cache, or read from their streams.
+	FoldsCached int64 `json:"folds_cached"`
+	FoldsRead   int64 `json:"folds_read"`
 }
 
-// WriteStats reports how many commits and fsyncs this Ledger's appends took.
+// WriteStats reports how many commits and fsyncs this Ledger's appends took,
+// and where its decisions' folds came from.
 func (l *Ledger) WriteStats() WriteStats {
-	return WriteStats{Commits: l.stats.commits.Load(), Syncs: l.stats.syncs.Load(), Synced: l.stats.synced.Load()}
+	return WriteStats{Commits: l.stats.commits.Load(), Syncs: l.stats.syncs.Load(), Synced: l.stats.synced.Load(),
+		FoldsCached: l.folds.cached.Load(), FoldsRead: l.folds.read.Load()}
 }
 
 // Open migrates the SQLite file at path (creating it and its directory if

@@ -15,9 +15,6 @@ import (
 	"github.com/ductile/ductile/schedule"
 )
 
-// Hook signals an on-hook pipeline may name.
-var HookSignals = []string{"job.completed", "job.failed", "job.timed_out"}
-
 // SkipToEnd is Node.Skip when a false If ends the branch (or the pipeline).
 const SkipToEnd = "$end"
 
@@ -112,9 +109,10 @@ func (c *compiler) pipeline(n *yaml.Node) *Pipeline {
 		p.On = b.str(v, path+".on", "an event type, e.g. discord.video_link_received")
 	}
 	if v := fields["on-hook"]; v != nil {
-		p.OnHook = b.str(v, path+".on-hook", "one of "+strings.Join(HookSignals, ", "))
+		names := hookSignalNames()
+		p.OnHook = HookSignal(b.str(v, path+".on-hook", "one of "+strings.Join(names, ", ")))
 		if p.OnHook != "" && !slices.Contains(HookSignals, p.OnHook) {
-			b.fail(v, path+".on-hook", fmt.Sprintf("unknown hook signal %q%s: use one of %s", p.OnHook, didYouMean(p.OnHook, HookSignals), strings.Join(HookSignals, ", ")))
+			b.fail(v, path+".on-hook", fmt.Sprintf("unknown hook signal %q%s: use one of %s", p.OnHook, didYouMean(string(p.OnHook), names), strings.Join(names, ", ")))
 		}
 		if fields["on"] != nil {
 			b.fail(v, path+".on-hook", "a pipeline has on: or on-hook:, not both: keep the one that should start it (run it from the CLI or API with neither)")
@@ -558,7 +556,7 @@ func (p *Pipeline) hash() string {
 
 // index builds the Triggered and Hooked indexes.
 func (s *Set) index() {
-	s.byEvent, s.byHook = map[string][]*Pipeline{}, map[string][]*Pipeline{}
+	s.byEvent, s.byHook = map[string][]*Pipeline{}, map[HookSignal][]*Pipeline{}
 	for _, name := range slices.Sorted(maps.Keys(s.Pipelines)) {
 		p := s.Pipelines[name]
 		if p.On != "" {

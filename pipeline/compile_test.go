@@ -131,15 +131,15 @@ pipelines:
 	// Indexes, by name.
 	require.Equal(t, []*pipeline.Pipeline{main}, set.Triggered("echo.done"))
 	require.Empty(t, set.Triggered("other"))
-	require.Equal(t, []*pipeline.Pipeline{set.Pipelines["hooked"]}, set.Hooked("job.failed"))
-	require.Empty(t, set.Hooked("job.completed"))
+	require.Equal(t, []*pipeline.Pipeline{set.Pipelines["hooked"]}, set.Hooked(pipeline.HookFailed))
+	require.Empty(t, set.Hooked(pipeline.HookCompleted))
 	// A Set read back from JSON (the ledger's copy) answers alike.
 	b, err := json.Marshal(set)
 	require.NoError(t, err)
 	var back pipeline.Set
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, "main", back.Triggered("echo.done")[0].Name)
-	require.Equal(t, "hooked", back.Hooked("job.failed")[0].Name)
+	require.Equal(t, "hooked", back.Hooked(pipeline.HookFailed)[0].Name)
 
 	// No pipelines: an empty set.
 	set, err = pipeline.Compile(load(t, "state_dir: x\n"), nil)

@@ -27,9 +27,9 @@ func (s *Set) Triggered(eventType string) []*Pipeline {
 }
 
 // Hooked returns the pipelines whose on-hook is signal, by name.
-func (s *Set) Hooked(signal string) []*Pipeline {
+func (s *Set) Hooked(signal HookSignal) []*Pipeline {
 	if s.byHook == nil {
-		return s.scan(signal, func(p *Pipeline) string { return p.OnHook })
+		return s.scan(string(signal), func(p *Pipeline) string { return string(p.OnHook) })
 	}
 	return s.byHook[signal]
 }

@@ -93,7 +93,7 @@ func (p *Pipeline) Trigger() string {
 	case p.On != "":
 		return "on: " + p.On
 	case p.OnHook != "":
-		return "on-hook: " + p.OnHook
+		return "on-hook: " + string(p.OnHook)
 	}
 	return "run (API or CLI only)"
 }

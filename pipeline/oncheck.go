@@ -119,7 +119,7 @@ func (p *Pipeline) entryArrival(called bool) arrival {
 	case p.On != "":
 		a.types[p.On] = "the trigger, on: " + p.On
 	case p.OnHook != "":
-		a.types[p.OnHook] = "the trigger, on-hook: " + p.OnHook
+		a.types[string(p.OnHook)] = "the trigger, on-hook: " + string(p.OnHook)
 	}
 	return a
 }

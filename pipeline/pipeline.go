@@ -1,7 +1,9 @@
 // Package pipeline compiles the pipelines: section of a config (the DSL of
 // routing-and-orchestration.md) into graphs of nodes, and holds the pure
 // rules the runtime applies along them: if conditions, with templates and
-// baggage claims. It runs nothing and reads no ledger.
+// baggage claims, and the Stepper that moves a run along its graph within
+// one decision. It runs nothing and reads no ledger: the write side
+// (commands) is the Stepper's Host.
 package pipeline
 
 import (
@@ -43,9 +45,9 @@ const (
 type Set struct {
 	Pipelines map[string]*Pipeline `json:"pipelines"` // by name
 
-	byEvent map[string][]*Pipeline // on → pipelines, sorted by name
-	byHook  map[string][]*Pipeline // on-hook → pipelines, sorted by name
-	called  map[string]bool        // the pipelines another one calls (Compile only)
+	byEvent map[string][]*Pipeline     // on → pipelines, sorted by name
+	byHook  map[HookSignal][]*Pipeline // on-hook → pipelines, sorted by name
+	called  map[string]bool            // the pipelines another one calls (Compile only)
 }
 
 // Pipeline is one compiled pipeline. Calls are inlined, so a pipeline's
@@ -54,7 +56,7 @@ type Set struct {
 type Pipeline struct {
 	Name          string           `json:"name"`
 	On            string           `json:"on,omitempty"`      // the event type that starts a run
-	OnHook        string           `json:"on_hook,omitempty"` // job.completed | job.failed | job.timed_out
+	OnHook        HookSignal       `json:"on_hook,omitempty"` // HookSignals
 	ExecutionMode string           `json:"execution_mode"`    // async | synchronous
 	Timeout       time.Duration    `json:"timeout"`           // how long a synchronous caller waits
 	MaxDepth      int              `json:"max_depth"`

@@ -3,6 +3,7 @@ package projections
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 
 	"zombiezen.com/go/sqlite"
@@ -20,109 +21,205 @@ type JobQueue struct{}
 
 func (JobQueue) Name() string { return "job_queue" }
 
+// Apply applies one event: a page of one (applyPage).
 func (q JobQueue) Apply(conn *sqlite.Conn, ev ledger.Event) error {
-	return q.apply(conn, ev, func(plugin string, status events.Status) error {
-		return queries.AddJobTotal(conn, queries.AddJobTotalParams{Plugin: plugin, Status: string(status), N: 1})
-	})
+	return q.applyPage(conn, newPage([]ledger.Event{ev}))
 }
 
-// apply is Apply, handing each job that ends to finished (applyPage adds
-// them up per page).
-func (JobQueue) apply(conn *sqlite.Conn, ev ledger.Event, finished func(plugin string, status events.Status) error) error {
-	id := events.JobIDFromStream(ev.Stream)
-	if id == "" {
-		if ev.Type == events.LedgerArchived {
-			return forgetArchived(conn, ev, queries.DeleteArchivedJobs)
-		}
-		return nil
-	}
-	at := ev.RecordedAtText()
-	switch ev.Type {
-	case events.JobEnqueued:
-		var d events.Enqueued
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		meta, err := decodeMeta(ev)
-		if err != nil {
-			return err
-		}
-		return queries.InsertJob(conn, queries.InsertJobParams{
-			ID: id, Seq: ev.Seq, Plugin: d.Plugin, Command: d.Command, Payload: rawPtr(d.Payload),
-			MaxAttempts: int64(d.MaxAttempts), SubmittedBy: d.SubmittedBy, DedupeKey: strPtr(d.DedupeKey),
-			CreatedAt: at, ParentJobID: strPtr(d.ParentJobID), SourceEventID: strPtr(d.SourceEventID),
-			CorrelationID: meta.CorrelationID,
-		})
-	case events.JobStarted:
-		var d events.Started
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: int64(d.Attempt), At: &at, Seq: ev.Seq, ID: id})
-	case events.JobSucceeded:
-		if err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusSucceeded), At: &at, Seq: ev.Seq, ID: id}); err != nil {
-			return err
-		}
-		return countFinished(conn, id, events.StatusSucceeded, finished)
-	case events.JobFailed, events.JobTimedOut:
-		var d struct { // only the error of events.AttemptEnded, not its output
-			Error string `json:"error"`
-		}
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		return queries.SetJobLastError(conn, queries.SetJobLastErrorParams{LastError: strPtr(d.Error), Seq: ev.Seq, ID: id})
-	case events.JobRetryScheduled:
-		var d events.RetryScheduled
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		return queries.SetJobRetry(conn, queries.SetJobRetryParams{Attempt: int64(d.Attempt), NextRetryAt: &d.NextRetryAt, MaxAttempts: int64(d.MaxAttempts), Seq: ev.Seq, ID: id})
-	case events.JobDead:
-		var d events.Dead
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		if err := queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: strPtr(d.Reason), Seq: ev.Seq, ID: id}); err != nil {
-			return err
-		}
-		return countFinished(conn, id, events.StatusDead, finished)
-	case events.JobRecovered:
-		var d events.Recovered
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		if d.Requeued {
-			return queries.SetJobQueued(conn, queries.SetJobQueuedParams{Attempt: int64(d.NextAttempt), LastError: &d.Reason, Seq: ev.Seq, ID: id})
-		}
-		return queries.SetJobAttempt(conn, queries.SetJobAttemptParams{Attempt: int64(d.NextAttempt), LastError: &d.Reason, Seq: ev.Seq, ID: id})
-	case events.JobCancelRequested:
-		return queries.SetJobStatus(conn, queries.SetJobStatusParams{Status: string(events.StatusCancelRequested), Seq: ev.Seq, ID: id})
-	case events.JobCanceled:
-		var d events.Canceled
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		if err := queries.SetJobEnded(conn, queries.SetJobEndedParams{Status: string(events.StatusCanceled), At: &at, LastError: strPtr(d.Reason), Seq: ev.Seq, ID: id}); err != nil {
-			return err
-		}
-		return countFinished(conn, id, events.StatusCanceled, finished)
+// totalKey names a row of job_totals.
+type totalKey struct {
+	plugin string
+	status events.Status
+}
+
+// jobRows are the job_queue rows a page is building: each job the page
+// enqueues is folded into one row in memory and written once, complete,
+// instead of inserted and then updated event by event; and the jobs that
+// reach a terminal status, added up into one addition per job_totals row.
+type jobRows struct {
+	conn   *sqlite.Conn
+	rows   pendingRows[string, queries.InsertJobRowParams]
+	totals pendingRows[totalKey, queries.AddJobTotalParams]
+}
+
+func (r *jobRows) write(row *queries.InsertJobRowParams) error {
+	if err := queries.InsertJobRow(r.conn, *row); err != nil {
+		return fmt.Errorf("insert job %s: %w", row.ID, err)
 	}
 	return nil
 }
 
-// countFinished hands job id, which reached status, to finished with its
-// plugin (a job job_queue does not hold is not counted, as its row was not
-// ended).
-func countFinished(conn *sqlite.Conn, id string, status events.Status, finished func(string, events.Status) error) error {
-	plugin, err := queries.GetJobPlugin(conn, id)
+// finished counts a job of plugin that reached status.
+func (r *jobRows) finished(plugin string, status events.Status) {
+	k := totalKey{plugin, status}
+	if t := r.totals.byKey[k]; t != nil {
+		t.N++
+		return
+	}
+	r.totals.add(k, &queries.AddJobTotalParams{Plugin: plugin, Status: string(status), N: 1})
+}
+
+// flush writes what the page built.
+func (r *jobRows) flush() error {
+	if err := r.rows.flush(r.write); err != nil {
+		return err
+	}
+	return r.totals.flush(func(t *queries.AddJobTotalParams) error { return queries.AddJobTotal(r.conn, *t) })
+}
+
+// applyPage applies the page's events in order, each by apply.
+func (q JobQueue) applyPage(conn *sqlite.Conn, pg *page) error {
+	r := &jobRows{conn: conn}
+	for i, ev := range pg.events {
+		if err := q.apply(r, pg, i); err != nil {
+			return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
+		}
+	}
+	return r.flush()
+}
+
+// apply applies event i of pg to its job's row: the row the page is
+// building if the page enqueued the job, else the table's.
+func (JobQueue) apply(r *jobRows, pg *page, i int) error {
+	conn, ev := r.conn, pg.events[i]
+	id := events.JobIDFromStream(ev.Stream)
+	if id == "" {
+		if ev.Type == events.LedgerArchived {
+			// It forgets every job the page enqueued before it.
+			if err := r.rows.flush(r.write); err != nil {
+				return err
+			}
+			return forgetArchived(conn, ev, queries.DeleteArchivedJobs)
+		}
+		return nil
+	}
+	row := r.rows.byKey[id]
+	var d any
+	switch ev.Type {
+	case events.JobSucceeded, events.JobCancelRequested: // nothing of their data
+	default:
+		var err error
+		if d, err = pg.decode(i); err != nil {
+			return err
+		}
+		if d == nil {
+			return nil // not an event of job_queue
+		}
+	}
+	at := ev.RecordedAtText()
+	switch ev.Type {
+	case events.JobEnqueued:
+		e := d.(*events.Enqueued)
+		meta, err := decodeMeta(ev)
+		if err != nil {
+			return err
+		}
+		if row != nil {
+			// A second job.enqueued: the first row is written, and the
+			// second refused, as their inserts one by one would be.
+			if err := r.rows.flushOne(id, r.write); err != nil {
+				return err
+			}
+		}
+		r.rows.add(id, &queries.InsertJobRowParams{
+			ID: id, Seq: ev.Seq, Plugin: e.Plugin, Command: e.Command, Payload: rawPtr(e.Payload),
+			Status: string(events.StatusQueued), Attempt: 1, MaxAttempts: int64(e.MaxAttempts), SubmittedBy: e.SubmittedBy,
+			DedupeKey: strPtr(e.DedupeKey), CreatedAt: at, ParentJobID: strPtr(e.ParentJobID),
+			SourceEventID: strPtr(e.SourceEventID), CorrelationID: meta.CorrelationID, UpdatedSeq: ev.Seq,
+		})
+		return nil
+	case events.JobStarted:
+		attempt := int64(d.(*events.Started).Attempt)
+		if row == nil {
+			return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: attempt, At: &at, Seq: ev.Seq, ID: id})
+		}
+		row.Status, row.Attempt, row.StartedAt, row.NextRetryAt = string(events.StatusRunning), attempt, &at, nil
+	case events.JobSucceeded:
+		return r.ended(row, id, events.StatusSucceeded, ev, nil)
+	case events.JobFailed, events.JobTimedOut:
+		lastError := strPtr(d.(*events.AttemptEnded).Error)
+		if row == nil {
+			return queries.SetJobLastError(conn, queries.SetJobLastErrorParams{LastError: lastError, Seq: ev.Seq, ID: id})
+		}
+		row.LastError = lastError
+	case events.JobRetryScheduled:
+		e := d.(*events.RetryScheduled)
+		next := e.NextRetryAt
+		if row == nil {
+			return queries.SetJobRetry(conn, queries.SetJobRetryParams{Attempt: int64(e.Attempt), NextRetryAt: &next, MaxAttempts: int64(e.MaxAttempts), Seq: ev.Seq, ID: id})
+		}
+		row.Status, row.Attempt, row.NextRetryAt = string(events.StatusQueued), int64(e.Attempt), &next
+		if e.MaxAttempts > 0 {
+			row.MaxAttempts = int64(e.MaxAttempts)
+		}
+	case events.JobDead:
+		reason := strPtr(d.(*events.Dead).Reason)
+		if row == nil {
+			if err := queries.SetJobDead(conn, queries.SetJobDeadParams{At: &at, Reason: reason, Seq: ev.Seq, ID: id}); err != nil {
+				return err
+			}
+			return r.countFinished(id, events.StatusDead)
+		}
+		row.Status, row.CompletedAt, row.NextRetryAt = string(events.StatusDead), &at, nil
+		if row.LastError == nil {
+			row.LastError = reason
+		}
+		r.finished(row.Plugin, events.StatusDead)
+	case events.JobRecovered:
+		e := d.(*events.Recovered)
+		reason := e.Reason
+		switch {
+		case row != nil:
+			if e.Requeued {
+				row.Status = string(events.StatusQueued)
+			}
+			row.Attempt, row.LastError = int64(e.NextAttempt), &reason
+		case e.Requeued:
+			return queries.SetJobQueued(conn, queries.SetJobQueuedParams{Attempt: int64(e.NextAttempt), LastError: &reason, Seq: ev.Seq, ID: id})
+		default:
+			return queries.SetJobAttempt(conn, queries.SetJobAttemptParams{Attempt: int64(e.NextAttempt), LastError: &reason, Seq: ev.Seq, ID: id})
+		}
+	case events.JobCancelRequested:
+		if row == nil {
+			return queries.SetJobStatus(conn, queries.SetJobStatusParams{Status: string(events.StatusCancelRequested), Seq: ev.Seq, ID: id})
+		}
+		row.Status = string(events.StatusCancelRequested)
+	case events.JobCanceled:
+		return r.ended(row, id, events.StatusCanceled, ev, strPtr(d.(*events.Canceled).Reason))
+	default:
+		return nil // read by other projections
+	}
+	row.UpdatedSeq = ev.Seq
+	return nil
+}
+
+// ended ends job id's row (row, if the page is building it) in a terminal
+// status other than dead, and counts it.
+func (r *jobRows) ended(row *queries.InsertJobRowParams, id string, status events.Status, ev ledger.Event, lastError *string) error {
+	at := ev.RecordedAtText()
+	if row == nil {
+		if err := queries.SetJobEnded(r.conn, queries.SetJobEndedParams{Status: string(status), At: &at, LastError: lastError, Seq: ev.Seq, ID: id}); err != nil {
+			return err
+		}
+		return r.countFinished(id, status)
+	}
+	row.Status, row.CompletedAt, row.LastError, row.NextRetryAt, row.UpdatedSeq = string(status), &at, lastError, nil, ev.Seq
+	r.finished(row.Plugin, status)
+	return nil
+}
+
+// countFinished counts job id, in the table, which reached status (a job
+// job_queue does not hold is not counted, as its row was not ended).
+func (r *jobRows) countFinished(id string, status events.Status) error {
+	plugin, err := queries.GetJobPlugin(r.conn, id)
 	if errors.Is(err, queries.ErrNoRows) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return finished(plugin, status)
+	r.finished(plugin, status)
+	return nil
 }
 
 // Reset empties job_queue and job_totals.
@@ -144,86 +241,6 @@ func (JobQueue) Dump(conn *sqlite.Conn, w io.Writer) error {
 	return queries.ListJobTotals(conn, func(r queries.ListJobTotalsRow) error { return dumpRow(w, r) })
 }
 
-// JobLog keeps one row per attempt: the plugin's response, stderr, exit
-// code and timings (spec §12 job_log, per attempt).
-type JobLog struct{}
-
-func (JobLog) Name() string { return "job_log" }
-
-func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
-	id := events.JobIDFromStream(ev.Stream)
-	if id == "" {
-		switch ev.Type {
-		case events.LogPruned:
-			return prune(conn, ev)
-		case events.LedgerArchived:
-			return forgetArchived(conn, ev, queries.DeleteArchivedJobLog)
-		}
-		return nil
-	}
-	at := ev.RecordedAtText()
-	switch ev.Type {
-	case events.JobStarted:
-		var d events.Started
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		// Read, then insert: an INSERT … SELECT may write several rows, so
-		// SQLite keeps a statement journal of every page it changes (a
-		// tenth of the daemon's writer CPU per job).
-		j, err := queries.GetJobForLog(conn, id)
-		if errors.Is(err, queries.ErrNoRows) {
-			return nil // no such job: no attempt to log
-		}
-		if err != nil {
-			return err
-		}
-		return queries.InsertJobLogRow(conn, queries.InsertJobLogRowParams{
-			JobID: id, Attempt: int64(d.Attempt), Plugin: j.Plugin, Command: j.Command, Status: "running",
-			SubmittedBy: j.SubmittedBy, CreatedAt: j.CreatedAt, StartedAt: at, ParentJobID: j.ParentJobID,
-			SourceEventID: j.SourceEventID, StartedSeq: ev.Seq,
-		})
-	case events.JobSucceeded, events.JobFailed, events.JobTimedOut:
-		var d events.AttemptEnded
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		status := attemptStatus(ev.Type)
-		exit, dur, seq := int64(d.ExitCode), d.DurationMS, ev.Seq
-		truncated := int64(0)
-		if d.StderrTruncated {
-			truncated = 1
-		}
-		return queries.EndJobLog(conn, queries.EndJobLogParams{
-			Status: string(status), Kind: strPtr(string(d.Kind)), Result: rawPtr(d.Response), Stdout: strPtr(d.Stdout),
-			Stderr: strPtr(d.Stderr), StderrTruncated: truncated, LastError: strPtr(d.Error), ExitCode: &exit,
-			At: &at, DurationMs: &dur, Seq: &seq, JobID: id, Attempt: int64(d.Attempt),
-		})
-	case events.JobRecovered:
-		var d events.Recovered
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		seq := ev.Seq
-		return queries.SetJobLogStatus(conn, queries.SetJobLogStatusParams{Status: string(events.AttemptRecovered), LastError: &d.Reason, At: &at, Seq: &seq, JobID: id, Attempt: int64(d.Attempt)})
-	case events.JobCanceled:
-		var d events.Canceled
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
-		}
-		seq := ev.Seq
-		// Only an attempt that was running has a row; a queued job has none.
-		return queries.CancelJobLog(conn, queries.CancelJobLogParams{LastError: strPtr(d.Reason), At: &at, Seq: &seq, JobID: id, Attempt: int64(d.Attempt)})
-	}
-	return nil
-}
-
-func (JobLog) Reset(conn *sqlite.Conn) error { return queries.DeleteJobLog(conn) }
-
-func (JobLog) Dump(conn *sqlite.Conn, w io.Writer) error {
-	return queries.DumpJobLog(conn, func(r queries.DumpJobLogRow) error { return dumpRow(w, r) })
-}
-
 func strPtr(s string) *string {
 	if s == "" {
 		return nil
@@ -237,16 +254,4 @@ func rawPtr(b json.RawMessage) *string {
 	}
 	s := string(b)
 	return &s
-}
-
-// attemptStatus is how job_log shows an attempt that ended with an event of
-// type typ (job.succeeded, job.failed or job.timed_out).
-func attemptStatus(typ string) events.AttemptStatus {
-	switch typ {
-	case events.JobSucceeded:
-		return events.AttemptSucceeded
-	case events.JobTimedOut:
-		return events.AttemptTimedOut
-	}
-	return events.AttemptFailed
 }

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 
 	"zombiezen.com/go/sqlite"
@@ -17,19 +18,33 @@ type PluginFacts struct{}
 
 func (PluginFacts) Name() string { return "plugin_facts" }
 
-func (PluginFacts) Apply(conn *sqlite.Conn, ev ledger.Event) error {
-	if ev.Type != events.PluginFactRecorded {
-		return nil
+// Apply applies one event: a page of one (applyPage).
+func (f PluginFacts) Apply(conn *sqlite.Conn, ev ledger.Event) error {
+	return f.applyPage(conn, newPage([]ledger.Event{ev}))
+}
+
+// applyPage inserts each of the page's facts: a row of its own, so there is
+// nothing to fold, but each event's data is decoded once for both plugin
+// projections.
+func (PluginFacts) applyPage(conn *sqlite.Conn, pg *page) error {
+	for i, ev := range pg.events {
+		if ev.Type != events.PluginFactRecorded {
+			continue
+		}
+		d, err := pg.decode(i)
+		if err != nil {
+			return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
+		}
+		fr := d.(*events.FactRecorded)
+		err = queries.InsertFact(conn, queries.InsertFactParams{
+			Seq: ev.Seq, PluginName: pluginOf(ev.Stream), FactType: fr.FactType, JobID: strPtr(fr.JobID), Command: strPtr(fr.Command),
+			FactJson: string(fr.Fact), CreatedAt: ev.RecordedAtText(),
+		})
+		if err != nil {
+			return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
+		}
 	}
-	var d events.FactRecorded
-	if err := decodeData(ev.Data, &d); err != nil {
-		return err
-	}
-	plugin := pluginOf(ev.Stream)
-	return queries.InsertFact(conn, queries.InsertFactParams{
-		Seq: ev.Seq, PluginName: plugin, FactType: d.FactType, JobID: strPtr(d.JobID), Command: strPtr(d.Command),
-		FactJson: string(d.Fact), CreatedAt: ev.RecordedAtText(),
-	})
+	return nil
 }
 
 func (PluginFacts) Reset(conn *sqlite.Conn) error { return queries.DeleteFacts(conn) }
@@ -45,28 +60,40 @@ type PluginState struct{}
 
 func (PluginState) Name() string { return "plugin_state" }
 
-func (PluginState) Apply(conn *sqlite.Conn, ev ledger.Event) error {
-	var state json.RawMessage
-	switch ev.Type {
-	case events.PluginFactRecorded:
-		var d events.FactRecorded
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
+// Apply applies one event: a page of one (applyPage).
+func (s PluginState) Apply(conn *sqlite.Conn, ev ledger.Event) error {
+	return s.applyPage(conn, newPage([]ledger.Event{ev}))
+}
+
+// applyPage writes each plugin's state once, as the page's last fact or
+// merge for it left it: every upsert replaces the whole row.
+func (PluginState) applyPage(conn *sqlite.Conn, pg *page) error {
+	var rows pendingRows[string, queries.UpsertPluginStateParams]
+	for i, ev := range pg.events {
+		var state json.RawMessage
+		switch ev.Type {
+		case events.PluginFactRecorded, events.PluginStateMerged:
+			d, err := pg.decode(i)
+			if err != nil {
+				return fmt.Errorf("apply event %d (%s): %w", ev.Seq, ev.Type, err)
+			}
+			if fr, ok := d.(*events.FactRecorded); ok {
+				state = fr.Fact
+			} else {
+				state = d.(*events.StateMerged).State
+			}
+		default:
+			continue
 		}
-		state = d.Fact
-	case events.PluginStateMerged:
-		var d events.StateMerged
-		if err := decodeData(ev.Data, &d); err != nil {
-			return err
+		at, plugin := ev.RecordedAtText(), pluginOf(ev.Stream)
+		row := &queries.UpsertPluginStateParams{PluginName: plugin, State: string(state), UpdatedAt: &at, UpdatedSeq: ev.Seq}
+		if _, ok := rows.byKey[plugin]; ok {
+			rows.byKey[plugin] = row
+			continue
 		}
-		state = d.State
-	default:
-		return nil
+		rows.add(plugin, row)
 	}
-	at := ev.RecordedAtText()
-	return queries.UpsertPluginState(conn, queries.UpsertPluginStateParams{
-		PluginName: pluginOf(ev.Stream), State: string(state), UpdatedAt: &at, UpdatedSeq: ev.Seq,
-	})
+	return rows.flush(func(r *queries.UpsertPluginStateParams) error { return queries.UpsertPluginState(conn, *r) })
 }
 
 func (PluginState) Reset(conn *sqlite.Conn) error { return queries.DeletePluginState(conn) }

@@ -1,14 +1,8 @@
 -- job_queue and job_log: written by the projector, read by the dispatcher and the CLI.
 
--- name: InsertJob :exec
-INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
-                       dedupe_key, created_at, parent_job_id, source_event_id, correlation_id, updated_seq)
-VALUES (@id, @seq, @plugin, @command, @payload, 'queued', 1, @max_attempts, @submitted_by,
-        @dedupe_key, @created_at, @parent_job_id, @source_event_id, @correlation_id, @seq);
-
 -- name: InsertJobRow :exec
--- A job's row as a page of events left it (projections/page.go): every
--- column, as the statements above would have set them one event at a time.
+-- A job's row as a page of events left it (projections/jobs.go): every
+-- column, as the statements below set them one event at a time.
 INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
                        dedupe_key, created_at, started_at, completed_at, next_retry_at, last_error,
                        parent_job_id, source_event_id, correlation_id, updated_seq)
@@ -61,7 +55,7 @@ SELECT plugin, command, submitted_by, created_at, parent_job_id, source_event_id
 FROM job_queue WHERE id = CAST(@id AS TEXT);
 
 -- name: InsertJobLogRow :exec
--- An attempt's row as a page of events left it (projections/page.go).
+-- An attempt's row as a page of events left it (projections/joblog.go).
 INSERT INTO job_log (job_id, attempt, plugin, command, status, kind, result, stdout, stderr, stderr_truncated,
                      last_error, exit_code, submitted_by, created_at, started_at, completed_at, duration_ms,
                      parent_job_id, source_event_id, started_seq, ended_seq)

@@ -12,79 +12,8 @@ import (
 	"zombiezen.com/go/sqlite"
 )
 
-const insertJob = `
+const insertJobRow = `
 INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
-                       dedupe_key, created_at, parent_job_id, source_event_id, correlation_id, updated_seq)
-VALUES (?1, ?2, ?3, ?4, ?5, 'queued', 1, ?6, ?7,
-        ?8, ?9, ?10, ?11, ?12, ?2)`
-
-type InsertJobParams struct {
-	ID            string
-	Seq           int64
-	Plugin        string
-	Command       string
-	Payload       *string
-	MaxAttempts   int64
-	SubmittedBy   string
-	DedupeKey     *string
-	CreatedAt     string
-	ParentJobID   *string
-	SourceEventID *string
-	CorrelationID string
-}
-
-// job_queue and job_log: written by the projector, read by the dispatcher and the CLI.
-func InsertJob(conn *sqlite.Conn, arg InsertJobParams) (err error) {
-	stmt, err := conn.Prepare(insertJob)
-	if err != nil {
-		return fmt.Errorf("InsertJob: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("InsertJob: %w", resetErr)
-		}
-	}()
-	stmt.BindText(1, arg.ID)
-	stmt.BindInt64(2, arg.Seq)
-	stmt.BindText(3, arg.Plugin)
-	stmt.BindText(4, arg.Command)
-	if arg.Payload == nil {
-		stmt.BindNull(5)
-	} else {
-		stmt.BindText(5, *arg.Payload)
-	}
-	stmt.BindInt64(6, arg.MaxAttempts)
-	stmt.BindText(7, arg.SubmittedBy)
-	if arg.DedupeKey == nil {
-		stmt.BindNull(8)
-	} else {
-		stmt.BindText(8, *arg.DedupeKey)
-	}
-	stmt.BindText(9, arg.CreatedAt)
-	if arg.ParentJobID == nil {
-		stmt.BindNull(10)
-	} else {
-		stmt.BindText(10, *arg.ParentJobID)
-	}
-	if arg.SourceEventID == nil {
-		stmt.BindNull(11)
-	} else {
-		stmt.BindText(11, *arg.SourceEventID)
-	}
-	stmt.BindText(12, arg.CorrelationID)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("InsertJob: %w", err)
-		}
-		if !hasRow {
-			break
-		}
-	}
-	return nil
-}
-
-const insertJobRow = `INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
                        dedupe_key, created_at, started_at, completed_at, next_retry_at, last_error,
                        parent_job_id, source_event_id, correlation_id, updated_seq)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
@@ -113,8 +42,9 @@ type InsertJobRowParams struct {
 	UpdatedSeq    int64
 }
 
-// A job's row as a page of events left it (projections/page.go): every
-// column, as the statements above would have set them one event at a time.
+// job_queue and job_log: written by the projector, read by the dispatcher and the CLI.
+// A job's row as a page of events left it (projections/jobs.go): every
+// column, as the statements below set them one event at a time.
 func InsertJobRow(conn *sqlite.Conn, arg InsertJobRowParams) (err error) {
 	stmt, err := conn.Prepare(insertJobRow)
 	if err != nil {
@@ -596,7 +526,7 @@ type InsertJobLogRowParams struct {
 	EndedSeq        *int64
 }
 
-// An attempt's row as a page of events left it (projections/page.go).
+// An attempt's row as a page of events left it (projections/joblog.go).
 func InsertJobLogRow(conn *sqlite.Conn, arg InsertJobLogRowParams) (err error) {
 	stmt, err := conn.Prepare(insertJobLogRow)
 	if err != nil {

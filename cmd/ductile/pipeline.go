@@ -137,7 +137,7 @@ func pipelineList(c *cli.Context) error {
 	a, running := runningApplied(c, e)
 	for _, name := range pipelineNames(set) {
 		p := set.Pipelines[name]
-		out = append(out, pipelineSummary{Name: p.Name, On: p.On, OnHook: p.OnHook, ExecutionMode: p.ExecutionMode,
+		out = append(out, pipelineSummary{Name: p.Name, On: p.On, OnHook: string(p.OnHook), ExecutionMode: p.ExecutionMode,
 			Timeout: p.Timeout.String(), MaxDepth: p.MaxDepth, Steps: len(p.Nodes), Hash: p.Hash, File: p.File, Line: p.Line,
 			Applied: pipelineApplied(a.ConfigAppliedData, running, p.Name, p.Hash)})
 	}

@@ -1,0 +1,188 @@
+package ledger
+
+import "sync/atomic"
+
+// Folds: a decision reads a stream's state with Fold, and the ledger keeps
+// what it folded, keyed by (stream, version), for the next decision on the
+// stream. A decision's appends extend the fold it read (or, for a stream
+// they create, start one): the next decision folds only those events, with
+// no read of the stream, and events nobody folds again are never decoded. A cached
+// fold is trusted only while its stream is at the version it was folded
+// to, which one index lookup checks: versions are never reused and events
+// never change, so the same version means the same events, whoever
+// appended them (another process included). What a decision folded or
+// appended is kept only once its events have committed, so the cache never
+// describes an append that was rolled back.
+//
+// The cache belongs to the writer goroutine, which runs every decision and
+// every commit: no lock. It is bounded in entries and in bytes; when full,
+// a new fold replaces an arbitrary old one (stale ones, of streams another
+// process moved on, go that way too).
+
+const (
+	foldMaxEntries = 4096
+	foldMaxBytes   = 16 << 20
+	// foldOverhead is roughly what a fold holds besides its events' data.
+	foldOverhead = 256
+)
+
+// folded is a stream's state as of version: state (an S of Fold; nil:
+// the zero S) with pending, the events after it, still to fold in.
+type folded struct {
+	version int64
+	state   any
+	pending []Event
+	size    int // roughly what it holds, in bytes, for the cache's bound
+}
+
+// stagedFold is a fold a decision leaves, cached once its events commit.
+type stagedFold struct {
+	stream string
+	folded
+}
+
+type foldCache struct {
+	entries map[string]folded
+	bytes   int
+	// cached and read count the folds taken from the cache and those read
+	// from their streams (WriteStats).
+	cached, read atomic.Int64
+}
+
+func (c *foldCache) drop(stream string) {
+	if e, ok := c.entries[stream]; ok {
+		c.bytes -= e.size
+		delete(c.entries, stream)
+	}
+}
+
+// put caches f for stream, replacing what the stream had.
+func (c *foldCache) put(stream string, f folded) {
+	c.drop(stream)
+	if f.size > foldMaxBytes/16 {
+		return
+	}
+	if c.entries == nil {
+		c.entries = make(map[string]folded)
+	}
+	for other := range c.entries {
+		if len(c.entries) < foldMaxEntries && c.bytes+f.size <= foldMaxBytes {
+			break
+		}
+		c.drop(other) // map order: an arbitrary one
+	}
+	c.entries[stream] = f
+	c.bytes += f.size
+}
+
+// keep caches the folds of a committed decision, in the order left.
+func (c *foldCache) keep(staged []stagedFold) {
+	for _, s := range staged {
+		c.put(s.stream, s.folded)
+	}
+}
+
+// clear empties the cache (an archive may forget streams' versions).
+func (c *foldCache) clear() { c.entries, c.bytes = nil, 0 }
+
+// Fold returns the stream's state inside a decision: apply given each of
+// the stream's events in turn, oldest first, starting from the zero S (a
+// stream with no events folds to the zero S). It takes the fold the ledger
+// cached for the stream at its current version, folding in only the events
+// appended since by this ledger's decisions, else reads the stream.
+//
+// The state is copied by assignment, so apply must leave alone what an
+// earlier state shares with it (append to a slice only through
+// slices.Clip), and one stream is folded into one type S.
+func Fold[S any](tx *Tx, stream string, apply func(*S, Event) error) (S, error) {
+	var s S
+	version, err := tx.StreamVersion(stream)
+	if err != nil {
+		return s, err
+	}
+	c := tx.folds
+	if e, ok := c.entries[stream]; ok && e.version == version {
+		if st, isS := e.state.(S); isS || e.state == nil {
+			if isS {
+				s = st
+			}
+			if len(e.pending) > 0 {
+				for _, ev := range e.pending {
+					if err := apply(&s, ev); err != nil {
+						return s, err
+					}
+				}
+				// Committed events, folded: cached at once.
+				c.put(stream, folded{version: version, state: s, size: e.size})
+			}
+			tx.folded(stream, folded{version: version, state: s, size: e.size}, false)
+			c.cached.Add(1)
+			return s, nil
+		}
+	}
+	evs, err := tx.ReadStream(stream)
+	if err != nil {
+		return s, err
+	}
+	size := foldOverhead
+	for _, ev := range evs {
+		if err := apply(&s, ev); err != nil {
+			return s, err
+		}
+		size += len(ev.Data)
+	}
+	tx.folded(stream, folded{version: version, state: s, size: size}, true)
+	c.read.Add(1)
+	return s, nil
+}
+
+// folded notes that the decision read stream's state f (read: from its
+// events, so that it is cached once the decision commits).
+func (tx *Tx) folded(stream string, f folded, read bool) {
+	if tx.loaded == nil {
+		tx.loaded = map[string]loadedFold{}
+	}
+	tx.loaded[stream] = loadedFold{folded: f, read: read}
+}
+
+// loadedFold is a state a decision read with Fold.
+type loadedFold struct {
+	folded
+	read bool // folded from the stream's events, not the cache
+}
+
+// stage leaves, for the cache, the folds the decision read from their
+// streams and, for each stream it appended to (stored, in order), the fold
+// it read extended with those events, or for a stream they start, the
+// events alone.
+func (tx *Tx) stage(stored []Event) []stagedFold {
+	var staged []stagedFold
+	appended := map[string][]Event{}
+	var order []string
+	for _, ev := range stored {
+		if _, ok := appended[ev.Stream]; !ok {
+			order = append(order, ev.Stream)
+		}
+		appended[ev.Stream] = append(appended[ev.Stream], ev)
+	}
+	for stream, l := range tx.loaded {
+		if l.read && appended[stream] == nil {
+			staged = append(staged, stagedFold{stream: stream, folded: l.folded})
+		}
+	}
+	for _, stream := range order {
+		evs := appended[stream]
+		first, last := evs[0].Version, evs[len(evs)-1].Version
+		f := folded{version: last, pending: evs, size: foldOverhead}
+		if l, ok := tx.loaded[stream]; ok && l.version == first-1 {
+			f.state, f.size = l.state, l.size
+		} else if first != 1 {
+			continue
+		}
+		for _, ev := range evs {
+			f.size += len(ev.Data) + len(ev.Meta)
+		}
+		staged = append(staged, stagedFold{stream: stream, folded: f})
+	}
+	return staged
+}
