@@ -39,6 +39,7 @@ type Outcome struct {
 	StderrTruncated bool
 	StderrBytes     int64
 	StateUpdates    json.RawMessage
+	Worker          *events.Worker // who ran the attempt (nil: not recorded)
 }
 
 // FactRule is a manifest fact_outputs rule for the job's command. A rule
@@ -258,7 +259,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	ended := events.AttemptEnded{
 		Attempt: j.Attempt, Error: out.Error, Kind: out.Kind, Retryable: out.Retryable, ExitCode: out.ExitCode,
 		DurationMS: out.Duration.Milliseconds(), Response: out.Response, Stdout: out.Stdout, StdoutBytes: out.StdoutBytes,
-		Stderr: out.Stderr, StderrTruncated: out.StderrTruncated, StderrBytes: out.StderrBytes,
+		Stderr: out.Stderr, StderrTruncated: out.StderrTruncated, StderrBytes: out.StderrBytes, Worker: out.Worker,
 	}
 	res.Kind, res.Error = out.Kind, out.Error
 	var evs []ledger.NewEvent
@@ -374,7 +375,7 @@ func (cmd Complete) Refused(err error) Complete {
 		JobID: cmd.JobID, Attempt: cmd.Attempt, MaxStateBytes: cmd.MaxStateBytes, Breaker: cmd.Breaker, Jitter: cmd.Jitter, Now: cmd.Now,
 		Pipelines: cmd.Pipelines,
 		Outcome: Outcome{
-			Kind: events.OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration,
+			Kind: events.OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration, Worker: out.Worker,
 			Error: fmt.Sprintf("the ledger refused to record the attempt's outcome (%s): %v; it is recorded without the plugin's output", what, err),
 		},
 	}

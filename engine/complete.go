@@ -145,6 +145,9 @@ func (e *Engine) completion(a Attempt, job *commands.Job, response *pluginhost.R
 		Response: a.Response, Stdout: a.Stdout, StdoutBytes: a.StdoutBytes,
 		Stderr: a.Stderr, StderrTruncated: a.StderrTruncated, StderrBytes: a.StderrBytes,
 	}
+	if a.Worker != (events.Worker{}) {
+		out.Worker = &a.Worker
+	}
 	if response != nil {
 		out.StateUpdates = response.StateUpdates
 	}

@@ -185,6 +185,7 @@ func TestCompleteSuccessRecordsFactsAndRoutes(t *testing.T) {
 			require.JSONEq(t, emitting, string(ended.Response))
 			require.Equal(t, "a line\n", ended.Stderr)
 			require.Equal(t, int64(20), ended.DurationMS)
+			require.Equal(t, &w.worker, ended.Worker, "who ran the attempt")
 		})
 	}
 }
@@ -267,6 +268,9 @@ func TestCompleteRefusedOutcomeIsRecordedWithoutTheOutput(t *testing.T) {
 	require.Nil(t, done.Outcome.Response, "the refused output is not kept")
 	require.Contains(t, done.Error, "the ledger refused to record the attempt's outcome (ok)")
 	require.Equal(t, []string{events.JobEnqueued, events.JobStarted, events.JobFailed, events.JobDead}, w.types(events.JobStream(id)))
+	var ended events.AttemptEnded
+	require.NoError(t, json.Unmarshal(w.events(events.JobStream(id))[2].Data, &ended))
+	require.Equal(t, &w.worker, ended.Worker, "the refused outcome keeps who ran the attempt")
 }
 
 // An outcome the ledger cannot take for now (another connection holds the
