@@ -17,7 +17,7 @@ import (
 )
 
 // runner runs one attempt of a job: it records the start, runs the plugin
-// and records the outcome. The dispatch loop's workers and RunJob both run
+// and reports the attempt to its Engine, which records the completion. The dispatch loop's workers and RunJob both run
 // jobs through it.
 type runner struct {
 	ledger  *ledger.Ledger

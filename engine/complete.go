@@ -93,10 +93,11 @@ type Completion struct {
 // a replay, which is one step), the circuit breaker, the pipeline run it is
 // a step of. An outcome the ledger cannot take for now (busy, full…) is
 // tried again with backoff until ctx ends; one it refuses for what it holds
-// is recorded once as the attempt failed without the plugin's output. The
+// is recorded once as the attempt failed without the plugin's output. An
 // error says the outcome was not recorded: the job has moved on
-// (commands.ErrInvalidTransition), the ledger is closed, or ctx ended;
-// Complete has logged it.
+// (commands.ErrInvalidTransition), the ledger is closed, or ctx ended (each
+// logged here); or the job could not be read, or a response not decoded
+// (commands.ErrInvalidCommand), when the attempt came without Local.
 func (e *Engine) Complete(ctx context.Context, a Attempt) (Completion, error) {
 	local := a.Local
 	if local == nil {
