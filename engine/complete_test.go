@@ -340,3 +340,24 @@ func TestCompleteOfAPipelineStepEnqueuesTheNextStep(t *testing.T) {
 	require.Equal(t, "sink", next.Plugin)
 	require.Equal(t, events.StatusQueued, next.Status)
 }
+
+// A job completed after a reload: its facts follow the manifest it started
+// with (Local.StartedWith), its routes the completing Engine's config (here
+// with no routes and no plugins: the event goes unrouted).
+func TestCompleteAfterAReloadRoutesWithTheNewConfig(t *testing.T) {
+	w := newWorld(t, ledger.Options{})
+	id := w.enqueue("src", "poll", commands.ByCLI)
+	st := w.start(id, time.Now())
+	reloaded := engine.New(engine.Options{Ledger: w.l, Config: config.Default(), Plugins: &pluginhost.Registry{}})
+	a := w.ok(st, emitting)
+	r, err := pluginhost.ParseResponse(a.Response)
+	require.NoError(t, err)
+	a.Local = &engine.Local{Job: st.Job, Response: r, StartedWith: w.engine}
+
+	done, err := reloaded.Complete(w.ctx, a)
+	require.NoError(t, err)
+	require.Equal(t, events.StatusSucceeded, done.Status)
+	require.Empty(t, done.Enqueued)
+	require.Equal(t, []string{"thing.happened", "unrouted"}, done.Unrouted)
+	require.Equal(t, []string{events.PluginFactRecorded}, w.types(events.PluginStream("src")))
+}
