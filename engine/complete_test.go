@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // (poll, whose state_updates are a fact; handle) and sink (handle), a route
 // from src's thing.happened to sink, and a pipeline src → sink.
 type world struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	dir    string
 	l      *ledger.Ledger
@@ -50,7 +51,7 @@ pipelines:
     steps: [{uses: src}, {uses: sink}]
 `
 
-func newWorld(t *testing.T, opts ledger.Options) *world {
+func newWorld(t testing.TB, opts ledger.Options) *world {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -84,7 +85,7 @@ func newWorld(t *testing.T, opts ledger.Options) *world {
 		engine: engine.New(engine.Options{Ledger: l, Config: cfg, Plugins: reg, Pipelines: set})}
 }
 
-func writePlugin(t *testing.T, root, name, commands string) {
+func writePlugin(t testing.TB, root, name, commands string) {
 	t.Helper()
 	dir := filepath.Join(root, name)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -360,4 +361,43 @@ func TestCompleteAfterAReloadRoutesWithTheNewConfig(t *testing.T) {
 	require.Empty(t, done.Enqueued)
 	require.Equal(t, []string{"thing.happened", "unrouted"}, done.Unrouted)
 	require.Equal(t, []string{events.PluginFactRecorded}, w.types(events.PluginStream("src")))
+}
+
+// BenchmarkComplete is a job's start and completion through the Engine
+// (with what a local worker holds), beside the same through the
+// completion command alone: the cost of the intent around the command.
+func BenchmarkComplete(b *testing.B) {
+	for _, through := range []string{"engine", "command"} {
+		b.Run(through, func(b *testing.B) {
+			w := newWorld(b, ledger.Options{})
+			response := json.RawMessage(`{"status":"ok","result":"done","state_updates":{"n":1}}`)
+			parsed, err := pluginhost.ParseResponse(response)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := commands.EnqueueJob(w.ctx, w.l, commands.JobFor(w.engine.Config(), "src", "handle", commands.ByCLI))
+				if err != nil {
+					b.Fatal(err)
+				}
+				st, err := commands.StartJob(w.ctx, w.l, commands.Start{JobID: res.JobID, Timeout: time.Minute, Worker: &w.worker, Now: time.Now()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if through == "engine" {
+					a := w.ok(st, string(response))
+					a.Local = &engine.Local{Job: st.Job, Response: parsed, StartedWith: w.engine, Log: slog.New(slog.DiscardHandler)}
+					_, err = w.engine.Complete(w.ctx, a)
+				} else {
+					_, err = commands.CompleteJob(w.ctx, w.l, commands.Complete{JobID: st.JobID, Attempt: st.Attempt, Now: time.Now(),
+						Outcome:   commands.Outcome{Kind: events.OutcomeOK, Response: response, StateUpdates: parsed.StateUpdates, Duration: 20 * time.Millisecond},
+						Pipelines: w.engine.PipelineRuntime(), Breaker: w.engine.Config().Plugin("src").CircuitBreaker})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
