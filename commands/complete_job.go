@@ -31,6 +31,7 @@ type Outcome struct {
 	StderrTruncated bool
 	StderrBytes     int64
 	StateUpdates    json.RawMessage
+	Worker          *events.Worker // who ran the attempt (nil: not recorded)
 }
 
 // Complete records the end of a running attempt and everything that
@@ -156,7 +157,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	ended := events.AttemptEnded{
 		Attempt: j.Attempt, Error: out.Error, Kind: out.Kind, Retryable: out.Retryable, ExitCode: out.ExitCode,
 		DurationMS: out.Duration.Milliseconds(), Response: out.Response, Stdout: out.Stdout, StdoutBytes: out.StdoutBytes,
-		Stderr: out.Stderr, StderrTruncated: out.StderrTruncated, StderrBytes: out.StderrBytes,
+		Stderr: out.Stderr, StderrTruncated: out.StderrTruncated, StderrBytes: out.StderrBytes, Worker: out.Worker,
 	}
 	res.Kind, res.Error = out.Kind, out.Error
 	var evs []ledger.NewEvent

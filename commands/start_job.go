@@ -14,7 +14,9 @@ import (
 type Start struct {
 	JobID   string
 	Timeout time.Duration // the deadline recorded is Now+Timeout
-	PID     int
+	PID     int           // of the process that records the start
+	// Worker is who runs the attempt (nil: not recorded).
+	Worker *events.Worker
 	// Plugin is the process group the attempt's plugin runs in, recorded
 	// for recovery to end it (nil: no plugin process).
 	Plugin *events.PluginProcess
@@ -70,7 +72,7 @@ func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {
 	if !j.NextRetryAt.IsZero() && j.NextRetryAt.After(cmd.Now) {
 		return nil, fmt.Errorf("%w: job %s retries at %s", ErrNotDue, j.JobID, Time(j.NextRetryAt))
 	}
-	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID, Plugin: cmd.Plugin}, "", "dispatcher")
+	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID, Worker: cmd.Worker, Plugin: cmd.Plugin}, "", "dispatcher")
 	// j is now the job as its stream folds once ev is in (Started.Job).
 	j.started()
 	return []ledger.NewEvent{ev}, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/dispatch"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/metrics"
@@ -247,7 +248,8 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 		observer = d.Metrics
 	}
 	d.dispatch = dispatch.Options{
-		Ledger: d.Ledger, Projector: d.Projector, Config: cfg, Plugins: reg, Pipelines: set, Logger: log,
+		Engine:    engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: applied, Plugins: reg, Pipelines: set}),
+		Projector: d.Projector, Logger: log,
 		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout, Observer: observer,
 	}
 	if !opts.NoDispatch {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
@@ -170,7 +171,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
 	}
 	if d.Dispatcher != nil {
-		d.Dispatcher.ApplyPipelines(cfg, reg, set)
+		d.Dispatcher.Apply(engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set}))
 	}
 	d.current.Store(newCurrent(cfg, reg, set, a))
 	d.applySchedules(time.Now())

@@ -9,21 +9,22 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/config"
-	"github.com/ductile/ductile/ledger"
-	"github.com/ductile/ductile/pipeline"
+	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/projections"
 )
 
 // Options configure a Dispatcher, and RunJob.
 type Options struct {
-	Ledger    *ledger.Ledger
+	// Engine is what jobs run with until Apply brings another, and the
+	// ledger they are recorded in.
+	Engine    *engine.Engine
 	Projector *projections.Projector // the dispatch loop's wake-ups; RunJob needs none
-	Config    *config.Config
-	Plugins   *pluginhost.Registry
-	// Pipelines are Config's compiled pipelines (nil: none).
-	Pipelines *pipeline.Set
-	Logger    *slog.Logger
+	// Worker is who runs the attempts, as recorded (default:
+	// engine.LocalWorker()).
+	Worker events.Worker
+	Logger *slog.Logger
 	// MaxWorkers overrides config service.max_workers.
 	MaxWorkers int
 	// Grace between SIGTERM and SIGKILL of a plugin (default 5s).
@@ -43,6 +44,9 @@ func (o Options) withDefaults() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Worker.Name == "" {
+		o.Worker = engine.LocalWorker()
+	}
 	if o.Grace <= 0 {
 		o.Grace = pluginhost.DefaultGrace
 	}
@@ -61,22 +65,16 @@ func (o Options) workers(cfg *config.Config) int {
 	return max(cfg.Service.MaxWorkers, 1)
 }
 
-// Apply makes cfg and reg what jobs started from now on run with (a config
-// reload): plugin settings, parallelism caps and the worker pool's size
-// change at once, routes too; a job already claimed runs to its outcome
-// with what it started with. Shrinking the pool stops no running job: the
-// slots free as they finish.
-func (d *Dispatcher) Apply(cfg *config.Config, reg *pluginhost.Registry) {
-	d.ApplyPipelines(cfg, reg, d.runner.current.Load().pipelines.Set)
-}
-
-// ApplyPipelines is Apply with cfg's compiled pipelines, swapped with the
-// rest at once: runs started from now on use them; a run already going
-// finishes on the version it recorded (commands.Pipelines).
-func (d *Dispatcher) ApplyPipelines(cfg *config.Config, reg *pluginhost.Registry, set *pipeline.Set) {
-	d.runner.current.Store(newSettings(cfg, reg, set))
+// Apply makes e what jobs started from now on run with (a config reload):
+// plugin settings, parallelism caps and the worker pool's size change at
+// once, routes, breakers and pipelines too (a pipeline run already going
+// finishes on the version it recorded: commands.Pipelines); a job already
+// claimed runs to its outcome with the plugins it started with. Shrinking
+// the pool stops no running job: the slots free as they finish.
+func (d *Dispatcher) Apply(e *engine.Engine) {
+	d.runner.current.Store(e)
 	d.mu.Lock()
-	d.slots.max = d.opts.workers(cfg)
+	d.slots.max = d.opts.workers(e.Config())
 	d.queue.forceRead()
 	d.mu.Unlock()
 	d.wake()
@@ -113,7 +111,7 @@ var (
 // New returns a dispatcher.
 func New(opts Options) *Dispatcher {
 	opts = opts.withDefaults()
-	workers := opts.workers(opts.Config)
+	workers := opts.workers(opts.Engine.Config())
 	runCtx, stopRun := context.WithCancel(context.Background())
 	d := &Dispatcher{
 		opts:    opts,
@@ -309,9 +307,9 @@ func (d *Dispatcher) finish(c candidate, a attempt) {
 // worker pool limits it), and 1 when its manifest says it is not
 // concurrency-safe.
 func (d *Dispatcher) capacity(plugin string) int {
-	s := d.runner.current.Load()
-	capacity := s.config.Plugin(plugin).Parallelism
-	if p, ok := s.plugins.Get(plugin); ok && !p.Manifest.ConcurrencySafe {
+	e := d.runner.current.Load()
+	capacity := e.Config().Plugin(plugin).Parallelism
+	if p, ok := e.Plugins().Get(plugin); ok && !p.Manifest.ConcurrencySafe {
 		capacity = 1
 	}
 	if capacity <= 0 {

@@ -11,8 +11,9 @@
 //
 // A worker starts its job with a versioned append (commands.StartJob), so a
 // job is never started twice even if the projection lags; runs the plugin;
-// and records the outcome, facts or state, and every routed child job in one
-// append (commands.CompleteJob). Workers start and complete concurrently, so
+// and reports the attempt to the Engine it runs with (engine.Engine.Complete),
+// which records the outcome, facts or state, and every routed child job in
+// one append. Workers start and complete concurrently, so
 // their appends share group commits. RunJob runs one job the same way,
 // without the loop (plugin run without a daemon).
 //

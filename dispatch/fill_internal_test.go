@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/projections"
@@ -25,8 +26,8 @@ func TestFillOnAStaleTruncatedCacheWakesTheLoopToReadAgain(t *testing.T) {
 	l, err := ledger.Open(ctx, filepath.Join(t.TempDir(), "ductile.db"), ledger.Options{Synchronous: "NORMAL"})
 	require.NoError(t, err)
 	defer l.Close()
-	d := New(Options{Ledger: l, Projector: projections.New(l, projections.Options{}), Config: config.Default(),
-		Plugins: &pluginhost.Registry{}, MaxWorkers: 2})
+	d := New(Options{Engine: engine.New(engine.Options{Ledger: l, Config: config.Default(), Plugins: &pluginhost.Registry{}}),
+		Projector: projections.New(l, projections.Options{}), MaxWorkers: 2})
 
 	// One worker runs a job with key k; the other was just freed. The
 	// cache, read while both were busy, is truncated and holds only jobs

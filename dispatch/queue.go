@@ -140,7 +140,7 @@ func (d *Dispatcher) refresh(ctx context.Context) (read bool, err error) {
 	}
 	var ready, retries []candidate
 	var canceled []string
-	err = d.opts.Ledger.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
+	err = d.runner.ledger.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 		if readQueue {
 			var readErr error
 			if ready, retries, readErr = readCandidates(conn, capped, limit); readErr != nil {

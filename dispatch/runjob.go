@@ -20,7 +20,7 @@ import (
 // A cancel requested from elsewhere (job cancel) stops it too.
 func RunJob(ctx context.Context, opts Options, id string) error {
 	opts = opts.withDefaults()
-	l := opts.Ledger
+	l := opts.Engine.Ledger()
 	r := newRunner(opts, context.Background())
 	read := context.WithoutCancel(ctx) // a canceled ctx still ends the job
 	// why is the reason a job canceled before its attempt started records.
@@ -134,8 +134,8 @@ func watchCancel(ctx context.Context, l *ledger.Ledger, log *slog.Logger, id str
 // cancelQueued cancels a queued job RunJob will not start, for reason; one
 // that ended meanwhile is left as it is.
 func cancelQueued(ctx context.Context, opts Options, id, reason string) error {
-	_, err := commands.CancelJob(ctx, opts.Ledger, commands.Cancel{JobID: id, Reason: reason, Now: opts.Now(),
-		Pipelines: &commands.Pipelines{Set: opts.Pipelines, Config: opts.Config}})
+	_, err := commands.CancelJob(ctx, opts.Engine.Ledger(), commands.Cancel{JobID: id, Reason: reason, Now: opts.Now(),
+		Pipelines: opts.Engine.PipelineRuntime()})
 	if errors.Is(err, commands.ErrInvalidTransition) {
 		return nil // it ended meanwhile
 	}

@@ -10,17 +10,19 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
 )
 
 // runner runs one attempt of a job: it records the start, runs the plugin
-// and records the outcome. The dispatch loop's workers and RunJob both run
+// and reports the attempt to its Engine, which records the completion. The dispatch loop's workers and RunJob both run
 // jobs through it.
 type runner struct {
 	ledger  *ledger.Ledger
-	current atomic.Pointer[settings] // what a start claimed now runs with
+	current atomic.Pointer[engine.Engine] // what a start claimed now runs with
+	worker  events.Worker                 // who runs the attempts, as recorded
 	log     *slog.Logger
 	grace   time.Duration
 	now     func() time.Time
@@ -34,11 +36,11 @@ type runner struct {
 func newRunner(opts Options, stopped context.Context) *runner {
 	log := opts.Logger.With("component", "dispatcher")
 	r := &runner{
-		ledger: opts.Ledger, log: log,
+		ledger: opts.Engine.Ledger(), worker: opts.Worker, log: log,
 		grace: opts.Grace, now: opts.Now, pause: newStartPause(log, opts.Now), stopped: stopped,
 		observe: opts.Observer,
 	}
-	r.current.Store(newSettings(opts.Config, opts.Plugins, opts.Pipelines))
+	r.current.Store(opts.Engine)
 	return r
 }
 
@@ -48,8 +50,8 @@ func newRunner(opts Options, stopped context.Context) *runner {
 // runs the job writes the plugin's request only once the start is
 // recorded: a plugin that got its request always has its group on record.
 type startClaim struct {
-	cmd      commands.Start
-	settings *settings // the job runs with these, whatever a reload brings
+	cmd    commands.Start
+	engine *engine.Engine // the job runs with it, whatever a reload brings
 	// handed says the worker whose slot this job took records its start,
 	// with that worker's own outcome (commands.HandOff); else the job's
 	// own worker records it.
@@ -64,9 +66,9 @@ type startClaim struct {
 
 // newClaim is c's start, not recorded yet; handed says by whom (startClaim).
 func (r *runner) newClaim(c candidate, handed bool) *startClaim {
-	s := r.current.Load()
-	return &startClaim{done: make(chan struct{}), ready: make(chan struct{}), settings: s, handed: handed, cmd: commands.Start{
-		JobID: c.id, Timeout: s.config.Timeout(c.plugin, c.command), PID: os.Getpid(), Now: r.now(),
+	e := r.current.Load()
+	return &startClaim{done: make(chan struct{}), ready: make(chan struct{}), engine: e, handed: handed, cmd: commands.Start{
+		JobID: c.id, Timeout: e.Config().Timeout(c.plugin, c.command), PID: os.Getpid(), Worker: &r.worker, Now: r.now(),
 	}}
 }
 
@@ -122,7 +124,6 @@ type attempt struct {
 // A start the ledger refused for now pauses every start (startPause).
 func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited func() *startClaim) attempt {
 	log := r.log.With("job_id", c.id, "plugin", c.plugin, "command", c.command)
-	set := start.settings
 	timeout := start.cmd.Timeout
 	var st commands.Started
 	var startErr error
@@ -134,7 +135,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 	}
 	var res pluginhost.Result
 	var plugin *events.PluginProcess // the process group of the attempt's plugin, once spawned
-	p, cfgJSON, problem := runnable(set, c)
+	p, cfgJSON, problem := runnable(start.engine, c)
 	if problem == "" {
 		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
 			start.spawned(r.ledger, plugin)
@@ -172,33 +173,33 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 		return attempt{startErr: startErr}
 	}
 	r.pause.startRecorded()
-	outcome := commands.Outcome{Kind: events.OutcomeError, Error: problem}
+	job := st.Job
+	a := engine.Attempt{JobID: job.JobID, Attempt: job.Attempt, Worker: r.worker, Kind: events.OutcomeError, Error: problem}
 	if problem == "" {
-		outcome = r.outcome(ctx, res, log)
+		a = r.attemptOf(ctx, job, res, log)
 	}
 	if r.observe != nil {
 		if problem == "" && res.PID == 0 && p.Step == nil && res.Kind == events.OutcomeError {
 			r.observe.SpawnFailed(c.plugin)
 		}
-		r.observe.AttemptEnded(c.plugin, c.command, outcome.Kind, outcome.Duration)
+		r.observe.AttemptEnded(c.plugin, c.command, a.Kind, a.Duration)
 	}
-	job := st.Job
-	current := r.current.Load()
-	complete := commands.Complete{JobID: job.JobID, Attempt: job.Attempt, Outcome: outcome, Now: r.now(),
-		Breaker: current.config.Plugin(job.Plugin).CircuitBreaker, Pipelines: current.pipelines, PipelineJob: job.Pipeline != nil}
-	if outcome.Kind == events.OutcomeOK {
-		r.addFactsAndRouting(&complete, set, job, res)
-	}
-	var next *startClaim
+	a.EndedAt = r.now()
+	local := &engine.Local{Job: job, Response: res.Response, StartedWith: start.engine, Log: log}
 	if exited != nil {
-		next = exited()
+		if next := exited(); next != nil {
+			defer next.record(r.ledger) // should the completion panic, the next job still gets its start
+			// The start records the next job's plugin process: wait for its spawn.
+			<-next.ready
+			local.Next = &engine.Handoff{Start: next.cmd, Answer: next.answer}
+		}
 	}
-	recorded, ok := r.recordOutcome(complete, next, log)
-	if !ok {
+	a.Local = local
+	done, err := r.current.Load().Complete(r.stopped, a)
+	if err != nil {
 		return attempt{}
 	}
-	logOutcome(log, job, outcome, recorded)
-	return attempt{settle: recorded.Seqs[len(recorded.Seqs)-1]}
+	return attempt{settle: done.Seqs[len(done.Seqs)-1]}
 }
 
 // recordStderr records lines the plugin of a running job wrote to stderr
@@ -219,14 +220,14 @@ func (r *runner) recordStderr(job *commands.Job, sl pluginhost.StderrLines) {
 	}
 }
 
-// runnable finds the job's plugin and its config in s, or says why it
+// runnable finds the job's plugin and its config in e, or says why it
 // cannot run.
-func runnable(s *settings, c candidate) (*pluginhost.Plugin, json.RawMessage, string) {
-	if why := s.cannotRun(c.plugin, c.command); why != nil {
+func runnable(e *engine.Engine, c candidate) (*pluginhost.Plugin, json.RawMessage, string) {
+	if why := e.CannotRun(c.plugin, c.command); why != nil {
 		return nil, nil, why.Error()
 	}
-	p, _ := s.plugins.Get(c.plugin)
-	cfgJSON, err := s.pluginConfig(c.plugin)
+	p, _ := e.Plugins().Get(c.plugin)
+	cfgJSON, err := e.PluginConfig(c.plugin)
 	if err != nil {
 		return nil, nil, "encode plugin config: " + err.Error()
 	}

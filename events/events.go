@@ -196,12 +196,22 @@ type Started struct {
 	Attempt    int    `json:"attempt"`
 	DeadlineAt string `json:"deadline_at"`
 	PID        int    `json:"pid,omitempty"` // of the process that runs it (the daemon, or a CLI)
+	// Worker is who runs the attempt; nil in events recorded before it
+	// existed.
+	Worker *Worker `json:"worker,omitempty"`
 	// Plugin is the process group the attempt's plugin runs in, so that
 	// recovery can end it should the process running the job die first;
 	// nil when no plugin process was started (an in-process step, a
 	// plugin that cannot run or could not be spawned), and in events
 	// recorded before it existed.
 	Plugin *PluginProcess `json:"plugin,omitempty"`
+}
+
+// Worker identifies who ran an attempt: a worker's name (a daemon's own
+// workers are "<host name>/local") and the id of its process.
+type Worker struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid,omitempty"`
 }
 
 // PluginProcess identifies a plugin's process, which leads its own process
@@ -240,6 +250,9 @@ type AttemptEnded struct {
 	// DroppedRoutes are the routed children a success did not enqueue
 	// (past service.max_route_depth), and why.
 	DroppedRoutes []DroppedRoute `json:"dropped_routes,omitempty"`
+	// Worker is who ran the attempt; nil in events recorded before it
+	// existed.
+	Worker *Worker `json:"worker,omitempty"`
 }
 
 // StderrWritten is the data of job.stderr_written: lines the plugin of a

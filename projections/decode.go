@@ -91,6 +91,8 @@ func decodeFast(data []byte, d any) bool {
 				return plainString(val, &d.DeadlineAt)
 			case "pid":
 				return integer(val, &d.PID)
+			case "worker":
+				return worker(val, &d.Worker)
 			case "plugin":
 				if len(val) > 0 && val[0] == 'n' {
 					return false // null: encoding/json's
@@ -140,6 +142,8 @@ func decodeFast(data []byte, d any) bool {
 				return boolean(val, &d.StderrTruncated)
 			case "stderr_bytes":
 				return integer(val, &d.StderrBytes)
+			case "worker":
+				return worker(val, &d.Worker)
 			}
 			return false
 		})
@@ -175,6 +179,26 @@ func decodeFast(data []byte, d any) bool {
 		})
 	}
 	return false
+}
+
+// worker decodes a job.started's or an attempt's end's worker into *w.
+func worker(val []byte, w **events.Worker) bool {
+	if len(val) > 0 && val[0] == 'n' {
+		return false // null: encoding/json's
+	}
+	if *w == nil {
+		*w = &events.Worker{}
+	}
+	d := *w
+	return objectFields(val, func(key, val []byte) bool {
+		switch string(key) {
+		case "name":
+			return plainString(val, &d.Name)
+		case "pid":
+			return integer(val, &d.PID)
+		}
+		return false
+	})
 }
 
 // objectFields calls set with each key and value of the compact JSON

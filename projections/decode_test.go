@@ -56,6 +56,8 @@ func TestFastDecodeIsEncodingJSON(t *testing.T) {
 		`{"job_id":"01a1","plugin":"echo","command":"poll","payload":{"a":[1,2,{"b":"}]"}]},"max_attempts":4,"backoff_base_ms":30000,"submitted_by":"cli","dedupe_key":"k","dedupe_ttl_ms":60000,"parent_job_id":"p","source_event_id":"e","event":{"type":"x","payload":"\"quoted\" \\ \u00e9"}}`,
 		`{"attempt":1,"deadline_at":"2026-11-25T10:44:22.029509766Z","pid":31704}`,
 		`{"attempt":1,"deadline_at":"2026-11-25T10:44:22.029509766Z","pid":31704,"plugin":{"pgid":31790,"start_ticks":123456789,"boot_id":"0e1f6c2a-5b8e-4f51-9d37-2f1b0c9a7e11"}}`,
+		`{"attempt":1,"deadline_at":"2026-11-25T10:44:22.029509766Z","pid":31704,"worker":{"name":"box/local","pid":31704},"plugin":{"pgid":31790,"start_ticks":1,"boot_id":"b"}}`,
+		`{"attempt":1,"kind":"ok","retryable":false,"exit_code":0,"duration_ms":3,"worker":{"name":"box/local","pid":31704}}`,
 		`{"attempt":2,"kind":"ok","retryable":false,"exit_code":0,"duration_ms":96,"response":{"status":"ok","result":"echo poll"},"stderr":"line one\nline \"two\"\t\\ /\r\b\f","stderr_truncated":true}`,
 		`{"attempt":1,"error":"exit 3: βeta 🚀","kind":"error","retryable":true,"exit_code":-1,"duration_ms":-9223372036854775}`,
 		`{"attempt":1,"error":"stdout exceeded 10485760 bytes; plugin killed","kind":"protocol_error","retryable":true,"exit_code":-1,"duration_ms":40,"stdout":"oo\n[ductile: 9 bytes left out here; 13 bytes in all]\noo","stdout_bytes":13,"stderr":"e\n[ductile: 1 bytes left out here; 3 bytes in all]\ne","stderr_truncated":true,"stderr_bytes":3}`,
@@ -76,6 +78,7 @@ func TestFastDecodeIsEncodingJSON(t *testing.T) {
 		`{"plugin":"a","plugin":"b"}`, `{"attempt":1,"attempt":2}`, // the last one wins
 		`{"plugin":null}`, `{"payload":null}`, `{"retryable":null}`, // null
 		`{ "plugin":"x"}`, `{"plugin" :"x"}`, `{"attempt":1 }`, ` {"attempt":1}`, // whitespace
+		`{"worker":null}`, `{"worker":{"name":"a","x":1}}`, `{"worker":{"name":"a"},"worker":{"pid":2}}`,
 		`{"plugin":{"pgid":1,"start_ticks":-1}}`, `{"plugin":{"start_ticks":18446744073709551615}}`, `{"plugin":null}`, `{"plugin":{"x":1}}`,
 		`{"attempt":1.0}`, `{"attempt":1e3}`, `{"attempt":99999999999999999999}`, `{"attempt":-0}`, // numbers
 		`{"attempt":"1"}`, `{"plugin":1}`, `{"retryable":1}`, `{"payload":"text"}`, // other types
@@ -89,6 +92,8 @@ func TestFastDecodeIsEncodingJSON(t *testing.T) {
 // valid JSON.
 func FuzzFastDecode(f *testing.F) {
 	for _, seed := range []string{
+		`{"attempt":1,"deadline_at":"2026-11-25T10:44:22.029509766Z","pid":31704,"worker":{"name":"box/local","pid":31704},"plugin":{"pgid":31790,"start_ticks":1,"boot_id":"b"}}`,
+		`{"attempt":1,"kind":"ok","retryable":false,"exit_code":0,"duration_ms":3,"worker":{"name":"box/local","pid":31704}}`,
 		`{"attempt":2,"kind":"ok","retryable":false,"exit_code":0,"duration_ms":96,"response":{"status":"ok"},"stderr":"a\nb"}`,
 		`{"job_id":"01a1","plugin":"echo","command":"poll","payload":{"a":[1,"]"]},"max_attempts":4,"event":{"x":"\\"}}`,
 		`{"fact_type":"t","fact":{"runs":1},"compatibility_view":"mirror_object"}`,
