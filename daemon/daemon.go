@@ -213,7 +213,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			d.schedules = previousSchedules(prev.ConfigAppliedData, d.started)
 		}
 		// What it runs with, for the CLI to check enqueues against.
-		if _, err := recordApplied(ctx, d.Ledger, d.current.Load().applied); err != nil {
+		if _, err := commands.RecordApplied(ctx, d.Ledger, d.current.Load().applied); err != nil {
 			return nil, err
 		}
 		// Before any job of theirs can start; bounded by timeouts.init.

@@ -137,9 +137,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 			failed.Errors, failed.Forceable = refused.Errors, refused.Forceable
 		}
 		d.log.Error("config reload refused: keeping the config in use", "errors", failed.Error, "forceable", failed.Forceable)
-		_, rerr := d.Ledger.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
-			Type: events.ConfigReloadFailed, Data: failed, Meta: ledger.Meta{Actor: "daemon"}})
-		return events.ConfigAppliedData{}, errors.Join(err, rerr)
+		return events.ConfigAppliedData{}, errors.Join(err, commands.RecordReloadFailed(ctx, d.Ledger, failed))
 	}
 	cfg, reg, set := rc.Config, rc.Plugins, rc.Pipelines
 	for name, step := range d.steps {
@@ -165,7 +163,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.dispatch.Grace}); err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: recording plugin inits failed: %w", err)
 	}
-	seq, err := recordApplied(ctx, d.Ledger, a)
+	seq, err := commands.RecordApplied(ctx, d.Ledger, a)
 	if err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
 	}
