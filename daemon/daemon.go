@@ -21,10 +21,9 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/dispatch"
-	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/metrics"
-	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/projections"
@@ -88,8 +87,8 @@ type Daemon struct {
 	lock      *Lock
 	dispatch  dispatch.Options // what RunJob runs jobs with
 	steps     map[string]pluginhost.Step
-	current   atomic.Pointer[current]
-	reloading sync.Mutex // one Reload at a time
+	engine    atomic.Pointer[engine.Engine] // the runtime of the config applied now: a reload swaps it whole
+	reloading sync.Mutex                    // one Reload at a time
 	// reloadsAnswered is the seq the last Reload answered requests up to
 	// (config.reload_requested); the ledger's head at Open.
 	reloadsAnswered int64
@@ -106,28 +105,16 @@ type Daemon struct {
 	closeErr  error
 }
 
-// current is what the daemon runs with: a reload replaces it whole.
-type current struct {
-	config  *config.Config
-	plugins *pluginhost.Registry
-	// pipelines are the compiled pipelines with the config, as a command
-	// ending a job here moves runs on with them (one per applied config:
-	// its cache of recorded versions serves every such command).
-	pipelines *commands.Pipelines
-	applied   events.ConfigAppliedData
-	auth      *auth.Registry // the API's tokens and the webhooks' secrets, from config
-}
-
-// newCurrent is what a daemon that applied cfg decides with.
-func newCurrent(cfg *config.Config, reg *pluginhost.Registry, set *pipeline.Set, applied events.ConfigAppliedData) *current {
-	return &current{config: cfg, plugins: reg, pipelines: &commands.Pipelines{Set: set, Config: cfg}, applied: applied, auth: auth.New(cfg)}
-}
-
 // Config is the config the daemon runs with now (read-only).
-func (d *Daemon) Config() *config.Config { return d.current.Load().config }
+func (d *Daemon) Config() *config.Config { return d.Engine().Config() }
 
 // Plugins are the plugins the daemon runs now.
-func (d *Daemon) Plugins() *pluginhost.Registry { return d.current.Load().plugins }
+func (d *Daemon) Plugins() *pluginhost.Registry { return d.Engine().Plugins() }
+
+// Engine is the runtime of the config the daemon applied last: what front
+// ends call. A reload replaces it; a caller keeps the one it loaded for the
+// whole of what it does.
+func (d *Daemon) Engine() *engine.Engine { return d.engine.Load() }
 
 // Open takes the lock, opens and migrates the ledger, loads plugins (a
 // daemon records what it loaded: config.applied, and runs their init
@@ -202,7 +189,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	applied := Applied(reg, cfg, "start")
 	applied.StartedAt = commands.Time(d.started)
 	applied.Pipelines, applied.SkippedPipelines = appliedPipelines(set), skippedPipelines
-	d.current.Store(newCurrent(cfg, reg, set, applied))
+	d.engine.Store(engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: applied, Plugins: reg, Pipelines: set}))
 	if !opts.NoDispatch {
 		// The schedules the previous daemon ran count on where unchanged.
 		prev, ok, err := LastApplied(ctx, d.Ledger)
@@ -213,7 +200,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 			d.schedules = previousSchedules(prev.ConfigAppliedData, d.started)
 		}
 		// What it runs with, for the CLI to check enqueues against.
-		if _, err := commands.RecordApplied(ctx, d.Ledger, d.current.Load().applied); err != nil {
+		if _, err := commands.RecordApplied(ctx, d.Ledger, applied); err != nil {
 			return nil, err
 		}
 		// Before any job of theirs can start; bounded by timeouts.init.

@@ -89,8 +89,8 @@ func appliedPipelines(set *pipeline.Set) []events.AppliedPipeline {
 
 // Pipelines are the compiled pipelines the daemon runs now: what POST
 // /pipeline/{name} and the CLI start runs of.
-func (d *Daemon) Pipelines() *pipeline.Set { return d.current.Load().pipelines.Set }
+func (d *Daemon) Pipelines() *pipeline.Set { return d.Engine().Pipelines() }
 
 // pipelineRuntime is what a command ending a job here moves pipeline runs
 // on with: the current pipelines and config.
-func (d *Daemon) pipelineRuntime() *commands.Pipelines { return d.current.Load().pipelines }
+func (d *Daemon) pipelineRuntime() *commands.Pipelines { return d.Engine().PipelineRuntime() }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
@@ -148,7 +149,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	if cfg.StateDir != "" && cfg.StateDir != d.Config().StateDir {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("state_dir changed in the config (%s): a reload cannot move the ledger; restart the daemon to use it (in use: %s)", cfg.StateDir, d.StateDir))
 	}
-	old := d.current.Load().applied
+	old := d.Engine().Applied()
 	a := Applied(reg, cfg, "reload")
 	a.Pipelines, a.SkippedPipelines = appliedPipelines(set), rc.SkippedPipelines
 	a.Through, a.StartedAt = through, old.StartedAt
@@ -167,10 +168,11 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	if err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
 	}
+	e := engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set})
 	if d.Dispatcher != nil {
-		d.Dispatcher.ApplyPipelines(cfg, reg, set)
+		d.Dispatcher.ApplyPipelines(e.Config(), e.Plugins(), e.Pipelines())
 	}
-	d.current.Store(newCurrent(cfg, reg, set, a))
+	d.engine.Store(e)
 	d.applySchedules(time.Now())
 	for _, e := range a.Errors {
 		d.log.Error("config reloaded with an error (forced)", "error", e)

@@ -62,7 +62,7 @@ func RunSandboxStep(ctx context.Context, s SandboxStep) (views.StepRun, error) {
 	defer d.Close()
 	p := d.Pipelines().Pipelines[s.Pipeline]
 	if p == nil {
-		for _, skipped := range d.current.Load().applied.SkippedPipelines {
+		for _, skipped := range d.Engine().Applied().SkippedPipelines {
 			if skipped.Name == s.Pipeline {
 				return views.StepRun{}, fmt.Errorf("%w: pipeline %s cannot run: %s", commands.ErrInvalidCommand, s.Pipeline, skipped.Reason)
 			}
