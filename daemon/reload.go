@@ -161,7 +161,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	// unhealthy. Then the record, and only once it is in the ledger does
 	// the daemon run with the new config: the ledger never says one config
 	// while the daemon runs another.
-	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.dispatch.Grace}); err != nil {
+	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.grace}); err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: recording plugin inits failed: %w", err)
 	}
 	seq, err := commands.RecordApplied(ctx, d.Ledger, a)
@@ -169,9 +169,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
 	}
 	e := engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set})
-	if d.Dispatcher != nil {
-		d.Dispatcher.ApplyPipelines(e.Config(), e.Plugins(), e.Pipelines())
-	}
+	d.Dispatcher.ApplyPipelines(e.Config(), e.Plugins(), e.Pipelines())
 	d.engine.Store(e)
 	d.applySchedules(time.Now())
 	for _, e := range a.Errors {
@@ -264,7 +262,7 @@ func (d *Daemon) cancelQueued(ctx context.Context, plugin, reason string, seq in
 		}
 		for _, j := range queued {
 			_, err := commands.CancelJob(ctx, d.Ledger, commands.Cancel{JobID: j.ID, Reason: reason, Actor: "daemon", Now: time.Now(),
-				Pipelines: d.pipelineRuntime()})
+				Pipelines: d.Engine().PipelineRuntime()})
 			if err != nil && !errors.Is(err, commands.ErrInvalidTransition) {
 				return err
 			}

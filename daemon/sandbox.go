@@ -55,7 +55,7 @@ func RunSandboxStep(ctx context.Context, s SandboxStep) (views.StepRun, error) {
 	// What the plugin writes to stderr is in the report: the runner's
 	// lines about it are detail here (shown with --verbose).
 	log = slog.New(demoted{log.Handler()})
-	d, err := Open(ctx, Options{StateDir: dir, Config: s.Config, Logger: log, NoDispatch: true})
+	d, err := OpenCore(ctx, CoreOptions{StateDir: dir, Config: s.Config, Logger: log})
 	if err != nil {
 		return views.StepRun{}, fmt.Errorf("sandbox: %w", err)
 	}
