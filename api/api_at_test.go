@@ -13,6 +13,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/views"
 )
 
 // mark is the ledger's head.
@@ -73,7 +74,7 @@ func TestJobTreeAt(t *testing.T) {
 	requireError(t, r, 404, "not_found")
 	require.Contains(t, r.body["message"], "did not exist yet")
 
-	_, archive, err := commands.ArchiveLedger{Before: boundary}.Run(ctx, f.l)
+	_, archive, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: boundary}.Run(ctx, f.l)
 	require.NoError(t, err)
 	require.Positive(t, archive.LastSeq)
 	r = f.do("GET", "/job/"+id+"/tree?at=1", "jobs-ro", nil)

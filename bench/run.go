@@ -136,10 +136,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	cfg.Service.MaxWorkers = opts.Workers
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	daemonOptions := daemon.Options{StateDir: filepath.Join(dir, "state"), Config: cfg, Logger: quiet}
+	open := daemon.Open
 	if opts.InProcess {
-		daemonOptions.Steps = map[string]pluginhost.Step{"bench": noopStep}
+		open = func(ctx context.Context, o daemon.Options) (*daemon.Daemon, error) {
+			return daemon.OpenBench(ctx, o, map[string]pluginhost.Step{"bench": noopStep})
+		}
 	}
-	d, err := daemon.Open(ctx, daemonOptions)
+	d, err := open(ctx, daemonOptions)
 	if err != nil {
 		return res, err
 	}

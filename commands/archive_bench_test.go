@@ -16,6 +16,7 @@ import (
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
+	"github.com/ductile/ductile/views"
 )
 
 // BenchmarkLedgerArchive runs b.N jobs (enqueue, start, succeed, with a
@@ -81,7 +82,7 @@ func BenchmarkLedgerArchive(b *testing.B) {
 
 	now.Store(old.Add(24 * time.Hour).UnixNano())
 	b.ResetTimer()
-	_, a, err := commands.ArchiveLedger{Before: old.Add(time.Hour)}.Run(ctx, l)
+	_, a, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: old.Add(time.Hour)}.Run(ctx, l)
 	b.StopTimer()
 	if err != nil {
 		b.Fatal(err)

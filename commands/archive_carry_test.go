@@ -16,6 +16,7 @@ import (
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/queries"
 	"github.com/ductile/ductile/schedule"
+	"github.com/ductile/ductile/views"
 )
 
 // carryBundle is a ledger whose recorded_at clock the test sets, with its
@@ -125,7 +126,7 @@ func TestArchiveMovesQuietStreamsAndTheirStateIsCarried(t *testing.T) {
 	require.NoError(t, err)
 
 	b.set(t0.Add(365 * 24 * time.Hour))
-	plan, a, err := commands.ArchiveLedger{Before: t0.Add(300 * 24 * time.Hour)}.Run(b.ctx, b.l)
+	plan, a, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: t0.Add(300 * 24 * time.Hour)}.Run(b.ctx, b.l)
 	require.NoError(t, err)
 	require.Empty(t, plan.Lowered)
 	require.Equal(t, head, plan.Through, "everything before the cutoff moves")

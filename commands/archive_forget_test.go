@@ -9,6 +9,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/views"
 )
 
 // TestArchiveForgetsFinishedRunStreams: a finished run archived whole is
@@ -26,7 +27,7 @@ func TestArchiveForgetsFinishedRunStreams(t *testing.T) {
 	b.waitProjected(t)
 
 	b.set(t0.Add(10 * 24 * time.Hour))
-	plan, a, err := commands.ArchiveLedger{Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
+	plan, a, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
 	require.NoError(t, err)
 	require.NotZero(t, a.LastSeq, plan.Lowered)
 

@@ -99,7 +99,7 @@ func TestArchiveKeepsARunningRunAndItsVersion(t *testing.T) {
 	b.waitProjected(t)
 
 	b.set(t0.Add(10 * 24 * time.Hour))
-	plan, _, err := commands.ArchiveLedger{Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
+	plan, _, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
 	require.NoError(t, err)
 	require.Contains(t, plan.Lowered, "pipeline run "+run.RunID)
 	b.waitProjected(t)
@@ -142,7 +142,7 @@ func TestArchiveStopsBeforeARunningRunsStart(t *testing.T) {
 	b.waitProjected(t)
 
 	b.set(t0.Add(10 * 24 * time.Hour))
-	plan, _, err := commands.ArchiveLedger{Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
+	plan, _, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
 	require.NoError(t, err)
 	require.Contains(t, plan.Lowered, "pipeline run "+running.RunID)
 	b.waitProjected(t)
@@ -170,7 +170,7 @@ func TestArchiveKeepsTheRowOfARunFinishedAfterTheCut(t *testing.T) {
 	b.waitProjected(t)
 
 	b.set(t0.Add(10 * 24 * time.Hour))
-	plan, a, err := commands.ArchiveLedger{Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
+	plan, a, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: t0.Add(5 * 24 * time.Hour)}.Run(b.ctx, b.l)
 	require.NoError(t, err)
 	require.NotZero(t, a.LastSeq, plan.Lowered)
 	b.waitProjected(t)

@@ -13,6 +13,7 @@ import (
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/views"
 )
 
 // jobTotals reads job_totals as "plugin/status" → n.
@@ -53,7 +54,7 @@ func TestArchiveKeepsJobTotals(t *testing.T) {
 
 	// Archive the first five days (three succeeded and two dead jobs).
 	b.set(t0.Add(365 * 24 * time.Hour))
-	plan, _, err := commands.ArchiveLedger{Before: t0.Add(5*24*time.Hour + time.Hour)}.Run(b.ctx, b.l)
+	plan, _, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: t0.Add(5*24*time.Hour + time.Hour)}.Run(b.ctx, b.l)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), plan.JobStreams)
 	b.waitProjected(t)

@@ -29,7 +29,7 @@ type APIOptions struct {
 type appliedGuard struct{ d *Daemon }
 
 func (g appliedGuard) Check(authorization string, need auth.Scope) (string, error) {
-	return g.d.current.Load().auth.Check(authorization, need)
+	return g.d.Engine().Auth().Check(authorization, need)
 }
 
 // apiShutdownTimeout bounds how long Close waits for API requests under way.
@@ -63,7 +63,7 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	}
 	if opts.Guard == nil {
 		opts.Guard = appliedGuard{d}
-		if d.current.Load().auth.Len() == 0 {
+		if d.Engine().Auth().Len() == 0 {
 			d.log.Warn("api: no tokens are configured, so every request but /healthz is refused: make one with: ductile --config FILE config token create NAME --scopes plugin:rw,jobs:rw (tokens live in a file the config includes; with no config yet, write an empty config.yaml and start the daemon with --config), then ductile system reload")
 		}
 	}
@@ -78,8 +78,8 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 		Events: opts.Events, Metrics: opts.Metrics, Logger: d.log, Started: d.started,
 		Pipelines: d.Pipelines, CanRun: d.canRun,
 		Current: func() (*config.Config, events.ConfigAppliedData) {
-			c := d.current.Load()
-			return c.config, c.applied
+			e := d.Engine()
+			return e.Config(), e.Applied()
 		},
 	})
 	d.api = &apiServer{server: s, served: make(chan error, 1)}

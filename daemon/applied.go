@@ -38,17 +38,6 @@ func Applied(reg *pluginhost.Registry, cfg *config.Config, reason string) events
 	return a
 }
 
-// recordApplied appends config.applied to the system stream and returns
-// its seq.
-func recordApplied(ctx context.Context, l *ledger.Ledger, a events.ConfigAppliedData) (int64, error) {
-	seqs, err := l.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
-		Type: events.ConfigApplied, Data: a, Meta: ledger.Meta{Actor: "daemon"}})
-	if err != nil {
-		return 0, fmt.Errorf("record applied config: %w", err)
-	}
-	return seqs[0], nil
-}
-
 // AppliedRecord is a config.applied event: what a daemon ran with from Seq
 // on, recorded at At.
 type AppliedRecord struct {

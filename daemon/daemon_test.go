@@ -112,9 +112,14 @@ func TestOpenErrorIsAnErrorAndReleasesTheLock(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(daemon.DBPath(dir), 0o700)) // the ledger cannot open a directory
-	_, err := daemon.Open(context.Background(), daemon.Options{StateDir: dir, NoDispatch: true})
+	_, err := daemon.OpenCore(context.Background(), daemon.CoreOptions{StateDir: dir})
 	require.Error(t, err)
 	l, err := daemon.AcquireLock(dir, daemon.RoleDaemon)
 	require.NoError(t, err, "the lock was released")
+	require.NoError(t, l.Release())
+	_, err = daemon.Open(context.Background(), daemon.Options{StateDir: dir})
+	require.Error(t, err)
+	l, err = daemon.AcquireLock(dir, daemon.RoleDaemon)
+	require.NoError(t, err, "the lock was released by the daemon too")
 	require.NoError(t, l.Release())
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
@@ -41,7 +42,7 @@ type HealthOptions struct {
 	// Parallelism bounds the checks run at once (default
 	// DefaultLifecycleParallelism).
 	Parallelism int
-	// Actor is recorded in the events' meta (default "cli").
+	// Actor is recorded in the events' meta (default commands.ByCLI).
 	Actor string
 }
 
@@ -66,9 +67,6 @@ func CheckHealth(ctx context.Context, opts HealthOptions) ([]HealthReport, error
 		log = slog.Default()
 	}
 	log = log.With("component", "pluginhost")
-	if opts.Actor == "" {
-		opts.Actor = "cli"
-	}
 	var plugins []*pluginhost.Plugin
 	if len(opts.Names) == 0 {
 		plugins = opts.Plugins.List()
@@ -122,13 +120,7 @@ func checkOne(ctx context.Context, opts HealthOptions, log *slog.Logger, p *plug
 	if r.Status == events.Unhealthy {
 		log.Warn("plugin unhealthy", "plugin", p.Name, "outcome", string(res.Kind), "err", res.Err)
 	}
-	_, err = opts.Ledger.Append(context.WithoutCancel(ctx), ledger.NewEvent{
-		Stream: events.PluginHealthStream(p.Name), ExpectedVersion: ledger.AnyVersion, Type: events.PluginHealthChecked,
-		Data: events.HealthCheckedData{Status: r.Status, Message: r.Message, Outcome: res.Kind, RunID: runID, DurationMS: r.DurationMS},
-		Meta: ledger.Meta{Actor: opts.Actor},
-	})
-	if err != nil {
-		return r, fmt.Errorf("record health of plugin %s: %w", p.Name, err)
-	}
-	return r, nil
+	err = commands.RecordHealth(context.WithoutCancel(ctx), opts.Ledger, commands.HealthCheck{Plugin: p.Name, Status: r.Status,
+		Message: r.Message, Outcome: res.Kind, RunID: runID, Duration: res.Duration, Actor: opts.Actor})
+	return r, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zeebo/blake3"
 	"zombiezen.com/go/sqlite"
 
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
@@ -46,7 +47,7 @@ type InitOptions struct {
 	// Parallelism bounds the inits run at once (default
 	// DefaultLifecycleParallelism).
 	Parallelism int
-	// Actor is recorded in the events' meta (default "daemon").
+	// Actor is recorded in the events' meta (default commands.ByDaemon).
 	Actor string
 }
 
@@ -77,9 +78,6 @@ func InitPlugins(ctx context.Context, opts InitOptions) ([]InitResult, error) {
 		log = slog.Default()
 	}
 	log = log.With("component", "pluginhost")
-	if opts.Actor == "" {
-		opts.Actor = "daemon"
-	}
 	var todo []*pluginhost.Plugin
 	for _, p := range opts.Plugins.List() {
 		if _, ok := p.Command(InitCommand); ok && opts.Config.Plugin(p.Name).Enabled {
@@ -121,24 +119,17 @@ func initOne(ctx context.Context, opts InitOptions, log *slog.Logger, p *pluginh
 		log.Warn("plugin init interrupted", "plugin", p.Name)
 		return r, nil
 	}
-	ev := ledger.NewEvent{Stream: events.PluginHealthStream(p.Name), ExpectedVersion: ledger.AnyVersion,
-		Meta: ledger.Meta{Actor: opts.Actor}}
+	run := commands.InitRun{Plugin: p.Name, ConfigHash: hash, Version: p.Manifest.Version, RunID: runID, Outcome: res.Kind,
+		Duration: res.Duration, Actor: opts.Actor}
 	if res.Kind == events.OutcomeOK {
-		ev.Type = events.PluginInitialized
-		ev.Data = events.InitializedData{ConfigHash: hash, Version: p.Manifest.Version, RunID: runID, DurationMS: res.Duration.Milliseconds()}
 		log.Info("plugin initialized", "plugin", p.Name, "duration_ms", res.Duration.Milliseconds())
 	} else {
-		ev.Type = events.PluginInitFailed
-		ev.Data = events.InitFailedData{ConfigHash: hash, Version: p.Manifest.Version, RunID: runID, Error: res.Err,
-			Outcome: res.Kind, ExitCode: res.ExitCode, Stderr: tail(res.Stderr, stderrTailBytes), DurationMS: res.Duration.Milliseconds()}
+		run.Error, run.ExitCode, run.Stderr = res.Err, res.ExitCode, tail(res.Stderr, stderrTailBytes)
 		log.Error("plugin init failed: the plugin is unhealthy until an init succeeds (fix it, then reload or restart); its jobs still run",
 			"plugin", p.Name, "outcome", string(res.Kind), "err", res.Err)
 	}
 	// Recorded even if ctx ended meanwhile: the run happened.
-	if _, err := opts.Ledger.Append(context.WithoutCancel(ctx), ev); err != nil {
-		return r, fmt.Errorf("record init of plugin %s: %w", p.Name, err)
-	}
-	return r, nil
+	return r, commands.RecordInit(context.WithoutCancel(ctx), opts.Ledger, run)
 }
 
 // runLifecycle runs command (init or health) of p once, with the plugin's

@@ -68,8 +68,8 @@ func BenchmarkInitPlugins(b *testing.B) {
 				modes[name] = "ok"
 			}
 			cfg := lifecycleConfig(root, modes)
-			d, err := daemon.Open(context.Background(), daemon.Options{StateDir: filepath.Join(b.TempDir(), "state"), Config: cfg,
-				Logger: slog.New(slog.DiscardHandler), NoDispatch: true})
+			d, err := daemon.OpenCore(context.Background(), daemon.CoreOptions{StateDir: filepath.Join(b.TempDir(), "state"), Config: cfg,
+				Logger: slog.New(slog.DiscardHandler)})
 			require.NoError(b, err)
 			defer d.Close()
 			opts := daemon.InitOptions{Ledger: d.Ledger, Plugins: d.Plugins(), Config: cfg, Logger: slog.New(slog.DiscardHandler)}

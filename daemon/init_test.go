@@ -209,7 +209,7 @@ func TestCheckHealth(t *testing.T) {
 	pc.Enabled = false
 	cfg.Plugins["off"] = pc
 
-	d, err := daemon.Open(ctx, daemon.Options{StateDir: state, Config: cfg, NoDispatch: true})
+	d, err := daemon.OpenCore(ctx, daemon.CoreOptions{StateDir: state, Config: cfg})
 	require.NoError(t, err)
 	reports, err := daemon.CheckHealth(ctx, daemon.HealthOptions{Ledger: d.Ledger, Plugins: d.Plugins(), Config: cfg,
 		Names: []string{"good", "sick", "plain", "off"}})
@@ -264,7 +264,7 @@ func TestInitConfigHash(t *testing.T) {
 	root := t.TempDir()
 	writeLifecyclePlugin(t, root, "p", "poll", "init")
 	cfg := lifecycleConfig(root, map[string]string{"p": "ok"})
-	d, err := daemon.Open(context.Background(), daemon.Options{StateDir: filepath.Join(t.TempDir(), "state"), Config: cfg, NoDispatch: true})
+	d, err := daemon.OpenCore(context.Background(), daemon.CoreOptions{StateDir: filepath.Join(t.TempDir(), "state"), Config: cfg})
 	require.NoError(t, err)
 	defer d.Close()
 	p, ok := d.Plugins().Get("p")

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pipeline"
@@ -87,10 +86,6 @@ func appliedPipelines(set *pipeline.Set) []events.AppliedPipeline {
 	return out
 }
 
-// Pipelines are the compiled pipelines the daemon runs now: what POST
+// Pipelines are the compiled pipelines of the config applied now: what POST
 // /pipeline/{name} and the CLI start runs of.
-func (d *Daemon) Pipelines() *pipeline.Set { return d.current.Load().pipelines.Set }
-
-// pipelineRuntime is what a command ending a job here moves pipeline runs
-// on with: the current pipelines and config.
-func (d *Daemon) pipelineRuntime() *commands.Pipelines { return d.current.Load().pipelines }
+func (c *Core) Pipelines() *pipeline.Set { return c.Engine().Pipelines() }

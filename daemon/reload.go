@@ -138,9 +138,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 			failed.Errors, failed.Forceable = refused.Errors, refused.Forceable
 		}
 		d.log.Error("config reload refused: keeping the config in use", "errors", failed.Error, "forceable", failed.Forceable)
-		_, rerr := d.Ledger.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
-			Type: events.ConfigReloadFailed, Data: failed, Meta: ledger.Meta{Actor: "daemon"}})
-		return events.ConfigAppliedData{}, errors.Join(err, rerr)
+		return events.ConfigAppliedData{}, errors.Join(err, commands.RecordReloadFailed(ctx, d.Ledger, failed))
 	}
 	cfg, reg, set := rc.Config, rc.Plugins, rc.Pipelines
 	for name, step := range d.steps {
@@ -151,7 +149,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	if cfg.StateDir != "" && cfg.StateDir != d.Config().StateDir {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("state_dir changed in the config (%s): a reload cannot move the ledger; restart the daemon to use it (in use: %s)", cfg.StateDir, d.StateDir))
 	}
-	old := d.current.Load().applied
+	old := d.Engine().Applied()
 	a := Applied(reg, cfg, "reload")
 	a.Pipelines, a.SkippedPipelines = appliedPipelines(set), rc.SkippedPipelines
 	a.Through, a.StartedAt = through, old.StartedAt
@@ -163,17 +161,16 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	// unhealthy. Then the record, and only once it is in the ledger does
 	// the daemon run with the new config: the ledger never says one config
 	// while the daemon runs another.
-	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.dispatch.Grace}); err != nil {
+	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.grace}); err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: recording plugin inits failed: %w", err)
 	}
-	seq, err := recordApplied(ctx, d.Ledger, a)
+	seq, err := commands.RecordApplied(ctx, d.Ledger, a)
 	if err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
 	}
-	if d.Dispatcher != nil {
-		d.Dispatcher.Apply(engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set}))
-	}
-	d.current.Store(newCurrent(cfg, reg, set, a))
+	e := engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set})
+	d.Dispatcher.Apply(e)
+	d.engine.Store(e)
 	d.applySchedules(time.Now())
 	for _, e := range a.Errors {
 		d.log.Error("config reloaded with an error (forced)", "error", e)
@@ -265,7 +262,7 @@ func (d *Daemon) cancelQueued(ctx context.Context, plugin, reason string, seq in
 		}
 		for _, j := range queued {
 			_, err := commands.CancelJob(ctx, d.Ledger, commands.Cancel{JobID: j.ID, Reason: reason, Actor: "daemon", Now: time.Now(),
-				Pipelines: d.pipelineRuntime()})
+				Pipelines: d.Engine().PipelineRuntime()})
 			if err != nil && !errors.Is(err, commands.ErrInvalidTransition) {
 				return err
 			}

@@ -56,8 +56,8 @@ func openReport(stateDir string) (*reportFile, error) {
 	return &reportFile{f: f, path: path}, nil
 }
 
-// update rewrites the report with what d says of itself now. A failure is
-// logged: the report is advice, the daemon runs on.
+// update rewrites the report with what d says of itself now; nothing once
+// closed. A failure is logged: the report is advice, the daemon runs on.
 func (r *reportFile) update(d *Daemon) {
 	if r == nil {
 		return
@@ -72,6 +72,9 @@ func (r *reportFile) update(d *Daemon) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.f == nil {
+		return
+	}
 	if err == nil {
 		_, err = r.f.WriteAt(append(b, strings.Repeat(" ", reportSize-len(b))...), 0)
 	}
@@ -87,7 +90,9 @@ func (r *reportFile) close() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return errors.Join(r.f.Close(), os.Remove(r.path))
+	f := r.f
+	r.f = nil
+	return errors.Join(f.Close(), os.Remove(r.path))
 }
 
 // ReadReport reads the report of the daemon of a state directory whose

@@ -55,14 +55,14 @@ func RunSandboxStep(ctx context.Context, s SandboxStep) (views.StepRun, error) {
 	// What the plugin writes to stderr is in the report: the runner's
 	// lines about it are detail here (shown with --verbose).
 	log = slog.New(demoted{log.Handler()})
-	d, err := Open(ctx, Options{StateDir: dir, Config: s.Config, Logger: log, NoDispatch: true})
+	d, err := OpenCore(ctx, CoreOptions{StateDir: dir, Config: s.Config, Logger: log})
 	if err != nil {
 		return views.StepRun{}, fmt.Errorf("sandbox: %w", err)
 	}
 	defer d.Close()
 	p := d.Pipelines().Pipelines[s.Pipeline]
 	if p == nil {
-		for _, skipped := range d.current.Load().applied.SkippedPipelines {
+		for _, skipped := range d.Engine().Applied().SkippedPipelines {
 			if skipped.Name == s.Pipeline {
 				return views.StepRun{}, fmt.Errorf("%w: pipeline %s cannot run: %s", commands.ErrInvalidCommand, s.Pipeline, skipped.Reason)
 			}

@@ -61,9 +61,6 @@ func (d *Daemon) startScheduler(ctx context.Context, log *slog.Logger) {
 // start, the previous daemon's), else at: a changed entry, or one applied
 // again after a gap, has no missed firings to catch up.
 func (d *Daemon) applySchedules(at time.Time) {
-	if d.Scheduler == nil {
-		return
-	}
 	reg := d.Plugins()
 	now := Schedules(d.Config(), func(name string) bool {
 		_, ok := reg.Get(name)

@@ -19,7 +19,7 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 		return nil
 	}
 	if secrets == nil {
-		secrets = func() auth.Secrets { return d.current.Load().auth }
+		secrets = func() auth.Secrets { return d.Engine().Auth() }
 	}
 	for _, e := range cfg.WebhookSettings.Endpoints {
 		if s := secrets(); s == nil || !defined(s, e.SecretRef) {
@@ -53,15 +53,15 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 // executable file (pluginhost.Plugin.Runnable: a chmod -x or a removal
 // since the plugin was loaded). Else a *commands.TargetError says why.
 func (d *Daemon) canRun(plugin, command string) error {
-	c := d.current.Load()
-	p, err := commands.TargetPlugin(c.applied, plugin)
+	e := d.Engine()
+	p, err := commands.TargetPlugin(e.Applied(), plugin)
 	if err != nil {
 		return err
 	}
 	if _, err := commands.TargetCommand(p, command); err != nil {
 		return err
 	}
-	if loaded, ok := c.plugins.Get(plugin); ok {
+	if loaded, ok := e.Plugins().Get(plugin); ok {
 		if err := loaded.Runnable(); err != nil {
 			return &commands.TargetError{Kind: commands.ErrPluginUnrunnable, Plugin: plugin, Reason: err.Error()}
 		}
@@ -78,7 +78,7 @@ func defined(s auth.Secrets, name string) bool {
 // enabled (a /healthz's plugins_loaded).
 func (d *Daemon) pluginsRunning() int {
 	n := 0
-	for _, p := range d.current.Load().applied.Plugins {
+	for _, p := range d.Engine().Applied().Plugins {
 		if p.Enabled {
 			n++
 		}

@@ -133,7 +133,8 @@ const drainTimeout = 300 * time.Millisecond
 type testBundle struct {
 	t   *testing.T
 	ctx context.Context
-	d   *daemon.Daemon
+	d   *daemon.Daemon // nil from setupCore
+	c   *daemon.Core   // d's, or from setupCore
 	dir string
 }
 
@@ -141,18 +142,13 @@ func setup(t *testing.T, maxWorkers int, tune func(cfg *config.Config)) *testBun
 	return setupWith(t, maxWorkers, tune, daemon.Options{})
 }
 
-// setupWith opens a daemon with opts (Logger, Ledger, NoDispatch) on top of
-// the test defaults.
+// setupWith opens a daemon with opts (Logger, Ledger) on top of the test
+// defaults.
 func setupWith(t *testing.T, maxWorkers int, tune func(cfg *config.Config), opts daemon.Options) *testBundle {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	cfg := config.Default()
-	cfg.PluginRoots = []string{pluginRoot}
-	cfg.Service.MaxWorkers = maxWorkers
-	if tune != nil {
-		tune(cfg)
-	}
+	cfg := testConfig(maxWorkers, tune)
 	dir := t.TempDir()
 	opts.StateDir, opts.Config, opts.Grace, opts.DrainTimeout = dir, cfg, 200*time.Millisecond, drainTimeout
 	if opts.Logger == nil {
@@ -164,7 +160,33 @@ func setupWith(t *testing.T, maxWorkers int, tune func(cfg *config.Config), opts
 	d, err := daemon.Open(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Close()) })
-	return &testBundle{t: t, ctx: ctx, d: d, dir: dir}
+	return &testBundle{t: t, ctx: ctx, d: d, c: d.Core, dir: dir}
+}
+
+// setupCore opens a Core alone with the test defaults: no dispatcher, so a
+// job runs only when RunJob runs it (plugin run without a daemon).
+func setupCore(t *testing.T, tune func(cfg *config.Config), log *slog.Logger) *testBundle {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	c, err := daemon.OpenCore(ctx, daemon.CoreOptions{StateDir: dir, Config: testConfig(1, tune), Logger: log,
+		Ledger: ledger.Options{Synchronous: "NORMAL"}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return &testBundle{t: t, ctx: ctx, c: c, dir: dir}
+}
+
+// testConfig is the tests' config: their plugins, maxWorkers workers,
+// tuned by tune.
+func testConfig(maxWorkers int, tune func(cfg *config.Config)) *config.Config {
+	cfg := config.Default()
+	cfg.PluginRoots = []string{pluginRoot}
+	cfg.Service.MaxWorkers = maxWorkers
+	if tune != nil {
+		tune(cfg)
+	}
+	return cfg
 }
 
 // gated enqueues a job whose plugin waits on a fresh FIFO; release lets it finish.

@@ -37,14 +37,14 @@ func quickRetries(plugin string, maxAttempts int, base time.Duration) func(*conf
 
 func (b *testBundle) enqueue(plugin string) string {
 	b.t.Helper()
-	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, commands.JobFor(b.d.Config(), plugin, "poll", commands.ByCLI))
+	res, err := commands.EnqueueJob(b.ctx, b.c.Ledger, commands.JobFor(b.c.Config(), plugin, "poll", commands.ByCLI))
 	require.NoError(b.t, err)
 	return res.JobID
 }
 
 func (b *testBundle) fold(id string) *commands.Job {
 	b.t.Helper()
-	evs, err := b.d.Ledger.ReadStream(b.ctx, events.JobStream(id))
+	evs, err := b.c.Ledger.ReadStream(b.ctx, events.JobStream(id))
 	require.NoError(b.t, err)
 	j, err := commands.FoldJob(evs)
 	require.NoError(b.t, err)
@@ -66,9 +66,9 @@ func TestSpawnFailureIsRecordedAndRetried(t *testing.T) {
 // The same plugin run without a daemon (RunJob) used to spin on the CPU
 // until its context expired; now it ends with the job dead.
 func TestRunJobEndsOnSpawnFailure(t *testing.T) {
-	b := setupWith(t, 1, quickRetries("broken", 2, 10*time.Millisecond), daemon.Options{NoDispatch: true})
+	b := setupCore(t, quickRetries("broken", 2, 10*time.Millisecond), slog.New(slog.DiscardHandler))
 	id := b.enqueue("broken")
-	require.NoError(t, b.d.RunJob(b.ctx, id))
+	require.NoError(t, b.c.RunJob(b.ctx, id))
 	require.Equal(t, events.StatusDead, b.fold(id).Status)
 }
 
@@ -140,16 +140,16 @@ func TestShutdownDoesNotBuryALastAttempt(t *testing.T) {
 // process (holding the lock for up to the whole backoff).
 func TestRunJobStopsWaitingWhenCanceled(t *testing.T) {
 	logs := &recorder{lines: make(chan string, 100)}
-	b := setupWith(t, 1, quickRetries("failing", 3, time.Hour), daemon.Options{Logger: slog.New(logs), NoDispatch: true})
+	b := setupCore(t, quickRetries("failing", 3, time.Hour), slog.New(logs))
 	id := b.enqueue("failing")
 	done := make(chan error, 1)
-	go func() { done <- b.d.RunJob(b.ctx, id) }()
+	go func() { done <- b.c.RunJob(b.ctx, id) }()
 	// The first attempt failed and RunJob, having read the retry, waits an hour.
 	logs.waitFor(t, b.ctx, "waiting for the retry")
 	j := b.fold(id)
 	require.Equal(t, events.StatusQueued, j.Status)
 	require.Equal(t, 2, j.Attempt)
-	status, err := commands.CancelJob(b.ctx, b.d.Ledger, commands.Cancel{JobID: id, Now: time.Now()})
+	status, err := commands.CancelJob(b.ctx, b.c.Ledger, commands.Cancel{JobID: id, Now: time.Now()})
 	require.NoError(t, err)
 	require.Equal(t, events.StatusCanceled, status)
 	select {

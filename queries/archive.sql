@@ -65,7 +65,7 @@ WHERE seq > CAST(@after_seq AS INTEGER) AND seq <= CAST(@until_seq AS INTEGER);
 -- name: ArchiveCutJobs :many
 -- The earliest job stream that begins at or before through_seq but is not
 -- finished there: it has events after it, or its job is not terminal. An
--- archive must stop before its first event (commands/archive_ledger.go).
+-- archive must stop before its first event (views/archive_cut.go).
 SELECT s.stream, CAST(s.first_seq AS INTEGER) AS first_seq FROM (
     SELECT stream, min(seq) AS first_seq, max(seq) AS last_seq FROM events
     WHERE stream >= 'job/' AND stream < 'job0'
@@ -96,7 +96,7 @@ LIMIT 1;
 -- says are running (index pipeline_runs_running, migration 00017), and the
 -- starts the projector has not applied yet (the tail after its oldest
 -- checkpoint). An archive stops before their start and keeps the compiled
--- version they run on readable (commands/archive_ledger.go).
+-- version they run on readable (views/archive_cut.go).
 SELECT CAST(run_id AS TEXT) AS run_id, CAST(pipeline AS TEXT) AS pipeline, CAST(hash AS TEXT) AS hash,
        CAST(started_seq AS INTEGER) AS started_seq FROM (
     SELECT run_id, pipeline, hash, started_seq FROM pipeline_runs WHERE status = 'running'

@@ -377,7 +377,7 @@ type ArchiveCutJobsRow struct {
 
 // The earliest job stream that begins at or before through_seq but is not
 // finished there: it has events after it, or its job is not terminal. An
-// archive must stop before its first event (commands/archive_ledger.go).
+// archive must stop before its first event (views/archive_cut.go).
 func ArchiveCutJobs(conn *sqlite.Conn, throughSeq int64, fn func(ArchiveCutJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(archiveCutJobs)
 	if err != nil {
@@ -471,7 +471,7 @@ type ArchiveCutRunsRow struct {
 // says are running (index pipeline_runs_running, migration 00017), and the
 // starts the projector has not applied yet (the tail after its oldest
 // checkpoint). An archive stops before their start and keeps the compiled
-// version they run on readable (commands/archive_ledger.go).
+// version they run on readable (views/archive_cut.go).
 func ArchiveCutRuns(conn *sqlite.Conn, fn func(ArchiveCutRunsRow) error) (err error) {
 	stmt, err := conn.Prepare(archiveCutRuns)
 	if err != nil {

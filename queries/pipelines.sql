@@ -40,7 +40,7 @@ DELETE FROM event_context WHERE seq <= CAST(@through_seq AS INTEGER);
 
 -- name: DeleteArchivedPipelineRuns :exec
 -- ledger.archived: the runs whose start and finish moved to an archive (a
--- run not finished there keeps its row: commands.ArchiveCut keeps the start
+-- run not finished there keeps its row: views.ArchiveCut keeps the start
 -- of a run still running out of an archive).
 DELETE FROM pipeline_runs
 WHERE started_seq <= CAST(@through_seq AS INTEGER) AND finished_seq <= CAST(@through_seq AS INTEGER);

@@ -468,7 +468,7 @@ const deleteArchivedPipelineRuns = `DELETE FROM pipeline_runs
 WHERE started_seq <= CAST(?1 AS INTEGER) AND finished_seq <= CAST(?1 AS INTEGER)`
 
 // ledger.archived: the runs whose start and finish moved to an archive (a
-// run not finished there keeps its row: commands.ArchiveCut keeps the start
+// run not finished there keeps its row: views.ArchiveCut keeps the start
 // of a run still running out of an archive).
 func DeleteArchivedPipelineRuns(conn *sqlite.Conn, throughSeq int64) (err error) {
 	stmt, err := conn.Prepare(deleteArchivedPipelineRuns)

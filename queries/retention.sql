@@ -23,7 +23,7 @@ WHERE l.completed_at < CAST(@before AS TEXT)
 -- name: DeleteArchivedJobLog :exec
 -- ledger.archived: the attempts of the jobs whose events moved to an
 -- archive. A job with an event at or before the archive's last seq has all
--- of them there (commands.ArchiveCut), so an attempt started there is one.
+-- of them there (views.ArchiveCut), so an attempt started there is one.
 DELETE FROM job_log WHERE started_seq <= CAST(@through_seq AS INTEGER);
 
 -- name: DeleteArchivedJobs :exec

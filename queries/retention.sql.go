@@ -87,7 +87,7 @@ const deleteArchivedJobLog = `DELETE FROM job_log WHERE started_seq <= CAST(?1 A
 
 // ledger.archived: the attempts of the jobs whose events moved to an
 // archive. A job with an event at or before the archive's last seq has all
-// of them there (commands.ArchiveCut), so an attempt started there is one.
+// of them there (views.ArchiveCut), so an attempt started there is one.
 func DeleteArchivedJobLog(conn *sqlite.Conn, throughSeq int64) (err error) {
 	stmt, err := conn.Prepare(deleteArchivedJobLog)
 	if err != nil {

@@ -156,7 +156,7 @@ func TestJobTreeAtArchived(t *testing.T) {
 	require.NoError(t, b.l.Read(b.ctx, func(conn *sqlite.Conn) (err error) { boundary, err = ledger.RecordedAt(conn, b.mark(t)); return err }))
 	root := b.enqueue(t, "fetch", 1)
 	b.project(t)
-	_, archive, err := commands.ArchiveLedger{Before: boundary.Add(500 * time.Millisecond)}.Run(b.ctx, b.l)
+	_, archive, err := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: boundary.Add(500 * time.Millisecond)}.Run(b.ctx, b.l)
 	require.NoError(t, err)
 	require.Positive(t, archive.LastSeq)
 

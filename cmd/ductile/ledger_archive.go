@@ -17,6 +17,7 @@ import (
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/schedule"
+	"github.com/ductile/ductile/views"
 )
 
 func ledgerArchiveCommand() *cli.Command {
@@ -90,7 +91,7 @@ func ledgerArchive(c *cli.Context) error {
 			"--before %s is within the dedupe window (service.dedupe_ttl %s): archiving would forget recent successes a duplicate check needs",
 			before.UTC().Format(time.RFC3339), window)
 	}
-	cmd := commands.ArchiveLedger{Before: before, DryRun: dry}
+	cmd := commands.ArchiveLedger{Cut: views.ArchiveCut, Before: before, DryRun: dry}
 	if !asJSON {
 		cmd.Progress = func(copied, total int64) {
 			fmt.Fprintf(e.stderr, "archived %d/%d events…\n", copied, total)

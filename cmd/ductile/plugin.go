@@ -392,12 +392,12 @@ func printRunResult(e *env, out runOutput, last events.AttemptEnded) {
 	}
 }
 
-// openRunner returns the parts of a daemon, opened here without its
-// dispatch loop, when no daemon holds the state directory; or nil and the
-// daemon that holds it. Another plugin run holding the lock runs only its own
+// openRunner returns a Core opened here, to run this command's job on, when
+// no daemon holds the state directory; or nil and the daemon that holds
+// it. Another plugin run holding the lock runs only its own
 // job, so this one waits for it to finish and then takes its place. (That
 // wait polls the lock every 20 ms: flock cannot wait under a context.)
-func openRunner(ctx context.Context, e *env) (*daemon.Daemon, daemon.LockHolder, error) {
+func openRunner(ctx context.Context, e *env) (*daemon.Core, daemon.LockHolder, error) {
 	for {
 		h, err := daemon.Holder(e.stateDir)
 		switch {
@@ -406,7 +406,7 @@ func openRunner(ctx context.Context, e *env) (*daemon.Daemon, daemon.LockHolder,
 		case h.Daemon():
 			return nil, h, nil
 		case !h.Held:
-			d, err := daemon.Open(ctx, daemon.Options{StateDir: e.stateDir, Config: e.cfg, Logger: e.quietLogger(), NoDispatch: true})
+			d, err := daemon.OpenCore(ctx, daemon.CoreOptions{StateDir: e.stateDir, Config: e.cfg, Logger: e.quietLogger()})
 			var le *daemon.LockError
 			if !errors.As(err, &le) {
 				return d, h, ledgerError(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
@@ -109,15 +110,14 @@ func systemReload(c *cli.Context) error {
 		return reloadDryRun(c, e, l, applied, out)
 	}
 
-	seqs, err := l.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
-		Type: events.ConfigReloadRequested, Data: events.ReloadRequestedData{PID: h.PID, Force: c.Bool("force")}, Meta: ledger.Meta{Actor: "cli"}})
+	requested, err := commands.RequestReload(ctx, l, commands.ReloadRequest{PID: h.PID, Force: c.Bool("force")})
 	if err != nil {
 		return err
 	}
 	if err := syscall.Kill(h.PID, syscall.SIGHUP); err != nil {
 		return failf("signal the daemon (pid %d): %v", h.PID, err)
 	}
-	a, err := daemon.WaitReload(waitCtx, e.stateDir, l, h.PID, seqs[0])
+	a, err := daemon.WaitReload(waitCtx, e.stateDir, l, h.PID, requested)
 	var failed *daemon.ReloadFailedError
 	switch {
 	case errors.As(err, &failed):
