@@ -10,8 +10,7 @@ import (
 
 	"github.com/ductile/ductile/api"
 	"github.com/ductile/ductile/auth"
-	"github.com/ductile/ductile/config"
-	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/stream"
 	"github.com/ductile/ductile/views"
 )
@@ -76,11 +75,7 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	s := api.New(api.Options{
 		Ledger: d.Ledger, Projector: d.Projector, Settings: settings, Guard: opts.Guard,
 		Events: opts.Events, Metrics: opts.Metrics, Logger: d.log, Started: d.started,
-		Pipelines: d.Pipelines, CanRun: d.canRun,
-		Current: func() (*config.Config, events.ConfigAppliedData) {
-			c := d.current.Load()
-			return c.config, c.applied
-		},
+		Engine: d.Engine,
 	})
 	d.api = &apiServer{server: s, served: make(chan error, 1)}
 	go func() { d.api.served <- s.Serve(ln) }()
@@ -88,6 +83,10 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	d.log.Info("api: listening", "addr", ln.Addr().String())
 	return nil
 }
+
+// Engine is the runtime of the config the daemon runs now: a reload swaps
+// it whole.
+func (d *Daemon) Engine() *engine.Engine { return d.current.Load().engine }
 
 // APIState is whether the daemon serves its HTTP API, and why not when it
 // should (fixed at start).

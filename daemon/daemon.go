@@ -21,6 +21,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/dispatch"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/metrics"
@@ -116,11 +117,14 @@ type current struct {
 	pipelines *commands.Pipelines
 	applied   events.ConfigAppliedData
 	auth      *auth.Registry // the API's tokens and the webhooks' secrets, from config
+	engine    *engine.Engine // the same, as the front ends' runtime
 }
 
-// newCurrent is what a daemon that applied cfg decides with.
-func newCurrent(cfg *config.Config, reg *pluginhost.Registry, set *pipeline.Set, applied events.ConfigAppliedData) *current {
-	return &current{config: cfg, plugins: reg, pipelines: &commands.Pipelines{Set: set, Config: cfg}, applied: applied, auth: auth.New(cfg)}
+// newCurrent is what a daemon that applied cfg decides with: its Engine's
+// parts, the one pipeline runtime shared.
+func newCurrent(l *ledger.Ledger, cfg *config.Config, reg *pluginhost.Registry, set *pipeline.Set, applied events.ConfigAppliedData) *current {
+	eng := engine.New(engine.Options{Ledger: l, Config: cfg, Applied: applied, Plugins: reg, Pipelines: set})
+	return &current{config: cfg, plugins: reg, pipelines: eng.PipelineRuntime(), applied: applied, auth: eng.Auth(), engine: eng}
 }
 
 // Config is the config the daemon runs with now (read-only).
@@ -202,7 +206,7 @@ func Open(ctx context.Context, opts Options) (_ *Daemon, err error) {
 	applied := Applied(reg, cfg, "start")
 	applied.StartedAt = commands.Time(d.started)
 	applied.Pipelines, applied.SkippedPipelines = appliedPipelines(set), skippedPipelines
-	d.current.Store(newCurrent(cfg, reg, set, applied))
+	d.current.Store(newCurrent(d.Ledger, cfg, reg, set, applied))
 	if !opts.NoDispatch {
 		// The schedules the previous daemon ran count on where unchanged.
 		prev, ok, err := LastApplied(ctx, d.Ledger)

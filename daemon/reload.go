@@ -172,7 +172,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	if d.Dispatcher != nil {
 		d.Dispatcher.ApplyPipelines(cfg, reg, set)
 	}
-	d.current.Store(newCurrent(cfg, reg, set, a))
+	d.current.Store(newCurrent(d.Ledger, cfg, reg, set, a))
 	d.applySchedules(time.Now())
 	for _, e := range a.Errors {
 		d.log.Error("config reloaded with an error (forced)", "error", e)
