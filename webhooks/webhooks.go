@@ -282,19 +282,6 @@ func fresh(header string, now time.Time, tolerance time.Duration) bool {
 	return sec >= now.Unix()-tol && sec <= now.Unix()+tol
 }
 
-// DecodePayload checks that body is one JSON value (engine.CheckPayload of
-// a delivery: not empty, valid UTF-8, not too deep) and returns it as the
-// job's payload. Any JSON value is taken, not only an object: a sender's
-// format is its own (some deliver a list of events).
-func DecodePayload(body []byte) (json.RawMessage, error) {
-	payload, err := engine.CheckPayload(body, engine.PayloadDelivery)
-	var bad *commands.PayloadError
-	if errors.As(err, &bad) {
-		return nil, errors.New("the body " + bad.Problem)
-	}
-	return payload, err
-}
-
 // handleHealth answers /healthz from the read side (spec §10.3).
 func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 	facts := h.opts.Health()
