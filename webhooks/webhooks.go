@@ -19,6 +19,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
 )
@@ -129,6 +130,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.handleDelivery(w, r, eng, endpoint)
 }
 
+// errNoDeliveryID refuses a delivery to an endpoint with a
+// delivery_id_header that lacks a delivery id (or whose id is too long).
+var errNoDeliveryID = errors.New("no delivery id")
+
 // handleDelivery checks a delivery's size, signature and freshness, and
 // enqueues its job.
 func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, eng *engine.Engine, endpoint config.WebhookEndpoint) {
@@ -172,17 +177,22 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, eng *en
 		By: commands.ByWebhook, Now: h.opts.Now()}
 	if endpoint.DeliveryIDHeader != "" {
 		id := r.Header.Get(endpoint.DeliveryIDHeader)
-		if id == "" || len(id) > MaxDeliveryIDLength {
-			writeError(w, http.StatusBadRequest, "missing_delivery_id",
-				"header "+endpoint.DeliveryIDHeader+" must hold the delivery id (1 to 256 bytes)", "send the delivery id the endpoint is configured with")
-			return
-		}
 		job.DedupeKey, job.DedupeTTL, job.Causation = "webhook "+endpoint.Path+" "+id, DeliveryTTL, "webhook:"+id
+		job.Allow = func(events.AppliedCommand) error { // once the plugin is known to run
+			if id == "" || len(id) > MaxDeliveryIDLength {
+				return errNoDeliveryID
+			}
+			return nil
+		}
 	}
 	res, err := eng.Enqueue(r.Context(), job)
 	var target *commands.TargetError
 	var bad *commands.PayloadError
 	switch {
+	case errors.Is(err, errNoDeliveryID):
+		writeError(w, http.StatusBadRequest, "missing_delivery_id",
+			"header "+endpoint.DeliveryIDHeader+" must hold the delivery id (1 to 256 bytes)", "send the delivery id the endpoint is configured with")
+		return
 	case errors.As(err, &target):
 		h.log.Error("webhook refused: its plugin cannot run now, so nothing was enqueued", "path", endpoint.Path,
 			"plugin", endpoint.Plugin, "command", endpoint.Command, "err", err.Error(), "fix", "fix the plugin (see: ductile plugin list), then reload")
