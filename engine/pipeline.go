@@ -24,9 +24,10 @@ type StartPipeline struct {
 	Payload json.RawMessage
 	Trigger string // commands.TriggerAPI, TriggerCLI
 	By      string // who asked: the first jobs' submitted_by
-	// Allow, when set, is asked once the pipeline is known and the payload
-	// checked, before the run starts (the API's Idempotency-Key refusal and
-	// its place among the synchronous callers); its error is returned as is.
+	// Allow, when set, is asked once the pipeline is known and before the
+	// payload is checked and the run started (the API's Idempotency-Key
+	// refusal and its place among the synchronous callers); its error is
+	// returned as is.
 	Allow func(*pipeline.Pipeline) error
 	Now   time.Time
 }
@@ -59,17 +60,17 @@ func (e *Engine) StartPipeline(ctx context.Context, req StartPipeline) (RunStart
 			return RunStarted{}, err
 		}
 	}
+	if req.Allow != nil {
+		if err := req.Allow(p); err != nil {
+			return RunStarted{Pipeline: p}, err
+		}
+	}
 	payload, err := CheckPayload(req.Payload, PayloadObject)
 	if err != nil {
 		return RunStarted{Pipeline: p}, err
 	}
 	if payload == nil {
 		payload = json.RawMessage(`{}`)
-	}
-	if req.Allow != nil {
-		if err := req.Allow(p); err != nil {
-			return RunStarted{Pipeline: p}, err
-		}
 	}
 	if e.ledger == nil {
 		return RunStarted{Pipeline: p}, fmt.Errorf("start pipeline %s: no ledger is open", p.Name)

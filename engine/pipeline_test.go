@@ -18,8 +18,9 @@ import (
 
 // TestStartPipeline: a run of one of the Engine's pipelines is recorded
 // with its first job; an unknown name is a PipelineNotFoundError with the
-// nearest name, a payload that is not an object a PayloadError, and a
-// refusal of Allow stands, each before anything is appended; a pipeline the
+// nearest name, a refusal of Allow stands (before the payload is checked),
+// a payload that is not an object is a PayloadError, each before anything
+// is appended; a pipeline the
 // caller compiled runs too.
 func TestStartPipeline(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config.yaml")
@@ -40,9 +41,9 @@ func TestStartPipeline(t *testing.T) {
 	_, err = f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Payload: json.RawMessage(`[1]`), Trigger: commands.TriggerAPI, By: commands.ByAPI})
 	require.ErrorAs(t, err, &bad)
 	refused := errors.New("too many")
-	res, err := f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Trigger: commands.TriggerAPI, By: commands.ByAPI,
-		Allow: func(p *pipeline.Pipeline) error { return refused }})
-	require.ErrorIs(t, err, refused)
+	res, err := f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Payload: json.RawMessage(`[`), Trigger: commands.TriggerAPI,
+		By: commands.ByAPI, Allow: func(p *pipeline.Pipeline) error { return refused }})
+	require.ErrorIs(t, err, refused, "Allow is asked before the payload is checked")
 	require.Equal(t, set.Pipelines["fetch"], res.Pipeline)
 	require.Equal(t, head, f.head(t))
 
