@@ -19,6 +19,7 @@ import (
 	"github.com/ductile/ductile/api"
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
@@ -76,7 +77,6 @@ func start(t *testing.T, mutate func(*api.Options)) *fixture {
 	cfg := config.Default()
 	opts := api.Options{
 		Ledger: l, Projector: projector, Guard: guard,
-		Current:  func() (*config.Config, events.ConfigAppliedData) { return cfg, applied },
 		Settings: config.APIServer{MaxBodySize: 1024},
 		Events: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -85,6 +85,10 @@ func start(t *testing.T, mutate func(*api.Options)) *fixture {
 	}
 	if mutate != nil {
 		mutate(&opts)
+	}
+	if opts.Engine == nil {
+		eng := engine.New(engine.Options{Ledger: opts.Ledger, Config: cfg, Applied: applied})
+		opts.Engine = func() *engine.Engine { return eng }
 	}
 	s := api.New(opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

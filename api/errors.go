@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/views"
 )
 
@@ -136,6 +136,8 @@ func errorOf(err error) *Error {
 		ambiguous  *views.AmbiguousIDError
 		badCut     *views.CutError
 		archived   *views.ArchivedError
+		badPayload *commands.PayloadError
+		noPipeline *engine.PipelineNotFoundError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -166,6 +168,10 @@ func errorOf(err error) *Error {
 		return newError(http.StatusGone, fmt.Sprintf("ask for a later moment (after seq %d)", archived.Through), archived.Error())
 	case errors.As(err, &ambiguous):
 		return newError(http.StatusBadRequest, "give the whole id", ambiguous.Error())
+	case errors.As(err, &noPipeline):
+		return newError(http.StatusNotFound, "its pipelines: "+joinOrNone(noPipeline.Known)+"; see: ductile pipeline list", noPipeline.Error())
+	case errors.As(err, &badPayload):
+		return payloadError(badPayload)
 	case errors.Is(err, commands.ErrJobNotFound):
 		return newError(http.StatusNotFound, "see: GET /jobs", err.Error())
 	case errors.Is(err, commands.ErrInvalidCommand):
@@ -174,19 +180,13 @@ func errorOf(err error) *Error {
 	return newError(http.StatusInternalServerError, "see the daemon's log", err.Error())
 }
 
-// checkBody is a request body as a payload (commands.CheckPayload, the
-// CLI's --payload rule), or the 400 that says why not.
-func checkBody(body []byte) (json.RawMessage, error) {
-	payload, err := commands.CheckPayload(body)
-	var bad *commands.PayloadError
-	if errors.As(err, &bad) {
-		hint := bad.Hint
-		if hint == "" {
-			hint = `send a JSON object, like {"url": "…"}, or no body`
-		}
-		return nil, newError(http.StatusBadRequest, hint, "the body "+bad.Problem)
+// payloadError is the 400 of a request body refused as a payload.
+func payloadError(bad *commands.PayloadError) *Error {
+	hint := bad.Hint
+	if hint == "" {
+		hint = `send a JSON object, like {"url": "…"}, or no body`
 	}
-	return payload, err
+	return newError(http.StatusBadRequest, hint, "the body "+bad.Problem)
 }
 
 func joinOrNone(names []string) string {

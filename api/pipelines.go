@@ -2,11 +2,9 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -15,20 +13,11 @@ import (
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
-	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
-	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/views"
 )
-
-// Pipelines is the compiled pipeline set the daemon runs now (a reload
-// swaps it); nil, or a nil set, is no pipelines.
-type Pipelines func() *pipeline.Set
-
-// StartPipeline starts a run of a pipeline: commands.StartPipeline, which a
-// test replaces with its own.
-type StartPipeline func(ctx context.Context, l *ledger.Ledger, cmd commands.StartRun) (commands.RunStartedResult, error)
 
 // syncRetryAfter is the Retry-After of a 503 too_many_sync, in seconds.
 const syncRetryAfter = 1
@@ -36,9 +25,6 @@ const syncRetryAfter = 1
 // registerPipelines adds POST /pipeline/{name}.
 func (s *Server) registerPipelines() {
 	s.syncSlots = make(chan struct{}, s.opts.Settings.MaxConcurrentSync)
-	if s.opts.StartPipeline == nil {
-		s.opts.StartPipeline = commands.StartPipeline
-	}
 	path := "/pipeline/{name}"
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "run-pipeline", Method: http.MethodPost, Path: path,
@@ -108,39 +94,40 @@ type PipelineRun struct {
 }
 
 func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*PipelineRun, error) {
-	p, err := s.pipeline(in.Name)
-	if err != nil {
-		return nil, err
-	}
-	if in.IdempotencyKey != "" {
-		return nil, newError(http.StatusBadRequest, "send the request without it; a pipeline run cannot be deduplicated yet",
-			"Idempotency-Key is not supported for pipelines yet")
-	}
-	payload := json.RawMessage(`{}`)
-	if len(in.RawBody) > 0 {
-		if payload, err = checkBody(in.RawBody); err != nil {
-			return nil, err
+	waiting := false // this caller holds a place among the synchronous ones
+	defer func() {
+		if waiting {
+			<-s.syncSlots
 		}
-	}
-	synchronous := p.ExecutionMode == pipeline.ModeSynchronous
-	if synchronous {
-		select {
-		case s.syncSlots <- struct{}{}:
-			defer func() { <-s.syncSlots }()
-		default:
-			return nil, s.tooManySync()
-		}
-	}
-	cfg, _ := s.opts.Current()
-	started, err := s.opts.StartPipeline(ctx, s.opts.Ledger, commands.StartRun{
-		Pipeline: p, Trigger: "api", Payload: payload, SubmittedBy: commands.ByAPI, Config: cfg, Now: s.opts.Now(),
-	})
-	if err != nil {
+	}()
+	started, err := s.opts.Engine().StartPipeline(ctx, engine.StartPipeline{Name: in.Name, Payload: in.RawBody,
+		Trigger: commands.TriggerAPI, By: commands.ByAPI, Now: s.opts.Now(), Allow: func(p *pipeline.Pipeline) error {
+			if in.IdempotencyKey != "" {
+				return newError(http.StatusBadRequest, "send the request without it; a pipeline run cannot be deduplicated yet",
+					"Idempotency-Key is not supported for pipelines yet")
+			}
+			if p.ExecutionMode != pipeline.ModeSynchronous {
+				return nil
+			}
+			select {
+			case s.syncSlots <- struct{}{}:
+				waiting = true
+				return nil
+			default:
+				return s.tooManySync()
+			}
+		}})
+	var withHeaders huma.HeadersError
+	switch {
+	case errors.As(err, &withHeaders):
+		return nil, err // too_many_sync, with its Retry-After
+	case err != nil:
 		return nil, errorOf(err)
 	}
+	p := started.Pipeline
 	out := &PipelineRun{Status: http.StatusAccepted}
 	out.Body.RunID, out.Body.JobID, out.Body.Status = started.RunID, started.JobID, events.RunRunning
-	if !synchronous {
+	if !waiting {
 		return out, nil
 	}
 	wait := p.Timeout
@@ -172,29 +159,6 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 	return out, nil
 }
 
-// pipeline is the current pipeline named name, or a 404 naming the known
-// ones.
-func (s *Server) pipeline(name string) (*pipeline.Pipeline, error) {
-	var set *pipeline.Set
-	if s.opts.Pipelines != nil {
-		set = s.opts.Pipelines()
-	}
-	if set != nil {
-		if p, ok := set.Pipelines[name]; ok {
-			return p, nil
-		}
-	}
-	var known []string
-	if set != nil {
-		for n := range set.Pipelines {
-			known = append(known, n)
-		}
-	}
-	slices.Sort(known)
-	return nil, newError(http.StatusNotFound, "its pipelines: "+joinOrNone(known)+"; see: ductile pipeline list",
-		fmt.Sprintf("no pipeline %q", name))
-}
-
 // tooManySync is the 503 of a synchronous call beyond
 // api.max_concurrent_sync.
 func (s *Server) tooManySync() error {
@@ -204,18 +168,4 @@ func (s *Server) tooManySync() error {
 		Hint: fmt.Sprintf("call again after Retry-After seconds (nothing was started); or raise api.max_concurrent_sync "+
 			"(now %d) in the config and restart the daemon", n)}
 	return huma.ErrorWithHeaders(e, http.Header{"Retry-After": {strconv.Itoa(syncRetryAfter)}})
-}
-
-// pipelineRuntime is what a job the API ends moves its pipeline run on with:
-// the daemon's current pipelines and config.
-func (s *Server) pipelineRuntime() *commands.Pipelines {
-	var cfg *config.Config
-	if s.opts.Current != nil {
-		cfg, _ = s.opts.Current()
-	}
-	var set *pipeline.Set
-	if s.opts.Pipelines != nil {
-		set = s.opts.Pipelines()
-	}
-	return &commands.Pipelines{Set: set, Config: cfg}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ductile/ductile/api"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
@@ -100,8 +101,8 @@ func startPipelines(t *testing.T, r *runs, mutate func(*config.APIServer)) *fixt
 		"async": testPipeline("async", pipeline.ModeAsync, 0),
 	}}
 	return start(t, func(o *api.Options) {
-		o.Pipelines = func() *pipeline.Set { return set }
-		o.StartPipeline = r.start
+		eng := engine.New(engine.Options{Ledger: o.Ledger, Config: config.Default(), Applied: applied, Pipelines: set, StartRun: r.start})
+		o.Engine = func() *engine.Engine { return eng }
 		o.Settings.MaxConcurrentSync, o.Settings.MaxSyncTimeout = 2, time.Minute
 		if mutate != nil {
 			mutate(&o.Settings)
@@ -366,8 +367,8 @@ func TestRunPipelineCompiled(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, set.Pipelines)
 	f := start(t, func(o *api.Options) {
-		o.Current = func() (*config.Config, events.ConfigAppliedData) { return cfg, applied }
-		o.Pipelines = func() *pipeline.Set { return set }
+		eng := engine.New(engine.Options{Ledger: o.Ledger, Config: cfg, Applied: applied, Pipelines: set})
+		o.Engine = func() *engine.Engine { return eng }
 	})
 	for _, name := range []string{"fetch", "fetch-sync"} {
 		res := f.do("POST", "/pipeline/"+name, "plugin-rw", []byte(`{"url":"https://example.com"}`))

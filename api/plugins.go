@@ -47,7 +47,7 @@ func (s *Server) getPlugin(ctx context.Context, in *PluginInput) (*PluginShown, 
 			return nil, errorOf(err)
 		}
 	}
-	_, applied := s.opts.Current()
+	applied := s.opts.Engine().Applied()
 	v, err := views.ShowPlugin(ctx, s.opts.Ledger, applied, in.Plugin, in.Jobs)
 	if err != nil {
 		return nil, errorOf(err)
@@ -70,7 +70,7 @@ type PluginLogs struct {
 }
 
 func (s *Server) getPluginLogs(ctx context.Context, in *PluginLogsInput) (*PluginLogs, error) {
-	_, applied := s.opts.Current()
+	applied := s.opts.Engine().Applied()
 	if _, err := views.ShowPlugin(ctx, s.opts.Ledger, applied, in.Plugin, 0); err != nil {
 		return nil, errorOf(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
@@ -112,32 +113,13 @@ type Accepted struct {
 }
 
 func (s *Server) enqueue(ctx context.Context, in *EnqueueInput) (*Accepted, error) {
-	cfg, applied := s.opts.Current()
-	plugin, err := commands.TargetPlugin(applied, in.Plugin)
-	if err != nil {
-		return nil, errorOf(err)
-	}
-	command, err := commands.TargetCommand(plugin, in.Command)
-	if err == nil && s.opts.CanRun != nil {
-		err = s.opts.CanRun(in.Plugin, in.Command)
-	}
-	if err != nil {
-		return nil, errorOf(err)
-	}
-	if command.Type != "read" {
-		if err := s.require(ctx, auth.PluginRW); err != nil {
-			return nil, errorOf(err)
-		}
-	}
-	var payload json.RawMessage
-	if len(in.RawBody) > 0 {
-		if payload, err = checkBody(in.RawBody); err != nil {
-			return nil, err
-		}
-	}
-	job := commands.JobFor(cfg, in.Plugin, in.Command, commands.ByAPI)
-	job.Payload, job.DedupeKey, job.Now = payload, in.IdempotencyKey, s.opts.Now()
-	res, err := commands.EnqueueJob(ctx, s.opts.Ledger, job)
+	res, err := s.opts.Engine().Enqueue(ctx, engine.Enqueue{Plugin: in.Plugin, Command: in.Command, Payload: in.RawBody,
+		DedupeKey: in.IdempotencyKey, By: commands.ByAPI, Now: s.opts.Now(), Allow: func(c events.AppliedCommand) error {
+			if c.Type != "read" {
+				return s.require(ctx, auth.PluginRW)
+			}
+			return nil
+		}})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -315,37 +297,21 @@ type Canceled struct {
 }
 
 func (s *Server) cancelJob(ctx context.Context, in *CancelInput) (*Canceled, error) {
-	id, err := views.ResolveJobID(ctx, s.opts.Ledger, in.ID)
-	if err != nil {
-		return nil, errorOf(err)
-	}
 	reason := in.Reason
 	if reason == "" {
 		reason = "canceled through the API"
 	}
-	status, err := commands.CancelJob(ctx, s.opts.Ledger, commands.Cancel{JobID: id, Reason: reason, Actor: commands.ByAPI, Now: s.opts.Now(),
-		Pipelines: s.pipelineRuntime()})
+	res, err := s.opts.Engine().Cancel(ctx, engine.Cancel{Job: in.ID, Reason: reason, By: commands.ByAPI, Now: s.opts.Now()})
 	if err != nil {
 		return nil, errorOf(err)
 	}
 	out := &Canceled{}
-	out.Body.JobID, out.Body.Status = id, status
+	out.Body.JobID, out.Body.Status = res.JobID, res.Status
 	return out, nil
 }
 
 func (s *Server) retryJob(ctx context.Context, in *jobPath) (*Accepted, error) {
-	id, err := views.ResolveJobID(ctx, s.opts.Ledger, in.ID)
-	if err != nil {
-		return nil, errorOf(err)
-	}
-	old, err := views.JobState(ctx, s.opts.Ledger, id)
-	if err != nil {
-		return nil, errorOf(err)
-	}
-	cfg, _ := s.opts.Current()
-	defaults := commands.JobFor(cfg, old.Plugin, old.Command, commands.ByAPI)
-	res, err := commands.RetryJob(ctx, s.opts.Ledger, commands.Retry{JobID: id, Actor: commands.ByAPI,
-		MaxAttempts: defaults.MaxAttempts, BackoffBase: defaults.BackoffBase, DefaultDedupeTTL: defaults.DefaultDedupeTTL, Now: s.opts.Now()})
+	res, err := s.opts.Engine().Retry(ctx, engine.Redo{Job: in.ID, By: commands.ByAPI, Now: s.opts.Now()})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -372,7 +338,7 @@ type Plugins struct {
 }
 
 func (s *Server) listPlugins(ctx context.Context, _ *struct{}) (*Plugins, error) {
-	_, applied := s.opts.Current()
+	applied := s.opts.Engine().Applied()
 	health, err := views.ListPluginHealth(ctx, s.opts.Ledger)
 	if err != nil {
 		return nil, errorOf(err)
@@ -425,33 +391,16 @@ type Health struct {
 }
 
 func (s *Server) health(ctx context.Context, _ *struct{}) (*Health, error) {
-	out := &Health{Status: http.StatusOK}
-	b := &out.Body
-	b.Writes = s.opts.Ledger.WriteHealth()
-	if b.Status = views.DaemonHealth(b.Writes, nil); b.Writes.Failing {
-		out.Status = http.StatusServiceUnavailable
-	}
-	b.UptimeSeconds = int64(s.opts.Now().Sub(s.opts.Started).Seconds())
-	_, applied := s.opts.Current()
-	for _, p := range applied.Plugins {
-		if p.Enabled {
-			b.PluginsLoaded++
-		}
-	}
-	h, err := views.ReadHealth(ctx, s.opts.Ledger)
+	h, err := s.opts.Engine().Health(ctx, engine.HealthFacts{Started: s.opts.Started, Now: s.opts.Now(), Projector: s.opts.Projector})
 	if err != nil {
 		return nil, errorOf(err)
 	}
-	b.QueueDepth, b.PluginsCircuitOpen = h.QueueDepth, h.PluginsCircuitOpen
-	if s.opts.Projector != nil {
-		lag, err := s.opts.Projector.Lag(ctx)
-		if err != nil {
-			return nil, errorOf(err)
-		}
-		b.ProjectorLag = &lag
-		if lag.LastError != "" && b.Status == "ok" {
-			b.Status = "degraded"
-		}
+	out := &Health{Status: http.StatusOK}
+	if h.Writes.Failing {
+		out.Status = http.StatusServiceUnavailable
 	}
+	b := &out.Body
+	b.Status, b.UptimeSeconds, b.QueueDepth, b.PluginsLoaded = h.Status, h.UptimeSeconds, h.QueueDepth, h.PluginsLoaded
+	b.PluginsCircuitOpen, b.ProjectorLag, b.Writes = h.PluginsCircuitOpen, h.ProjectorLag, h.Writes
 	return out, nil
 }

@@ -21,28 +21,18 @@ import (
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/config"
-	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 )
-
-// Current is what the running daemon decides with now: its config and the
-// plugins it applied (its last config.applied).
-type Current func() (*config.Config, events.ConfigAppliedData)
 
 // Options configure a Server.
 type Options struct {
 	Ledger    *ledger.Ledger
 	Projector *projections.Projector // optional: /healthz reports its lag
-	Current   Current
-	// Pipelines is the daemon's current compiled pipelines (nil: none).
-	Pipelines Pipelines
-	// StartPipeline starts a run; nil: commands.StartPipeline.
-	StartPipeline StartPipeline
-	// CanRun says whether a plugin's command can run now (a
-	// *commands.TargetError if not); nil: only Current's plugins are
-	// checked.
-	CanRun func(plugin, command string) error
+	// Engine is the runtime of the config the daemon runs now (a reload
+	// swaps it): every write the API is asked for is one of its intents.
+	Engine func() *engine.Engine
 	// Settings are the listener's settings (config.APIServer); zero
 	// fields take config.DefaultAPIServer's.
 	Settings config.APIServer

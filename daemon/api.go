@@ -10,8 +10,6 @@ import (
 
 	"github.com/ductile/ductile/api"
 	"github.com/ductile/ductile/auth"
-	"github.com/ductile/ductile/config"
-	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/stream"
 	"github.com/ductile/ductile/views"
 )
@@ -76,11 +74,7 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	s := api.New(api.Options{
 		Ledger: d.Ledger, Projector: d.Projector, Settings: settings, Guard: opts.Guard,
 		Events: opts.Events, Metrics: opts.Metrics, Logger: d.log, Started: d.started,
-		Pipelines: d.Pipelines, CanRun: d.canRun,
-		Current: func() (*config.Config, events.ConfigAppliedData) {
-			e := d.Engine()
-			return e.Config(), e.Applied()
-		},
+		Engine: d.Engine,
 	})
 	d.api = &apiServer{server: s, served: make(chan error, 1)}
 	go func() { d.api.served <- s.Serve(ln) }()

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/auth"
-	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/webhooks"
 )
@@ -30,10 +29,9 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 	h := webhooks.New(webhooks.Options{
 		Ledger:  d.Ledger,
 		Secrets: secrets,
-		Config:  d.Config,
-		CanRun:  d.canRun,
+		Engine:  d.Engine,
 		Health: func() webhooks.Health {
-			return webhooks.Health{Started: d.started, PluginsLoaded: d.pluginsRunning(), API: d.apiState}
+			return webhooks.Health{Started: d.started, API: d.apiState}
 		},
 		Logger: log,
 		Now:    time.Now,
@@ -47,41 +45,7 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 	return nil
 }
 
-// canRun says whether the daemon can run plugin's command now, as a front
-// door (webhook, API) must know before it accepts the job: loaded, enabled
-// and with that command in the config applied, and its entrypoint still an
-// executable file (pluginhost.Plugin.Runnable: a chmod -x or a removal
-// since the plugin was loaded). Else a *commands.TargetError says why.
-func (d *Daemon) canRun(plugin, command string) error {
-	e := d.Engine()
-	p, err := commands.TargetPlugin(e.Applied(), plugin)
-	if err != nil {
-		return err
-	}
-	if _, err := commands.TargetCommand(p, command); err != nil {
-		return err
-	}
-	if loaded, ok := e.Plugins().Get(plugin); ok {
-		if err := loaded.Runnable(); err != nil {
-			return &commands.TargetError{Kind: commands.ErrPluginUnrunnable, Plugin: plugin, Reason: err.Error()}
-		}
-	}
-	return nil
-}
-
 func defined(s auth.Secrets, name string) bool {
 	v, ok := s.Secret(name)
 	return ok && len(v) > 0
-}
-
-// pluginsRunning counts the plugins the daemon runs now: loaded and
-// enabled (a /healthz's plugins_loaded).
-func (d *Daemon) pluginsRunning() int {
-	n := 0
-	for _, p := range d.Engine().Applied().Plugins {
-		if p.Enabled {
-			n++
-		}
-	}
-	return n
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
 
@@ -25,8 +24,6 @@ import (
 	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/pluginhost"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // world is an Engine on a real ledger in a temp dir, with plugins src
 // (poll, whose state_updates are a fact; handle) and sink (handle), a route

@@ -12,6 +12,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,9 @@ type Options struct {
 	Plugins *pluginhost.Registry
 	// Pipelines are Config's compiled pipelines.
 	Pipelines *pipeline.Set
+	// StartRun records a run's start: nil, commands.StartPipeline (a test
+	// replaces it to play the pipeline runtime).
+	StartRun func(ctx context.Context, l *ledger.Ledger, cmd commands.StartRun) (commands.RunStartedResult, error)
 }
 
 // Engine is the runtime of one applied config. Its methods are safe for
@@ -45,6 +49,7 @@ type Engine struct {
 	plugins   *pluginhost.Registry
 	pipelines *commands.Pipelines // one per applied config: its cache serves every run
 	auth      *auth.Registry      // the API's tokens and the webhooks' secrets
+	startRun  func(context.Context, *ledger.Ledger, commands.StartRun) (commands.RunStartedResult, error)
 
 	mu      sync.Mutex
 	configs map[string]json.RawMessage // plugin configs as JSON, encoded once
@@ -52,7 +57,11 @@ type Engine struct {
 
 // New builds the Engine of an applied config.
 func New(o Options) *Engine {
+	if o.StartRun == nil {
+		o.StartRun = commands.StartPipeline
+	}
 	return &Engine{
+		startRun:  o.StartRun,
 		ledger:    o.Ledger,
 		config:    o.Config,
 		applied:   o.Applied,

@@ -18,6 +18,8 @@ import (
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
 )
@@ -35,13 +37,11 @@ type Options struct {
 	// Secrets resolves each endpoint's secret_ref, per request (a reload
 	// may change them).
 	Secrets func() auth.Secrets
-	// Config is the config in force, per request: its webhooks: endpoints
-	// and the defaults jobs are built with (commands.JobFor).
-	Config func() *config.Config
-	// CanRun says whether the endpoint's plugin command can run now; a
-	// delivery for one that cannot is refused with 503 plugin_unavailable
-	// and enqueues nothing. nil: every command can.
-	CanRun func(plugin, command string) error
+	// Engine is the runtime of the config in force, per request: its
+	// webhooks: endpoints, and the intent a delivery's job is enqueued
+	// with. A delivery for a plugin command it cannot run is refused with
+	// 503 plugin_unavailable and enqueues nothing.
+	Engine func() *engine.Engine
 	// Health is what /healthz reports beyond the ledger; nil: nothing.
 	Health func() Health
 	Logger *slog.Logger
@@ -49,11 +49,11 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Health is what the daemon knows of itself that the ledger does not hold.
+// Health is what the daemon knows of itself that neither the ledger nor its
+// Engine holds.
 type Health struct {
-	Started       time.Time
-	PluginsLoaded int
-	API           views.APIState // whether the daemon's HTTP API serves
+	Started time.Time
+	API     views.APIState // whether the daemon's HTTP API serves
 }
 
 // HealthReport is the body of /healthz (spec §10.3, with the ledger's
@@ -116,8 +116,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.handleHealth(w, r)
 		return
 	}
-	cfg := h.opts.Config()
-	endpoint, ok := cfg.WebhookSettings.Endpoint(r.URL.Path)
+	eng := h.opts.Engine()
+	endpoint, ok := eng.Config().WebhookSettings.Endpoint(r.URL.Path)
 	if !ok {
 		writeError(w, http.StatusNotFound, "not_found", "no webhook endpoint at this path", "check the URL against webhooks.endpoints in the config")
 		return
@@ -127,12 +127,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "a webhook endpoint answers POST only", "send the delivery with POST")
 		return
 	}
-	h.handleDelivery(w, r, cfg, endpoint)
+	h.handleDelivery(w, r, eng, endpoint)
 }
+
+// errNoDeliveryID refuses a delivery to an endpoint with a
+// delivery_id_header that lacks a delivery id (or whose id is too long).
+var errNoDeliveryID = errors.New("no delivery id")
 
 // handleDelivery checks a delivery's size, signature and freshness, and
 // enqueues its job.
-func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *config.Config, endpoint config.WebhookEndpoint) {
+func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, eng *engine.Engine, endpoint config.WebhookEndpoint) {
 	if r.ContentLength > endpoint.MaxBodySize {
 		tooLarge(w, endpoint)
 		return
@@ -169,35 +173,36 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 		forbidden(w)
 		return
 	}
-	if h.opts.CanRun != nil {
-		if err := h.opts.CanRun(endpoint.Plugin, endpoint.Command); err != nil {
-			h.log.Error("webhook refused: its plugin cannot run now, so nothing was enqueued", "path", endpoint.Path,
-				"plugin", endpoint.Plugin, "command", endpoint.Command, "err", err.Error(), "fix", "fix the plugin (see: ductile plugin list), then reload")
-			// The sender is told no more than that (the log says why).
-			writeError(w, http.StatusServiceUnavailable, "plugin_unavailable", "this endpoint's plugin cannot run now: nothing was enqueued",
-				"deliver it again later; the daemon's log says why")
-			return
-		}
-	}
-	payload, err := DecodePayload(body)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_json", err.Error(), "send a JSON body")
-		return
-	}
-	job := commands.JobFor(cfg, endpoint.Plugin, endpoint.Command, commands.ByWebhook)
-	job.Payload = payload
+	job := engine.Enqueue{Plugin: endpoint.Plugin, Command: endpoint.Command, Payload: body, Kind: engine.PayloadDelivery,
+		By: commands.ByWebhook, Now: h.opts.Now()}
 	if endpoint.DeliveryIDHeader != "" {
 		id := r.Header.Get(endpoint.DeliveryIDHeader)
-		if id == "" || len(id) > MaxDeliveryIDLength {
-			writeError(w, http.StatusBadRequest, "missing_delivery_id",
-				"header "+endpoint.DeliveryIDHeader+" must hold the delivery id (1 to 256 bytes)", "send the delivery id the endpoint is configured with")
-			return
+		job.DedupeKey, job.DedupeTTL, job.Causation = "webhook "+endpoint.Path+" "+id, DeliveryTTL, "webhook:"+id
+		job.Allow = func(events.AppliedCommand) error { // once the plugin is known to run
+			if id == "" || len(id) > MaxDeliveryIDLength {
+				return errNoDeliveryID
+			}
+			return nil
 		}
-		job.DedupeKey, job.DedupeTTL = "webhook "+endpoint.Path+" "+id, DeliveryTTL
-		job.Causation = "webhook:" + id
 	}
-	res, err := commands.EnqueueJob(r.Context(), h.opts.Ledger, job)
+	res, err := eng.Enqueue(r.Context(), job)
+	var target *commands.TargetError
+	var bad *commands.PayloadError
 	switch {
+	case errors.Is(err, errNoDeliveryID):
+		writeError(w, http.StatusBadRequest, "missing_delivery_id",
+			"header "+endpoint.DeliveryIDHeader+" must hold the delivery id (1 to 256 bytes)", "send the delivery id the endpoint is configured with")
+		return
+	case errors.As(err, &target):
+		h.log.Error("webhook refused: its plugin cannot run now, so nothing was enqueued", "path", endpoint.Path,
+			"plugin", endpoint.Plugin, "command", endpoint.Command, "err", err.Error(), "fix", "fix the plugin (see: ductile plugin list), then reload")
+		// The sender is told no more than that (the log says why).
+		writeError(w, http.StatusServiceUnavailable, "plugin_unavailable", "this endpoint's plugin cannot run now: nothing was enqueued",
+			"deliver it again later; the daemon's log says why")
+		return
+	case errors.As(err, &bad):
+		writeError(w, http.StatusBadRequest, "invalid_json", "the body "+bad.Problem, "send a JSON body")
+		return
 	case errors.Is(err, commands.ErrInvalidCommand):
 		writeError(w, http.StatusBadRequest, "invalid_payload", err.Error(), "send a smaller or flatter JSON body")
 		return
@@ -287,36 +292,17 @@ func fresh(header string, now time.Time, tolerance time.Duration) bool {
 	return sec >= now.Unix()-tol && sec <= now.Unix()+tol
 }
 
-// DecodePayload checks that body is one JSON value (commands.CheckJSON: not
-// empty, valid UTF-8, not too deep) and returns it as the job's payload.
-// Any JSON value is taken, not only an object: a sender's format is its
-// own (some deliver a list of events).
-func DecodePayload(body []byte) (json.RawMessage, error) {
-	var bad *commands.PayloadError
-	if err := commands.CheckJSON(body); errors.As(err, &bad) {
-		return nil, errors.New("the body " + bad.Problem)
-	} else if err != nil {
-		return nil, err
-	}
-	return json.RawMessage(body), nil
-}
-
 // handleHealth answers /healthz from the read side (spec §10.3).
 func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 	facts := h.opts.Health()
-	report := HealthReport{PluginsLoaded: facts.PluginsLoaded, Writes: h.opts.Ledger.WriteHealth(), API: facts.API}
-	report.Status = views.DaemonHealth(report.Writes, &report.API)
-	if !facts.Started.IsZero() {
-		report.UptimeSeconds = int64(h.opts.Now().Sub(facts.Started) / time.Second)
-	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	counts, err := views.ReadHealth(ctx, h.opts.Ledger)
-	report.QueueDepth, report.PluginsCircuitOpen = counts.QueueDepth, counts.PluginsCircuitOpen
+	health, err := h.opts.Engine().Health(ctx, engine.HealthFacts{Started: facts.Started, Now: h.opts.Now(), API: &facts.API})
 	if err != nil {
 		h.log.Error("healthz: read the ledger", "err", err.Error())
-		report.Status = "unavailable"
 	}
+	report := HealthReport{Status: health.Status, UptimeSeconds: health.UptimeSeconds, QueueDepth: health.QueueDepth,
+		PluginsLoaded: health.PluginsLoaded, PluginsCircuitOpen: health.PluginsCircuitOpen, Writes: health.Writes, API: facts.API}
 	status := http.StatusOK
 	if report.Status == "unavailable" {
 		status = http.StatusServiceUnavailable

@@ -24,6 +24,8 @@ import (
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/views"
@@ -64,9 +66,16 @@ type testBundle struct {
 	logs    *syncBuffer // the handler's log, JSON lines
 	path    string      // the ledger's file
 	api     atomic.Pointer[views.APIState]
-	// cannotRun is what Options.CanRun answers (nil: every command runs).
-	cannotRun error
+	// engine is what Options.Engine answers: the config, with plugin echo
+	// applied.
+	engine atomic.Pointer[engine.Engine]
 }
+
+// echoApplied is a daemon's record of having loaded plugin echo, and two
+// more (plugins_loaded 3).
+var echoApplied = events.ConfigAppliedData{Plugins: []events.AppliedPlugin{{Name: "echo", Enabled: true,
+	Commands: []events.AppliedCommand{{Name: "poll", Type: "read"}, {Name: "handle", Type: "write"}}},
+	{Name: "two", Enabled: true}, {Name: "three", Enabled: true}}}
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
 type syncBuffer struct {
@@ -112,13 +121,13 @@ func setup(t testing.TB) *testBundle {
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
 	b := &testBundle{l: l, started: now.Add(-time.Hour), logs: &syncBuffer{}, path: path}
 	b.api.Store(&views.APIState{Enabled: true, Listening: "127.0.0.1:8080"})
+	b.engine.Store(engine.New(engine.Options{Ledger: l, Config: cfg, Applied: echoApplied}))
 	b.handler = webhooks.New(webhooks.Options{
 		Ledger:  l,
 		Secrets: func() auth.Secrets { return fakeSecrets{"hook": secret} },
-		Config:  func() *config.Config { return cfg },
-		CanRun:  func(string, string) error { return b.cannotRun },
+		Engine:  b.engine.Load,
 		Health: func() webhooks.Health {
-			return webhooks.Health{Started: b.started, PluginsLoaded: 3, API: *b.api.Load()}
+			return webhooks.Health{Started: b.started, API: *b.api.Load()}
 		},
 		Logger: slog.New(slog.NewJSONHandler(b.logs, nil)),
 		Now:    func() time.Time { return now },

@@ -222,18 +222,18 @@ func systemReset(c *cli.Context, e *env, l *ledger.Ledger) error {
 // is no such plugin. A disabled or skipped plugin is known (ok false: no
 // commands to check).
 func breakerPlugin(ctx context.Context, e *env, l *ledger.Ledger, plugin string) (p events.AppliedPlugin, ok bool, err error) {
-	set, err := currentPlugins(ctx, e, l)
+	set, err := currentEngine(ctx, e, l)
 	if err != nil {
 		return p, false, err
 	}
 	var names []string
-	for _, p := range set.applied.Plugins {
+	for _, p := range set.Applied().Plugins {
 		if p.Name == plugin {
 			return p, true, nil
 		}
 		names = append(names, p.Name)
 	}
-	for _, sk := range set.applied.Skipped {
+	for _, sk := range set.Applied().Skipped {
 		if sk.Name == plugin {
 			return p, false, nil
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
@@ -325,44 +326,6 @@ func logLineText(l views.LogLine) string {
 	return fmt.Sprintf("%s #%d %-6s %s", at, l.Attempt, tag, strings.TrimSuffix(l.Message, "\r"))
 }
 
-func queueCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "queue",
-		Usage: "show the queue: running and queued jobs, oldest first (the order they run in)",
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "limit", Value: 50, Usage: "show at most `N` jobs (0: all of them)"},
-			jsonFlag(),
-		},
-		Action: withReadLedger(queueShow),
-	}
-}
-
-func queueShow(c *cli.Context, e *env, l *ledger.Ledger) error {
-	limit := c.Int("limit")
-	if limit < 0 {
-		return usagef("--limit must be 0 (all) or more, not %d", limit)
-	}
-	q, err := views.ReadQueue(c.Context, l, limit)
-	if err != nil {
-		return err
-	}
-	if c.Bool("json") {
-		return printJSON(e.stdout, q)
-	}
-	running := fmt.Sprintf("running %d", q.Counts.Running+q.Counts.CancelRequested)
-	if q.Counts.CancelRequested > 0 {
-		running += fmt.Sprintf(" (%d cancel requested)", q.Counts.CancelRequested)
-	}
-	fmt.Fprintf(e.stdout, "queued %d, %s\n", q.Counts.Queued, running)
-	if len(q.Jobs) > 0 {
-		printJobTable(e, q.Jobs)
-	}
-	if q.More > 0 {
-		fmt.Fprintf(e.stdout, "… and %d more (see: ductile queue --limit 0)\n", q.More)
-	}
-	return nil
-}
-
 // statusNames lists the job statuses, comma-separated, for help and errors.
 func statusNames() string {
 	var names []string
@@ -395,33 +358,21 @@ func oneLine(s string, n int) string {
 }
 
 func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
-	id, err := views.ResolveJobID(c.Context, l, c.Args().First())
+	// A pipeline job's cancel moves its run on: the steps it enqueues are
+	// built with the config that runs them.
+	eng, err := settingsEngine(c.Context, e, l)
 	if err != nil {
+		return err
+	}
+	res, err := eng.Cancel(c.Context, engine.Cancel{Job: c.Args().First(), Reason: c.String("reason"), By: commands.ByCLI, DryRun: c.Bool("dry-run")})
+	id := res.JobID
+	switch {
+	case errors.Is(err, commands.ErrInvalidTransition):
+		return conflictf("job %s is %s: only a queued or running job can be canceled", id, res.Before)
+	case err != nil:
 		return jobError(err)
 	}
-	j, err := views.JobState(c.Context, l, id)
-	if err != nil {
-		return jobError(err)
-	}
-	out := map[string]any{"job_id": id, "status_before": j.Status, "dry_run": c.Bool("dry-run")}
-	status := j.Status
-	if !c.Bool("dry-run") {
-		// A pipeline job's cancel moves its run on: the steps it enqueues
-		// are built with the config that runs them.
-		cfg, err := serviceSettings(c.Context, e, l)
-		if err != nil {
-			return err
-		}
-		status, err = commands.CancelJob(c.Context, l, commands.Cancel{JobID: id, Reason: c.String("reason"), Actor: commands.ByCLI, Now: time.Now(),
-			Pipelines: &commands.Pipelines{Config: cfg}})
-		if errors.Is(err, commands.ErrInvalidTransition) {
-			return conflictf("job %s is %s: only a queued or running job can be canceled", id, j.Status)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	out["status"] = status
+	out := map[string]any{"job_id": id, "status_before": res.Before, "dry_run": c.Bool("dry-run"), "status": res.Status}
 	if !c.Bool("dry-run") {
 		// So that job list and queue show the cancel at once.
 		if err := daemon.CatchUpUnlessHeld(c.Context, e.stateDir, l, e.quietLogger()); err != nil {
@@ -433,11 +384,11 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	}
 	switch {
 	case c.Bool("dry-run"):
-		fmt.Fprintf(e.stdout, "would cancel job %s, now %s (run without --dry-run to do it)\n", id, j.Status)
-	case status == events.StatusCancelRequested:
+		fmt.Fprintf(e.stdout, "would cancel job %s, now %s (run without --dry-run to do it)\n", id, res.Before)
+	case res.Status == events.StatusCancelRequested:
 		fmt.Fprintf(e.stdout, "job %s: cancel requested; %s (see: ductile job inspect %s)\n", id, whoStops(c.Context, e, l, id), id)
 	default:
-		fmt.Fprintf(e.stdout, "job %s is %s\n", id, status)
+		fmt.Fprintf(e.stdout, "job %s is %s\n", id, res.Status)
 	}
 	return nil
 }
@@ -474,38 +425,27 @@ type retryOutput struct {
 
 func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 	ctx := c.Context
-	id, j, err := jobArg(c, l)
+	eng, err := currentEngine(ctx, e, l)
 	if err != nil {
 		return err
 	}
-	if err := commands.CanRetry(j); err != nil {
+	res, err := eng.Retry(ctx, engine.Redo{Job: c.Args().First(), By: commands.ByCLI, Check: true, DryRun: c.Bool("dry-run")})
+	j := res.Old
+	switch {
+	case j != nil && (errors.Is(err, commands.ErrInvalidTransition) || errors.Is(err, commands.ErrAlreadyRetried)):
 		return retryRefused(ctx, l, j, err)
+	case err != nil:
+		return jobError(eng.refused(err, false))
 	}
-	set, ranBy, err := stillInstalled(ctx, e, l, j)
-	if err != nil {
-		return err
-	}
-	out := retryOutput{RetryOf: id, Plugin: j.Plugin, Command: j.Command, RanBy: ranBy}
+	out := retryOutput{RetryOf: j.JobID, Plugin: j.Plugin, Command: j.Command, RanBy: eng.ranBy()}
 	if c.Bool("dry-run") {
 		out.Status, out.DryRun = "would enqueue", true
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
 		fmt.Fprintf(e.stdout, "would retry job %s (%s, %s %s) as a new job; %s (run without --dry-run to do it)\n",
-			id, j.Status, j.Plugin, j.Command, whoRuns(set))
+			j.JobID, j.Status, j.Plugin, j.Command, eng.whoRuns())
 		return nil
-	}
-	defaults := commands.JobFor(set.config, j.Plugin, j.Command, commands.ByCLI)
-	res, err := commands.RetryJob(ctx, l, commands.Retry{JobID: id, Actor: commands.ByCLI, MaxAttempts: defaults.MaxAttempts,
-		BackoffBase: defaults.BackoffBase, DefaultDedupeTTL: defaults.DefaultDedupeTTL, Now: time.Now()})
-	if errors.Is(err, commands.ErrInvalidTransition) || errors.Is(err, commands.ErrAlreadyRetried) {
-		// Changed since it was read: say what it is now.
-		if now, rerr := views.JobState(ctx, l, id); rerr == nil {
-			return retryRefused(ctx, l, now, err)
-		}
-	}
-	if err != nil {
-		return err
 	}
 	out.JobID, out.ExistingJobID, out.Status = res.JobID, res.ExistingJobID, string(events.StatusQueued)
 	if res.Deduped {
@@ -522,52 +462,9 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 		fmt.Fprintf(e.stdout, "not retried: job %s with dedupe key %q already covers it\n", res.ExistingJobID, j.DedupeKey)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "retried job %s as job %s (%s %s); %s\n", id, res.JobID, j.Plugin, j.Command, whoRuns(set))
+	fmt.Fprintf(e.stdout, "retried job %s as job %s (%s %s); %s\n", j.JobID, res.JobID, j.Plugin, j.Command, eng.whoRuns())
 	fmt.Fprintf(e.stdout, "follow it with: ductile job inspect %s\n", res.JobID)
 	return nil
-}
-
-// whoRuns says who will run a job enqueued now.
-// jobArg is the job the command's argument names (a unique id prefix will
-// do), as its stream folds now.
-func jobArg(c *cli.Context, l *ledger.Ledger) (string, *commands.Job, error) {
-	id, err := views.ResolveJobID(c.Context, l, c.Args().First())
-	if err != nil {
-		return "", nil, jobError(err)
-	}
-	j, err := views.JobState(c.Context, l, id)
-	if err != nil {
-		return "", nil, jobError(err)
-	}
-	return id, j, nil
-}
-
-// stillInstalled checks that j's plugin and command are still there, as
-// for any enqueue, and says who would run a new job of them (daemon, or
-// none): what a retry and a replay check before they enqueue one.
-func stillInstalled(ctx context.Context, e *env, l *ledger.Ledger, j *commands.Job) (pluginSet, string, error) {
-	set, err := currentPlugins(ctx, e, l)
-	if err != nil {
-		return set, "", err
-	}
-	p, err := set.plugin(j.Plugin)
-	if err != nil {
-		return set, "", err
-	}
-	if _, err := set.command(p, j.Command, false); err != nil {
-		return set, "", err
-	}
-	if set.daemonPID == 0 {
-		return set, "none", nil
-	}
-	return set, "daemon", nil
-}
-
-func whoRuns(set pluginSet) string {
-	if set.daemonPID != 0 {
-		return fmt.Sprintf("the daemon (pid %d) will run it", set.daemonPID)
-	}
-	return "no daemon is running: it waits for one (ductile system start)"
 }
 
 // retryRefused explains why job j cannot be retried, and what to do instead.

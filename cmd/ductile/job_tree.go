@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
@@ -159,37 +159,27 @@ type replayOutput struct {
 
 func jobReplay(c *cli.Context, e *env, l *ledger.Ledger) error {
 	ctx := c.Context
-	id, j, err := jobArg(c, l)
+	eng, err := currentEngine(ctx, e, l)
 	if err != nil {
 		return err
 	}
-	if err := commands.CanReplay(j); err != nil {
+	res, err := eng.Replay(ctx, engine.Redo{Job: c.Args().First(), By: commands.ByCLI, Check: true, DryRun: c.Bool("dry-run")})
+	j := res.Old
+	switch {
+	case j != nil && errors.Is(err, commands.ErrInvalidTransition):
 		return replayRefused(j)
+	case err != nil:
+		return jobError(eng.refused(err, false))
 	}
-	set, ranBy, err := stillInstalled(ctx, e, l, j)
-	if err != nil {
-		return err
-	}
-	out := replayOutput{ReplayOf: id, Plugin: j.Plugin, Command: j.Command, RanBy: ranBy}
+	out := replayOutput{ReplayOf: j.JobID, Plugin: j.Plugin, Command: j.Command, RanBy: eng.ranBy()}
 	if c.Bool("dry-run") {
 		out.Status, out.DryRun = "would enqueue", true
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
 		fmt.Fprintf(e.stdout, "would replay job %s (%s, %s %s) as a new job; %s (run without --dry-run to do it)\n",
-			id, j.Status, j.Plugin, j.Command, whoRuns(set))
+			j.JobID, j.Status, j.Plugin, j.Command, eng.whoRuns())
 		return nil
-	}
-	defaults := commands.JobFor(set.config, j.Plugin, j.Command, commands.ByCLI)
-	res, err := commands.ReplayJob(ctx, l, commands.Replay{JobID: id, Actor: commands.ByCLI,
-		MaxAttempts: defaults.MaxAttempts, BackoffBase: defaults.BackoffBase, Now: time.Now()})
-	if errors.Is(err, commands.ErrInvalidTransition) {
-		if now, rerr := views.JobState(ctx, l, id); rerr == nil {
-			return replayRefused(now)
-		}
-	}
-	if err != nil {
-		return err
 	}
 	out.JobID, out.Status = res.JobID, string(events.StatusQueued)
 	// So that job list and queue show the new job at once.
@@ -199,7 +189,7 @@ func jobReplay(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
-	fmt.Fprintf(e.stdout, "replayed job %s as job %s (%s %s); %s\n", id, res.JobID, j.Plugin, j.Command, whoRuns(set))
+	fmt.Fprintf(e.stdout, "replayed job %s as job %s (%s %s); %s\n", j.JobID, res.JobID, j.Plugin, j.Command, eng.whoRuns())
 	fmt.Fprintf(e.stdout, "follow it with: ductile job inspect %s\n", res.JobID)
 	return nil
 }

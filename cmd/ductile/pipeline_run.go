@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
@@ -84,7 +84,7 @@ func pipelineRun(c *cli.Context) error {
 
 	// The plugins and settings the run's jobs are checked against and built
 	// with: the running daemon's, else this process's.
-	set, err := currentPlugins(ctx, e, nil)
+	set, err := currentEngine(ctx, e, nil)
 	if err != nil {
 		return err
 	}
@@ -93,9 +93,9 @@ func pipelineRun(c *cli.Context) error {
 		return err
 	}
 	out := pipelineRunOutput{Pipeline: name, DaemonPID: set.daemonPID,
-		Applied: pipelineApplied(set.applied, set.daemonPID != 0, name, p.Hash)}
+		Applied: pipelineApplied(set.Applied(), set.daemonPID != 0, name, p.Hash)}
 	if out.Applied != nil && !*out.Applied && !c.Bool("json") {
-		fmt.Fprintf(e.stdout, "%s; this run uses the config file's version %s\n", notAppliedNote(set.applied, name), shortHash(p.Hash))
+		fmt.Fprintf(e.stdout, "%s; this run uses the config file's version %s\n", notAppliedNote(set.Applied(), name), shortHash(p.Hash))
 	}
 	if c.Bool("wait") && set.daemonPID == 0 {
 		return hintf(codeConflict, "start one with: ductile system start (or run without --wait: the run waits in the queue)",
@@ -116,9 +116,8 @@ func pipelineRun(c *cli.Context) error {
 		return err
 	}
 	defer l.Close()
-	started, err := commands.StartPipeline(ctx, l, commands.StartRun{
-		Pipeline: p, Trigger: "cli", Payload: payload, SubmittedBy: commands.ByCLI, Config: set.config, Now: time.Now(),
-	})
+	started, err := set.OnLedger(l).StartPipeline(ctx, engine.StartPipeline{Pipeline: p, Payload: payload,
+		Trigger: commands.TriggerCLI, By: commands.ByCLI})
 	if err != nil {
 		return err
 	}
@@ -213,13 +212,9 @@ func readObjectPayload(c *cli.Context) (json.RawMessage, error) {
 
 // configPipeline compiles the config's pipelines, checking each step's
 // plugin command against set, and returns the one named name.
-func configPipeline(e *env, set pluginSet, name string) (*pipeline.Pipeline, error) {
+func configPipeline(e *env, set cliEngine, name string) (*pipeline.Pipeline, error) {
 	compiled, err := pipeline.Compile(e.cfg, func(plugin, command string) error {
-		p, err := commands.TargetPlugin(set.applied, plugin)
-		if err != nil {
-			return err
-		}
-		_, err = commands.TargetCommand(p, command)
+		_, _, err := set.Target(plugin, command)
 		return err
 	})
 	if err != nil {

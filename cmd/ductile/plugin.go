@@ -17,6 +17,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -184,44 +185,33 @@ func pluginRun(c *cli.Context) error {
 		return usagef("--dedupe-ttl needs --dedupe-key")
 	}
 	ctx := c.Context
-	// target checks the plugin and picks its command from the set that
-	// will run the job, and builds the enqueue.
-	target := func(set pluginSet) (commands.Enqueue, error) {
-		p, err := set.plugin(name)
-		if err != nil {
-			return commands.Enqueue{}, err
-		}
-		if err := set.resolved(name); err != nil {
-			return commands.Enqueue{}, err
-		}
-		command, err := set.command(p, c.String("command"), payload != nil)
-		if err != nil {
-			return commands.Enqueue{}, err
-		}
-		enq := commands.JobFor(set.config, name, command, commands.ByCLI)
-		enq.Payload, enq.DedupeKey, enq.DedupeTTL = payload, dedupeKey, dedupeTTL
-		return enq, nil
+	// enqueue is the intent, on the Engine that will run the job.
+	enqueue := func(eng cliEngine, dryRun bool) (engine.Enqueued, error) {
+		res, err := eng.Enqueue(ctx, engine.Enqueue{Plugin: name, Command: c.String("command"), Payload: payload,
+			DedupeKey: dedupeKey, DedupeTTL: dedupeTTL, By: commands.ByCLI, DryRun: dryRun,
+			Allow: func(events.AppliedCommand) error { return eng.resolved(name) }})
+		return res, eng.refused(err, c.String("command") == "")
 	}
 	out := runOutput{Plugin: name, RanBy: "daemon"}
 	if c.Bool("dry-run") {
-		set, err := currentPlugins(ctx, e, nil)
+		eng, err := currentEngine(ctx, e, nil)
 		if err != nil {
 			return err
 		}
-		enq, err := target(set)
+		enq, err := enqueue(eng, true)
 		if err != nil {
 			return err
 		}
 		out.Command, out.Status, out.DryRun = enq.Command, "would enqueue", true
-		if set.daemonPID == 0 {
+		if eng.daemonPID == 0 {
 			out.RanBy = "cli"
 		}
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
 		shown := "none"
-		if len(enq.Payload) > 0 {
-			shown = quote(string(enq.Payload))
+		if len(enq.Job.Payload) > 0 {
+			shown = quote(string(enq.Job.Payload))
 		}
 		fmt.Fprintf(e.stdout, "would enqueue %s %s (payload %s); it would run in the %s (run without --dry-run to do it)\n",
 			name, enq.Command, shown, out.RanBy)
@@ -235,13 +225,13 @@ func pluginRun(c *cli.Context) error {
 	}
 	daemonRuns := d == nil
 	var l *ledger.Ledger
-	var set pluginSet
+	var eng cliEngine
 	if daemonRuns {
 		if l, err = e.openLedger(ctx); err != nil {
 			return err
 		}
 		defer l.Close()
-		if set, err = daemonPlugins(ctx, e, l, holder.PID); err != nil {
+		if eng, err = daemonEngine(ctx, e, l, holder.PID); err != nil {
 			return err
 		}
 	} else {
@@ -251,26 +241,21 @@ func pluginRun(c *cli.Context) error {
 				"--wait-tree needs a running daemon: without one, plugin run runs its own job only, and the jobs it routes wait for a daemon")
 		}
 		l, out.RanBy = d.Ledger, "cli"
-		set = discoveredPlugins(e, d.Plugins())
+		eng = cliEngine{Engine: d.Engine()}
 	}
-	enq, err := target(set)
+	res, err := enqueue(eng, false)
 	if err != nil {
 		return err
 	}
-	out.Command = enq.Command
-	enq.Now = time.Now()
-	res, err := commands.EnqueueJob(ctx, l, enq)
-	if err != nil {
-		return err
-	}
+	out.Command = res.Command
 	out.JobID, out.Deduped, out.ExistingJobID = res.JobID, res.Deduped, res.ExistingJobID
 	if res.Deduped {
-		e.quietLogger().Info("job dropped as a duplicate", "component", "cli", "plugin", name, "dedupe_key", enq.DedupeKey, "existing_job_id", res.ExistingJobID)
+		e.quietLogger().Info("job dropped as a duplicate", "component", "cli", "plugin", name, "dedupe_key", dedupeKey, "existing_job_id", res.ExistingJobID)
 		out.Status = "deduped"
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
-		fmt.Fprintf(e.stdout, "not enqueued: job %s with dedupe key %q already covers it\n", res.ExistingJobID, enq.DedupeKey)
+		fmt.Fprintf(e.stdout, "not enqueued: job %s with dedupe key %q already covers it\n", res.ExistingJobID, dedupeKey)
 		return nil
 	}
 	if daemonRuns && !wait {
@@ -278,7 +263,7 @@ func pluginRun(c *cli.Context) error {
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
-		fmt.Fprintf(e.stdout, "enqueued job %s (%s %s); the daemon (pid %d) will run it\n", res.JobID, name, enq.Command, holder.PID)
+		fmt.Fprintf(e.stdout, "enqueued job %s (%s %s); the daemon (pid %d) will run it\n", res.JobID, name, res.Command, holder.PID)
 		fmt.Fprintf(e.stdout, "follow it with: ductile job inspect %s\n", res.JobID)
 		return nil
 	}
@@ -351,28 +336,35 @@ type timeoutError struct{ after time.Duration }
 
 func (e *timeoutError) Error() string { return fmt.Sprintf("--timeout %s reached", e.after) }
 
-// currentPlugins is the set an enqueue would be checked against now: the
-// running daemon's, else what this process discovers (dry runs).
-// l is the ledger, if the caller has it open.
-func currentPlugins(ctx context.Context, e *env, l *ledger.Ledger) (pluginSet, error) {
+// currentEngine is the Engine an intent is checked against and made with
+// now: the running daemon's, else one of what this process discovers.
+// l is the ledger, if the caller has it open (nil: the Engine only checks,
+// as a dry run does).
+func currentEngine(ctx context.Context, e *env, l *ledger.Ledger) (cliEngine, error) {
 	h, err := daemon.Holder(e.stateDir)
 	if err != nil {
-		return pluginSet{}, err
+		return cliEngine{}, err
 	}
 	if h.Daemon() {
 		if l == nil {
 			if l, err = e.openLedger(ctx); err != nil {
-				return pluginSet{}, err
+				return cliEngine{}, err
 			}
 			defer l.Close()
+			eng, err := daemonEngine(ctx, e, l, h.PID)
+			if err != nil {
+				return eng, err
+			}
+			eng.Engine = eng.OnLedger(nil) // l is closed on return
+			return eng, nil
 		}
-		return daemonPlugins(ctx, e, l, h.PID)
+		return daemonEngine(ctx, e, l, h.PID)
 	}
 	reg, _, err := daemon.DiscoverPlugins(e.stateDir, e.cfg, e.quietLogger())
 	if err != nil {
-		return pluginSet{}, err
+		return cliEngine{}, err
 	}
-	return discoveredPlugins(e, reg), nil
+	return discoveredEngine(e, reg, l), nil
 }
 
 func printRunResult(e *env, out runOutput, last events.AttemptEnded) {

@@ -61,13 +61,14 @@ func pluginArg(c *cli.Context) (string, error) {
 // pluginView reads the plugin's view against the plugins the daemon loaded
 // (with none, those found now).
 func pluginView(c *cli.Context, e *env, l *ledger.Ledger, name string, jobs int) (views.PluginView, error) {
-	set, err := currentPlugins(c.Context, e, l)
+	set, err := currentEngine(c.Context, e, l)
 	if err != nil {
 		return views.PluginView{}, err
 	}
-	v, err := views.ShowPlugin(c.Context, l, set.applied, name, jobs)
+	v, err := views.ShowPlugin(c.Context, l, set.Applied(), name, jobs)
 	if errors.Is(err, commands.ErrPluginUnknown) {
-		_, err = set.plugin(name) // the CLI's words: the nearest name, and what there is
+		_, err = set.Plugin(name)
+		err = set.refused(err, false) // the CLI's words: the nearest name, and what there is
 	}
 	return v, err
 }

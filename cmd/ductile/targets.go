@@ -5,61 +5,61 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
 )
 
-// pluginSet is what an enqueue from the CLI is checked against: the plugins
-// the running daemon recorded it loaded (its last config.applied), or,
-// without a daemon, the plugins this process discovers now.
-type pluginSet struct {
-	applied   events.ConfigAppliedData
-	daemonPID int // 0: discovered by this process
-	// config is what jobs are built with: the daemon's applied settings,
-	// or this process's config.
-	config *config.Config
+// cliEngine is the runtime an intent of the CLI acts with: the Engine of
+// the config the running daemon applied (its last config.applied: its
+// settings and the plugins it loaded), or, without a daemon, of this
+// process's config and the plugins it discovers now. One is built per
+// process.
+type cliEngine struct {
+	*engine.Engine
+	daemonPID int // 0: this process's own
 	// stateDir is the daemon's, for a hint on a plugin it did not load.
 	stateDir string
 }
 
-// discoveredPlugins is the set of a registry this process loaded.
-func discoveredPlugins(e *env, reg *pluginhost.Registry) pluginSet {
-	return pluginSet{applied: daemon.Applied(reg, e.cfg, ""), config: e.cfg}
+// discoveredEngine is the Engine of a registry this process loaded, acting
+// on l (nil: none open; it then only checks).
+func discoveredEngine(e *env, reg *pluginhost.Registry, l *ledger.Ledger) cliEngine {
+	return cliEngine{Engine: engine.New(engine.Options{Ledger: l, Config: e.cfg, Applied: daemon.Applied(reg, e.cfg, ""), Plugins: reg})}
 }
 
 // appliedWait bounds how long the CLI waits for a daemon that holds the lock
 // to record what it loaded (it does so just after taking the lock).
 const appliedWait = 10 * time.Second
 
-// daemonPlugins reads what the daemon holding the state directory (pid)
-// recorded it loaded, waiting up to appliedWait for its record
-// (daemon.WaitApplied).
-func daemonPlugins(ctx context.Context, e *env, l *ledger.Ledger, pid int) (pluginSet, error) {
+// daemonEngine is the Engine of what the daemon holding the state directory
+// (pid) recorded it applied, acting on l, waiting up to appliedWait for its
+// record (daemon.WaitApplied).
+func daemonEngine(ctx context.Context, e *env, l *ledger.Ledger, pid int) (cliEngine, error) {
 	waitCtx, cancel := context.WithTimeout(ctx, appliedWait)
 	defer cancel()
 	a, err := daemon.WaitApplied(waitCtx, e.stateDir, l, pid)
 	switch {
 	case errors.Is(err, daemon.ErrDaemonStopped):
-		return pluginSet{}, failf("the daemon (pid %d) stopped while its plugins were being looked up: run the command again", pid)
+		return cliEngine{}, failf("the daemon (pid %d) stopped while its plugins were being looked up: run the command again", pid)
 	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-		return pluginSet{}, failf("the daemon (pid %d) has not recorded which plugins it loaded (no config.applied in the ledger after %v): restart it with this version of ductile",
+		return cliEngine{}, failf("the daemon (pid %d) has not recorded which plugins it loaded (no config.applied in the ledger after %v): restart it with this version of ductile",
 			pid, appliedWait)
 	case err != nil:
-		return pluginSet{}, err
+		return cliEngine{}, err
 	}
 	cfg, err := appliedConfig(a)
 	if err != nil {
-		return pluginSet{}, err
+		return cliEngine{}, err
 	}
-	return pluginSet{applied: a, daemonPID: a.PID, config: cfg, stateDir: e.stateDir}, nil
+	return cliEngine{Engine: engine.New(engine.Options{Ledger: l, Config: cfg, Applied: a}), daemonPID: a.PID, stateDir: e.stateDir}, nil
 }
 
 // appliedConfig is the config a daemon's config.applied record says it
@@ -76,57 +76,85 @@ func appliedConfig(a events.ConfigAppliedData) (*config.Config, error) {
 }
 
 // which says whose plugins these are, for messages.
-func (s pluginSet) which() string {
+func (s cliEngine) which() string {
 	if s.daemonPID != 0 {
 		return fmt.Sprintf("plugins the daemon (pid %d) loaded", s.daemonPID)
 	}
 	return "plugins found"
 }
 
-// plugin returns the loaded, enabled plugin named name, or an error that
-// says why there is none: skipped (with the reason), disabled, or unknown
-// (with the nearest name).
-func (s pluginSet) plugin(name string) (events.AppliedPlugin, error) {
-	p, err := commands.TargetPlugin(s.applied, name)
+// whoRuns says who will run a job enqueued now.
+func (s cliEngine) whoRuns() string {
+	if s.daemonPID != 0 {
+		return fmt.Sprintf("the daemon (pid %d) will run it", s.daemonPID)
+	}
+	return "no daemon is running: it waits for one (ductile system start)"
+}
+
+// ranBy is who would run a new job, for --json: daemon, or none (no daemon
+// is running).
+func (s cliEngine) ranBy() string {
+	if s.daemonPID == 0 {
+		return "none"
+	}
+	return "daemon"
+}
+
+// refused is the CLI's error for an intent's *commands.TargetError (other
+// errors are returned as they are): why the plugin cannot take the job
+// (skipped, with the reason; disabled; unknown, with the nearest name; a
+// daemon's that a reload would load) or has no such command. defaulted:
+// the command was not named (plugin run without --command).
+func (s cliEngine) refused(err error, defaulted bool) error {
 	var target *commands.TargetError
 	if !errors.As(err, &target) {
-		return p, err
+		return err
 	}
-	if s.reloadLoads(name) {
+	name := target.Plugin
+	switch {
+	case target.Kind == commands.ErrCommandUnknown:
+		how := ""
+		if defaulted {
+			how = " (the default; pick one with --command)"
+		}
+		return hintf(codeNotFound, "its commands: "+orNothing(target.Known), "plugin %q has no command %q%s%s", name, target.Command, how, meant(target.Nearest))
+	case target.Kind == commands.ErrPluginUnrunnable:
+		return hintf(codeConflict, "fix its files; see: ductile plugin list", "%s", target.Error())
+	case s.reloadLoads(name):
 		// The daemon loads plugins when it starts and reloads: not since.
 		var msg string
 		switch target.Kind {
 		case commands.ErrPluginDisabled:
-			msg = fmt.Sprintf("plugin %q is disabled in the config the daemon (pid %d) applied; %s enables it now", name, s.daemonPID, s.applied.Settings.Source)
+			msg = fmt.Sprintf("plugin %q is disabled in the config the daemon (pid %d) applied; %s enables it now", name, s.daemonPID, s.Applied().Settings.Source)
 		case commands.ErrPluginSkipped:
 			msg = fmt.Sprintf("plugin %q was not loaded by the daemon (pid %d): %s; it would load now", name, s.daemonPID, target.Reason)
 		default:
 			msg = fmt.Sprintf("the daemon (pid %d) has not loaded plugin %q: it was not there when the daemon started or last reloaded, and the plugin roots of %s have it now",
-				s.daemonPID, name, s.applied.Settings.Source)
+				s.daemonPID, name, s.Applied().Settings.Source)
 		}
-		return p, hintf(codeConflict, "load it with: ductile system reload (what it would change: ductile system reload --dry-run)", "%s", msg)
+		return hintf(codeConflict, "load it with: ductile system reload (what it would change: ductile system reload --dry-run)", "%s", msg)
 	}
 	switch target.Kind {
 	case commands.ErrPluginDisabled:
-		return p, conflictf("%s", target.Error())
+		return conflictf("%s", target.Error())
 	case commands.ErrPluginSkipped:
 		then := ""
 		if s.daemonPID != 0 {
 			then = ", then: ductile system reload"
 		}
-		return p, hintf(codeConflict, "fix it"+then+"; see: ductile plugin list", "%s", target.Error())
+		return hintf(codeConflict, "fix it"+then+"; see: ductile plugin list", "%s", target.Error())
 	}
-	return p, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
+	return hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
 }
 
 // reloadLoads reports whether a reload of the daemon's config file would
 // run plugin name (found by discovery and enabled), which the daemon does
 // not run now. False without a daemon, or a config file.
-func (s pluginSet) reloadLoads(name string) bool {
-	if s.daemonPID == 0 || s.applied.Settings.Source == "" {
+func (s cliEngine) reloadLoads(name string) bool {
+	if s.daemonPID == 0 || s.Applied().Settings.Source == "" {
 		return false
 	}
-	cfg, err := config.LoadDeferred(s.applied.Settings.Source)
+	cfg, err := config.LoadDeferred(s.Applied().Settings.Source)
 	if err != nil || !cfg.Plugin(name).Enabled {
 		return false
 	}
@@ -142,11 +170,11 @@ func (s pluginSet) reloadLoads(name string) bool {
 // daemon) while its config needs a ${VAR} this shell does not set: the
 // plugin would get the placeholder, not the value. A daemon resolves them
 // in its own environment.
-func (s pluginSet) resolved(plugin string) error {
+func (s cliEngine) resolved(plugin string) error {
 	if s.daemonPID != 0 {
 		return nil
 	}
-	unset := s.config.UnsetFor(plugin)
+	unset := s.Config().UnsetFor(plugin)
 	if len(unset) == 0 {
 		return nil
 	}
@@ -158,46 +186,19 @@ func (s pluginSet) resolved(plugin string) error {
 		"no daemon is running, so this command would run the job of %s itself, and its config needs what this shell does not set:\n%s", plugin, strings.Join(lines, "\n"))
 }
 
-// command picks and checks the command to run: the one asked for, or by
-// default handle when a payload is given (if the plugin declares it), else
-// the plugin's only command, else poll.
-func (s pluginSet) command(p events.AppliedPlugin, asked string, hasPayload bool) (string, error) {
-	var names []string
-	for _, c := range p.Commands {
-		names = append(names, c.Name)
-	}
-	cmd := asked
-	if cmd == "" {
-		cmd = defaultCommand(names, hasPayload)
-	}
-	if slices.Contains(names, cmd) {
-		return cmd, nil
-	}
-	how := ""
-	if asked == "" {
-		how = " (the default; pick one with --command)"
-	}
-	return "", hintf(codeNotFound, "its commands: "+orNothing(names), "plugin %q has no command %q%s%s", p.Name, cmd, how, didYouMean(cmd, names))
-}
-
-// defaultCommand is plugin run's command when --command is not given.
-func defaultCommand(commands []string, hasPayload bool) string {
-	switch {
-	case hasPayload && slices.Contains(commands, "handle"):
-		return "handle"
-	case len(commands) == 1:
-		return commands[0]
-	}
-	return "poll"
-}
-
 // didYouMean is ": did you mean "x"?" for the name config.Suggest finds
 // nearest to name, if one is near enough to be a typo, else "".
 func didYouMean(name string, names []string) string {
-	if best := config.Suggest(name, names); best != "" {
-		return fmt.Sprintf(": did you mean %q?", best)
+	return meant(config.Suggest(name, names))
+}
+
+// meant is ": did you mean "nearest"?", or "" when there is no nearest name
+// (commands.TargetError.Nearest).
+func meant(nearest string) string {
+	if nearest == "" {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf(": did you mean %q?", nearest)
 }
 
 func orNothing(names []string) string {

@@ -1,0 +1,67 @@
+package engine_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/pipeline"
+)
+
+// TestStartPipeline: a run of one of the Engine's pipelines is recorded
+// with its first job; an unknown name is a PipelineNotFoundError with the
+// nearest name, a refusal of Allow stands (before the payload is checked),
+// a payload that is not an object is a PayloadError, each before anything
+// is appended; a pipeline the
+// caller compiled runs too.
+func TestStartPipeline(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("pipelines:\n  - name: fetch\n    steps:\n      - uses: echo.handle\n"), 0o600))
+	cfg, err := config.Load(path)
+	require.NoError(t, err)
+	set, err := pipeline.Compile(cfg, nil)
+	require.NoError(t, err)
+	f := setup(t, set)
+
+	head := f.head(t)
+	var missing *engine.PipelineNotFoundError
+	_, err = f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fecth", Trigger: commands.TriggerAPI, By: commands.ByAPI})
+	require.ErrorAs(t, err, &missing)
+	require.Equal(t, []string{"fetch"}, missing.Known)
+	require.Equal(t, "fetch", missing.Nearest)
+	var bad *commands.PayloadError
+	_, err = f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Payload: json.RawMessage(`[1]`), Trigger: commands.TriggerAPI, By: commands.ByAPI})
+	require.ErrorAs(t, err, &bad)
+	refused := errors.New("too many")
+	res, err := f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Payload: json.RawMessage(`[`), Trigger: commands.TriggerAPI,
+		By: commands.ByAPI, Allow: func(p *pipeline.Pipeline) error { return refused }})
+	require.ErrorIs(t, err, refused, "Allow is asked before the payload is checked")
+	require.Equal(t, set.Pipelines["fetch"], res.Pipeline)
+	require.Equal(t, head, f.head(t))
+
+	for _, req := range []engine.StartPipeline{
+		{Name: "fetch", Trigger: commands.TriggerAPI, By: commands.ByAPI},
+		{Pipeline: set.Pipelines["fetch"], Payload: json.RawMessage(`{"url":"x"}`), Trigger: commands.TriggerCLI, By: commands.ByCLI},
+	} {
+		res, err := f.eng.StartPipeline(f.ctx, req)
+		require.NoError(t, err)
+		evs, err := f.l.ReadStream(f.ctx, events.RunStream(res.RunID))
+		require.NoError(t, err)
+		require.Equal(t, events.PipelineRunStarted, evs[0].Type)
+		var started events.RunStartedData
+		require.NoError(t, json.Unmarshal(evs[0].Data, &started))
+		require.Equal(t, req.Trigger, started.Trigger)
+		require.Equal(t, res.JobID, started.JobID)
+		j := f.job(t, res.JobID)
+		require.Equal(t, "handle", j.Command)
+		require.Equal(t, 7, j.MaxAttempts, "built with the Engine's config")
+	}
+}
