@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -214,9 +213,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		// first, so it never even sees its stdin close).
 		pr.signal(syscall.SIGKILL)
 		pr.send(nil)
-		for !pr.waitExit(time.Time{}) {
-			pr.woken.Store(false) // stdout overflowed: nothing to do but wait
-		}
+		pr.waitExited()
 		pr.finish(opts.WaitDelay)
 		res.Kind, res.Err, res.NotStarted = events.OutcomeCanceled, "not started: "+err.Error(), true
 		return finish()
@@ -229,9 +226,10 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 	reason, escalated := pr.supervise(ctx, opts)
 	status, reaped, drained := pr.finish(opts.WaitDelay)
 
-	res.Stdout, res.StdoutTruncated, res.StdoutBytes = pr.stdout.buf, pr.stdout.truncated, pr.stdout.total
-	res.Stderr, res.StderrTruncated = pr.stderr.excerpt()
-	res.StderrBytes = pr.stderr.total
+	stdout, stderr := pr.pipes[0].capt, pr.pipes[1].capt
+	res.Stdout, res.StdoutTruncated, res.StdoutBytes = stdout.buf, stdout.truncated, stdout.total
+	res.Stderr, res.StderrTruncated = stderr.excerpt()
+	res.StderrBytes = stderr.total
 	var exit *syscall.WaitStatus
 	if reaped {
 		exit = &status
@@ -277,14 +275,8 @@ type capture struct {
 	tail      []byte // the last tailMax bytes read after buf was full (at most 2·tailMax held)
 	total     int64  // bytes read in all
 	truncated bool   // bytes were read after buf was full
-	expired   bool   // the read deadline ended the reading, not the pipe's end
-	// overflow, if set, is called when the cap is first exceeded, after
-	// overflowed is set.
-	overflow   func()
-	overflowed atomic.Bool
-	// onStderr, if set, gets what buf keeps, through stream: made by drain
-	// at the first byte, closed at the end, read by others only once drain
-	// is done.
+	// onStderr, if set, gets what buf keeps, through stream: made at the
+	// first byte, closed at the end.
 	onStderr func(StderrLines)
 	stream   *stderrStream
 }
@@ -299,52 +291,42 @@ func (c *capture) excerpt() ([]byte, bool) {
 	return excerpt(c.buf, tail, c.total), true
 }
 
-// chunks are the read buffers of drain, reused: two fresh 32 KiB buffers
-// per run were most of the garbage a busy daemon made.
+// chunks are the read buffers of runs, reused: a fresh 32 KiB buffer per
+// run was most of the garbage a busy daemon made.
 var chunks = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// drain reads r until its end, or until its read deadline (expired).
-func (c *capture) drain(r io.Reader) {
-	defer func() {
-		if c.stream != nil {
-			c.stream.close(c.truncated)
+// write takes what was read next, and reports whether it is the first
+// that went over max.
+func (c *capture) write(chunk []byte) (overflowed bool) {
+	n := len(chunk)
+	c.total += int64(n)
+	kept := min(n, c.max-len(c.buf))
+	c.buf = append(c.buf, chunk[:kept]...)
+	if c.tailMax > 0 && kept < n {
+		if len(c.tail)+n-kept > 2*c.tailMax {
+			// Keep only what may still be among the last tailMax bytes.
+			keep := max(0, c.tailMax-(n-kept))
+			c.tail = append(c.tail[:0], c.tail[len(c.tail)-min(keep, len(c.tail)):]...)
 		}
-	}()
-	p := chunks.Get().(*[]byte)
-	defer chunks.Put(p)
-	chunk := *p
-	for {
-		n, err := r.Read(chunk)
-		if n > 0 {
-			c.total += int64(n)
-			kept := min(n, c.max-len(c.buf))
-			c.buf = append(c.buf, chunk[:kept]...)
-			if c.tailMax > 0 && kept < n {
-				if len(c.tail)+n-kept > 2*c.tailMax {
-					// Keep only what may still be among the last tailMax bytes.
-					keep := max(0, c.tailMax-(n-kept))
-					c.tail = append(c.tail[:0], c.tail[len(c.tail)-min(keep, len(c.tail)):]...)
-				}
-				c.tail = append(c.tail, chunk[kept:n]...)
-			}
-			if kept < n && !c.truncated {
-				c.truncated = true
-				if c.overflow != nil {
-					c.overflowed.Store(true)
-					c.overflow()
-				}
-			}
-			if kept > 0 && c.onStderr != nil {
-				if c.stream == nil {
-					c.stream = newStderrStream(c.onStderr)
-				}
-				c.stream.write(chunk[:kept])
-			}
+		c.tail = append(c.tail, chunk[kept:n]...)
+	}
+	if kept > 0 && c.onStderr != nil {
+		if c.stream == nil {
+			c.stream = newStderrStream(c.onStderr)
 		}
-		if err != nil {
-			c.expired = errors.Is(err, os.ErrDeadlineExceeded)
-			return // io.EOF, or the deadline after the plugin's exit
-		}
+		c.stream.write(chunk[:kept])
+	}
+	if kept < n && !c.truncated {
+		c.truncated = true
+		return true
+	}
+	return false
+}
+
+// close marks the end of what is read.
+func (c *capture) close() {
+	if c.stream != nil {
+		c.stream.close(c.truncated)
 	}
 }
 
