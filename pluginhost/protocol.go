@@ -109,7 +109,12 @@ type Log struct {
 }
 
 // UnmarshalJSON decodes a response, tolerating a non-string result.
-func (r *Response) UnmarshalJSON(data []byte) error {
+func (r *Response) UnmarshalJSON(data []byte) error { return decodeResponse(data, r) }
+
+// decodeResponse is Response.UnmarshalJSON, called directly by
+// ParseResponse: through json.Unmarshal, the response would be checked
+// and decoded twice.
+func decodeResponse(data []byte, r *Response) error {
 	type plain Response
 	var aux struct {
 		plain
@@ -161,7 +166,7 @@ func ParseResponse(stdout []byte) (*Response, error) {
 		return nil, fmt.Errorf("the response nests objects and arrays more than %d levels deep: flatten it", MaxResponseDepth)
 	}
 	var r Response
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := decodeResponse(data, &r); err != nil {
 		return nil, fmt.Errorf("stdout is not a single JSON object: %w", err)
 	}
 	switch r.Status {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -177,24 +179,31 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 // childEnv is the environment os/exec gives a command with Dir set and
 // Env nil: the parent's with PWD set to dir, each name once (its last
 // value), entries not of the form name=value kept as they are, empty ones
-// dropped.
+// dropped. The one made for dir is reused while the parent's environment
+// stays the same.
 func childEnv(dir string) ([]string, error) {
+	env := os.Environ()
+	childEnvs.Lock()
+	defer childEnvs.Unlock()
+	if made, ok := childEnvs.of[dir]; ok && slices.Equal(env, made.parent) {
+		return made.child, nil
+	}
 	pwd, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	env := append(os.Environ(), "PWD="+pwd)
-	seen := make(map[string]struct{}, len(env))
-	out := make([]string, len(env))
-	j := len(out)
-	for i := len(env) - 1; i >= 0; i-- {
-		kv := env[i]
+	all := append(slices.Clip(env), "PWD="+pwd)
+	seen := make(map[string]struct{}, len(all))
+	child := make([]string, len(all))
+	j := len(child)
+	for i := len(all) - 1; i >= 0; i-- {
+		kv := all[i]
 		if kv == "" {
 			continue
 		}
-		eq := indexByte(kv, '=')
+		eq := strings.IndexByte(kv, '=')
 		if eq == 0 { // a name starting with "=", as Windows has
-			eq = indexByte(kv[1:], '=') + 1
+			eq = strings.IndexByte(kv[1:], '=') + 1
 		}
 		if eq > 0 {
 			if _, dup := seen[kv[:eq]]; dup {
@@ -203,19 +212,24 @@ func childEnv(dir string) ([]string, error) {
 			seen[kv[:eq]] = struct{}{}
 		}
 		j--
-		out[j] = kv
+		child[j] = kv
 	}
-	return out[j:], nil
+	if childEnvs.of == nil {
+		childEnvs.of = make(map[string]madeEnv)
+	}
+	childEnvs.of[dir] = madeEnv{parent: env, child: child[j:]}
+	return child[j:], nil
 }
 
-func indexByte(s string, c byte) int {
-	for i := range len(s) {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
+// childEnvs are the environments childEnv made, by plugin directory.
+var childEnvs struct {
+	sync.Mutex
+	of map[string]madeEnv
 }
+
+// madeEnv is a child's environment (never changed once made: a spawn may
+// be using it), and the parent's it was made from.
+type madeEnv struct{ parent, child []string }
 
 func waitExitedBlocking(pid int) {
 	var info unix.Siginfo
