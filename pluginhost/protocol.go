@@ -115,15 +115,11 @@ func (r *Response) UnmarshalJSON(data []byte) error { return decodeResponse(data
 // ParseResponse: through json.Unmarshal, the response would be checked
 // and decoded twice.
 func decodeResponse(data []byte, r *Response) error {
-	type plain Response
-	var aux struct {
-		plain
-		Result json.RawMessage `json:"result"`
-	}
+	var aux responseJSON
 	if err := json.Unmarshal(data, &aux); err != nil {
 		return err
 	}
-	*r = Response(aux.plain)
+	*r = Response(aux.plainResponse)
 	r.Result = ""
 	if res := bytes.TrimSpace(aux.Result); len(res) > 0 && string(res) != "null" {
 		if res[0] == '"' {
@@ -136,6 +132,17 @@ func decodeResponse(data []byte, r *Response) error {
 	}
 	return nil
 }
+
+// responseJSON is a Response as decodeResponse reads it: its result as raw
+// JSON. (Types declared at package level: a decoding reaches the pointer
+// type of each at once, where an anonymous one is looked up in a map.)
+type responseJSON struct {
+	plainResponse
+	Result json.RawMessage `json:"result"`
+}
+
+// plainResponse is a Response without its UnmarshalJSON.
+type plainResponse Response
 
 // MaxResponseDepth is how deeply a response may nest objects and arrays.
 // The ledger keeps a response inside an event's data, one level deeper

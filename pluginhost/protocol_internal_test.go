@@ -30,3 +30,13 @@ func FuzzDecodeResponseAsUnmarshal(f *testing.F) {
 		require.Equal(t, viaUnmarshal, direct)
 	})
 }
+
+func BenchmarkParseResponse(b *testing.B) {
+	b.ReportAllocs()
+	stdout := []byte(`{"status":"ok","result":"ok"}` + "\n")
+	for b.Loop() {
+		if _, err := ParseResponse(stdout); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
