@@ -29,18 +29,24 @@
 // # Process handling
 //
 // Each run starts the entrypoint in a new process group (Setpgid) whose id is
-// the plugin's pid. The runner owns the three pipes itself (no exec.Cmd copy
-// goroutines) and runs one goroutine per pipe plus one that waits for the
-// process to become waitable without reaping it (waitid WNOWAIT). Keeping the
-// exited leader as a zombie until the group has been sent SIGKILL guarantees
-// the process group id cannot have been reused when it is signalled. After
-// the leader has exited, pipes still held open by a process that escaped the
-// group (setsid) are closed after RunOptions.WaitDelay, so such a process can
-// never delay the result. Every goroutine Run starts has ended when Run
-// returns.
+// the plugin's pid, with syscall.ForkExec on pipes it owns (no exec.Cmd).
+// The goroutine that calls Run does all the rest: the plugin's stdin, stdout
+// and stderr and its pidfd are watched by an epoll instance of the run's
+// own, itself waited on in the runtime's poller (with the timeout, then the
+// grace, as its deadline), so a run starts no goroutine but the one that
+// streams its stderr, if it writes any, and its system calls that cannot
+// block are made raw. The pidfd becomes readable when the leader exits;
+// waitid WNOWAIT then tells so without reaping it (without pidfds, a
+// goroutine blocked in waitid closes a pipe instead). Keeping the exited
+// leader as a zombie until the group has been sent SIGKILL guarantees the
+// process group id cannot have been reused when it is signalled. After the
+// leader has exited, pipes still held open by a process that escaped the
+// group (setsid) are given up on after RunOptions.WaitDelay, so such a
+// process can never delay the result. Every goroutine Run starts has ended
+// when Run returns.
 //
 // A control channel on file descriptor 3 (progress and export lines) is meant
-// to be added as a fourth pipe passed with exec.Cmd.ExtraFiles, read by one
-// more goroutine under the same drain bound, and surfaced through a new
-// RunOptions callback; Request, Result and Run keep their shape.
+// to be added as a fourth pipe passed in syscall.ProcAttr.Files, watched by
+// the same epoll instance under the same drain bound, and surfaced through a
+// new RunOptions callback; Request, Result and Run keep their shape.
 package pluginhost

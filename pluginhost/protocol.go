@@ -109,16 +109,17 @@ type Log struct {
 }
 
 // UnmarshalJSON decodes a response, tolerating a non-string result.
-func (r *Response) UnmarshalJSON(data []byte) error {
-	type plain Response
-	var aux struct {
-		plain
-		Result json.RawMessage `json:"result"`
-	}
+func (r *Response) UnmarshalJSON(data []byte) error { return decodeResponse(data, r) }
+
+// decodeResponse is Response.UnmarshalJSON, called directly by
+// ParseResponse: through json.Unmarshal, the response would be checked
+// and decoded twice.
+func decodeResponse(data []byte, r *Response) error {
+	var aux responseJSON
 	if err := json.Unmarshal(data, &aux); err != nil {
 		return err
 	}
-	*r = Response(aux.plain)
+	*r = Response(aux.plainResponse)
 	r.Result = ""
 	if res := bytes.TrimSpace(aux.Result); len(res) > 0 && string(res) != "null" {
 		if res[0] == '"' {
@@ -131,6 +132,17 @@ func (r *Response) UnmarshalJSON(data []byte) error {
 	}
 	return nil
 }
+
+// responseJSON is a Response as decodeResponse reads it: its result as raw
+// JSON. (Types declared at package level: a decoding reaches the pointer
+// type of each at once, where an anonymous one is looked up in a map.)
+type responseJSON struct {
+	plainResponse
+	Result json.RawMessage `json:"result"`
+}
+
+// plainResponse is a Response without its UnmarshalJSON.
+type plainResponse Response
 
 // MaxResponseDepth is how deeply a response may nest objects and arrays.
 // The ledger keeps a response inside an event's data, one level deeper
@@ -161,7 +173,7 @@ func ParseResponse(stdout []byte) (*Response, error) {
 		return nil, fmt.Errorf("the response nests objects and arrays more than %d levels deep: flatten it", MaxResponseDepth)
 	}
 	var r Response
-	if err := json.Unmarshal(data, &r); err != nil {
+	if err := decodeResponse(data, &r); err != nil {
 		return nil, fmt.Errorf("stdout is not a single JSON object: %w", err)
 	}
 	switch r.Status {

@@ -8,14 +8,11 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
@@ -216,7 +213,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		// first, so it never even sees its stdin close).
 		pr.signal(syscall.SIGKILL)
 		pr.send(nil)
-		<-pr.exited
+		pr.waitExited()
 		pr.finish(opts.WaitDelay)
 		res.Kind, res.Err, res.NotStarted = events.OutcomeCanceled, "not started: "+err.Error(), true
 		return finish()
@@ -227,15 +224,18 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 	}
 
 	reason, escalated := pr.supervise(ctx, opts)
-	state, drained := pr.finish(opts.WaitDelay)
+	status, reaped, drained := pr.finish(opts.WaitDelay)
 
-	res.Stdout, res.StdoutTruncated, res.StdoutBytes = pr.stdout.buf, pr.stdout.truncated, pr.stdout.total
-	res.Stderr, res.StderrTruncated = pr.stderr.excerpt()
-	res.StderrBytes = pr.stderr.total
-	if state != nil {
-		res.ExitCode = state.ExitCode()
+	stdout, stderr := pr.pipes[0].capt, pr.pipes[1].capt
+	res.Stdout, res.StdoutTruncated, res.StdoutBytes = stdout.buf, stdout.truncated, stdout.total
+	res.Stderr, res.StderrTruncated = stderr.excerpt()
+	res.StderrBytes = stderr.total
+	var exit *syscall.WaitStatus
+	if reaped {
+		exit = &status
+		res.ExitCode = status.ExitStatus()
 	}
-	classify(&res, state, reason, escalated, opts)
+	classify(&res, exit, reason, escalated, opts)
 	if res.Kind == events.OutcomeError && res.Response == nil {
 		res.Err += exitHint(p.Entrypoint, res.ExitCode)
 	}
@@ -266,252 +266,17 @@ func runStep(ctx context.Context, step Step, payload func() ([]byte, error)) Res
 	return res
 }
 
-// process is one running plugin with the pipes and goroutines Run owns.
-type process struct {
-	cmd *exec.Cmd
-	pid int
-
-	closeStdin     func()
-	stdoutR        *os.File
-	stderrR        *os.File
-	stdout, stderr *capture
-
-	exited     chan struct{} // closed when the leader has exited (not yet reaped)
-	readers    sync.WaitGroup
-	readerDone chan struct{} // closed when both readers have hit EOF or been closed
-	writerDone chan struct{} // closed when the request writer has returned
-	payload    chan []byte   // the request, once known (nil: none)
-}
-
-// send hands the request to the stdin writer (nil: close stdin unwritten).
-func (pr *process) send(payload []byte) { pr.payload <- payload }
-
-func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
-	var files []*os.File
-	closeAll := func() {
-		for _, f := range files {
-			_ = f.Close()
-		}
-	}
-	pipe := func() (r, w *os.File, err error) {
-		r, w, err = os.Pipe()
-		if err == nil {
-			files = append(files, r, w)
-		}
-		return r, w, err
-	}
-	inR, inW, err := pipe()
-	if err != nil {
-		return nil, fmt.Errorf("stdin pipe: %w", err)
-	}
-	outR, outW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("stdout pipe: %w", err)
-	}
-	errR, errW, err := pipe()
-	if err != nil {
-		closeAll()
-		return nil, fmt.Errorf("stderr pipe: %w", err)
-	}
-
-	cmd := exec.Command(p.Entrypoint)
-	cmd.Dir = p.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		closeAll()
-		return nil, fmt.Errorf("start %s: %w%s", p.Entrypoint, err, interpreterHint(p.Entrypoint, err))
-	}
-	// The child holds its own copies; the parent keeps only its ends.
-	_, _, _ = inR.Close(), outW.Close(), errW.Close()
-
-	pr := &process{
-		cmd:        cmd,
-		pid:        cmd.Process.Pid,
-		stdoutR:    outR,
-		stderrR:    errR,
-		stdout:     &capture{max: DefaultMaxStdout, overflow: make(chan struct{})},
-		stderr:     &capture{max: ExcerptBytes, tailMax: ExcerptBytes},
-		exited:     make(chan struct{}),
-		readerDone: make(chan struct{}),
-		writerDone: make(chan struct{}),
-		payload:    make(chan []byte, 1),
-	}
-	pr.stderr.onStderr = onStderr
-	var once sync.Once
-	pr.closeStdin = func() { once.Do(func() { _ = inW.Close() }) }
-
-	go func() {
-		defer close(pr.writerDone)
-		// An error here (EPIPE: the plugin exited without reading, or
-		// ErrClosed: forced close) is not an outcome; the exit status and
-		// stdout decide. A nil payload means the run was called off.
-		if payload := <-pr.payload; payload != nil {
-			_, _ = inW.Write(payload)
-		}
-		pr.closeStdin()
-	}()
-	pr.readers.Add(2)
-	go pr.stdout.drain(outR, &pr.readers)
-	go pr.stderr.drain(errR, &pr.readers)
-	go func() {
-		pr.readers.Wait()
-		close(pr.readerDone)
-	}()
-	go func() {
-		defer close(pr.exited)
-		waitExited(pr.pid)
-	}()
-	return pr, nil
-}
-
-// waitExited blocks until pid has exited, leaving it unreaped (a zombie) so
-// its pid, and so its process group id, cannot be reused yet. It waits in
-// the runtime's poller on a pidfd, which becomes readable when the process
-// exits, so no thread sits blocked in waitid for the plugin's whole run
-// (the runtime would hand that thread's processor to another thread, again
-// for every run); without pidfds (Linux before 5.3) it blocks in waitid.
-func waitExited(pid int) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	if err == nil {
-		if err = unix.SetNonblock(fd, true); err != nil {
-			_ = unix.Close(fd)
-		}
-	}
-	if err != nil {
-		waitExitedBlocking(pid)
-		return
-	}
-	f := os.NewFile(uintptr(fd), "pidfd")
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err == nil {
-		err = rc.Read(func(uintptr) bool {
-			var info unix.Siginfo
-			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil)
-			// Exited (Signo is SIGCHLD), or nothing left to wait for:
-			// done. Still running (or EINTR): wait for the pidfd.
-			return (err == nil && info.Signo != 0) || (err != nil && !errors.Is(err, unix.EINTR))
-		})
-	}
-	if err != nil {
-		waitExitedBlocking(pid) // the pidfd was not pollable
-	}
-}
-
-func waitExitedBlocking(pid int) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			return // nil, or ECHILD: nothing left to wait for
-		}
-	}
-}
-
-// supervise waits for the leader to exit, enforcing the timeout, ctx and the
-// stdout cap. It returns why the runner terminated the group (timeout or
-// canceled; "" if it did not) and whether SIGKILL had to follow SIGTERM.
-func (pr *process) supervise(ctx context.Context, opts RunOptions) (reason events.Outcome, escalated bool) {
-	timeout := time.NewTimer(opts.Timeout)
-	defer timeout.Stop()
-	var grace *time.Timer
-	var graceC <-chan time.Time
-	defer func() {
-		if grace != nil {
-			grace.Stop()
-		}
-	}()
-
-	terminate := func(k events.Outcome) {
-		select {
-		case <-pr.exited:
-			return // already done: the outcome is the plugin's
-		default:
-		}
-		if reason != "" {
-			return
-		}
-		reason = k
-		pr.signal(syscall.SIGTERM)
-		grace = time.NewTimer(opts.Grace)
-		graceC = grace.C
-	}
-
-	done, overflow := ctx.Done(), pr.stdout.overflow
-	for {
-		select {
-		case <-pr.exited:
-			return reason, escalated
-		case <-timeout.C:
-			terminate(events.OutcomeTimeout)
-		case <-done:
-			done = nil
-			terminate(events.OutcomeCanceled)
-		case <-overflow:
-			overflow = nil
-			pr.signal(syscall.SIGKILL)
-		case <-graceC:
-			graceC = nil
-			escalated = true
-			pr.signal(syscall.SIGKILL)
-		}
-	}
-}
-
-// signal sends sig to the plugin's process group. ESRCH (nobody left) is
-// expected and ignored.
-func (pr *process) signal(sig syscall.Signal) {
-	_ = syscall.Kill(-pr.pid, sig)
-}
-
-// finish runs once the leader has exited: it kills what is left of the
-// group, reaps the leader, waits for the pipes to reach EOF (at most
-// waitDelay, then closes them) and for the stdin writer. drained is false
-// when the pipes had to be closed.
-func (pr *process) finish(waitDelay time.Duration) (state *os.ProcessState, drained bool) {
-	// The leader is a zombie, so the group id is still ours to signal.
-	pr.signal(syscall.SIGKILL)
-	_ = pr.cmd.Wait() // reaps; the exit status is in cmd.ProcessState
-	state = pr.cmd.ProcessState
-
-	drained = true
-	t := time.NewTimer(waitDelay)
-	select {
-	case <-pr.readerDone:
-	case <-t.C:
-		drained = false
-		_ = pr.stdoutR.Close()
-		_ = pr.stderrR.Close()
-		<-pr.readerDone
-	}
-	t.Stop()
-	pr.closeStdin() // unblocks a writer stuck on a pipe nobody reads
-	<-pr.writerDone
-	if drained {
-		_ = pr.stdoutR.Close()
-		_ = pr.stderrR.Close()
-	}
-	if st := pr.stderr.stream; st != nil {
-		st.wait() // its reader (done) has closed it: the last lines are being delivered
-	}
-	return state, drained
-}
-
 // capture keeps the first max bytes read from a pipe and, if tailMax is
 // set, the last tailMax bytes after those, and drains the rest.
 type capture struct {
 	max       int
 	buf       []byte
 	tailMax   int
-	tail      []byte        // the last tailMax bytes read after buf was full (at most 2·tailMax held)
-	total     int64         // bytes read in all
-	truncated bool          // bytes were read after buf was full
-	overflow  chan struct{} // if non-nil, closed when the cap is exceeded
-	// onStderr, if set, gets what buf keeps, through stream: made by drain
-	// at the first byte, closed at the end, read by others only once drain
-	// is done.
+	tail      []byte // the last tailMax bytes read after buf was full (at most 2·tailMax held)
+	total     int64  // bytes read in all
+	truncated bool   // bytes were read after buf was full
+	// onStderr, if set, gets what buf keeps, through stream: made at the
+	// first byte, closed at the end.
 	onStderr func(StderrLines)
 	stream   *stderrStream
 }
@@ -526,54 +291,48 @@ func (c *capture) excerpt() ([]byte, bool) {
 	return excerpt(c.buf, tail, c.total), true
 }
 
-// chunks are the read buffers of drain, reused: two fresh 32 KiB buffers
-// per run were most of the garbage a busy daemon made.
+// chunks are the read buffers of runs, reused: a fresh 32 KiB buffer per
+// run was most of the garbage a busy daemon made.
 var chunks = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-func (c *capture) drain(r io.Reader, wg *sync.WaitGroup) {
-	defer wg.Done()
-	defer func() {
-		if c.stream != nil {
-			c.stream.close(c.truncated)
+// write takes what was read next, and reports whether it is the first
+// that went over max.
+func (c *capture) write(chunk []byte) (overflowed bool) {
+	n := len(chunk)
+	c.total += int64(n)
+	kept := min(n, c.max-len(c.buf))
+	c.buf = append(c.buf, chunk[:kept]...)
+	if c.tailMax > 0 && kept < n {
+		if len(c.tail)+n-kept > 2*c.tailMax {
+			// Keep only what may still be among the last tailMax bytes.
+			keep := max(0, c.tailMax-(n-kept))
+			c.tail = append(c.tail[:0], c.tail[len(c.tail)-min(keep, len(c.tail)):]...)
 		}
-	}()
-	p := chunks.Get().(*[]byte)
-	defer chunks.Put(p)
-	chunk := *p
-	for {
-		n, err := r.Read(chunk)
-		if n > 0 {
-			c.total += int64(n)
-			kept := min(n, c.max-len(c.buf))
-			c.buf = append(c.buf, chunk[:kept]...)
-			if c.tailMax > 0 && kept < n {
-				if len(c.tail)+n-kept > 2*c.tailMax {
-					// Keep only what may still be among the last tailMax bytes.
-					keep := max(0, c.tailMax-(n-kept))
-					c.tail = append(c.tail[:0], c.tail[len(c.tail)-min(keep, len(c.tail)):]...)
-				}
-				c.tail = append(c.tail, chunk[kept:n]...)
-			}
-			if kept < n && !c.truncated {
-				c.truncated = true
-				if c.overflow != nil {
-					close(c.overflow)
-				}
-			}
-			if kept > 0 && c.onStderr != nil {
-				if c.stream == nil {
-					c.stream = newStderrStream(c.onStderr)
-				}
-				c.stream.write(chunk[:kept])
-			}
+		c.tail = append(c.tail, chunk[kept:n]...)
+	}
+	if kept > 0 && c.onStderr != nil {
+		if c.stream == nil {
+			c.stream = newStderrStream(c.onStderr)
 		}
-		if err != nil {
-			return // io.EOF, or os.ErrClosed after a forced close
-		}
+		c.stream.write(chunk[:kept])
+	}
+	if kept < n && !c.truncated {
+		c.truncated = true
+		return true
+	}
+	return false
+}
+
+// close marks the end of what is read.
+func (c *capture) close() {
+	if c.stream != nil {
+		c.stream.close(c.truncated)
 	}
 }
 
-func classify(res *Result, state *os.ProcessState, reason events.Outcome, escalated bool, opts RunOptions) {
+// classify sets res's outcome from how the plugin exited (exit: nil if it
+// could not be reaped), why the runner ended it (reason) and its stdout.
+func classify(res *Result, exit *syscall.WaitStatus, reason events.Outcome, escalated bool, opts RunOptions) {
 	switch reason {
 	case events.OutcomeTimeout:
 		res.Kind, res.Retryable = events.OutcomeTimeout, true
@@ -597,8 +356,7 @@ func classify(res *Result, state *os.ProcessState, reason events.Outcome, escala
 	}
 
 	resp, perr := ParseResponse(res.Stdout)
-	exit := describeExit(state)
-	if exit != "" { // non-zero exit or killed by a signal
+	if exit := describeExit(exit); exit != "" { // non-zero exit or killed by a signal
 		res.Kind, res.Retryable = events.OutcomeError, res.ExitCode != ExitConfig
 		if perr == nil {
 			res.Response = resp
@@ -644,14 +402,14 @@ func classifyResponse(res *Result, resp *Response, perr error) {
 
 // describeExit returns "" for a clean exit 0, else "exit N" or
 // "killed by signal S".
-func describeExit(state *os.ProcessState) string {
-	if state == nil {
+func describeExit(ws *syscall.WaitStatus) string {
+	if ws == nil {
 		return "no exit status"
 	}
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if ws.Signaled() {
 		return "killed by signal " + ws.Signal().String()
 	}
-	if code := state.ExitCode(); code != 0 {
+	if code := ws.ExitStatus(); code != 0 {
 		return fmt.Sprintf("exit %d", code)
 	}
 	return ""

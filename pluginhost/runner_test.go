@@ -393,7 +393,32 @@ func BenchmarkRunEchoOnStderr(b *testing.B) {
 	benchmarkRun(b, pluginhost.RunOptions{OnStderr: func(pluginhost.StderrLines) { b.Error("the plugin wrote nothing to stderr") }})
 }
 
+// BenchmarkRunPreparedAsDispatcher runs the fixture plugin as the
+// dispatcher runs a job's: RunPrepared, its process identified as it
+// spawns (OnSpawn), its stderr streamed.
+func BenchmarkRunPreparedAsDispatcher(b *testing.B) {
+	benchmarkRunWith(b, func(ctx context.Context, p *pluginhost.Plugin) pluginhost.Result {
+		var spawned events.PluginProcess
+		res := pluginhost.RunPrepared(ctx, p, "poll", func() (pluginhost.Request, error) {
+			if spawned.PGID == 0 {
+				return pluginhost.Request{}, errors.New("OnSpawn was not called first")
+			}
+			return pollRequest(), nil
+		}, pluginhost.RunOptions{
+			OnSpawn:  func(proc events.PluginProcess) { spawned = proc },
+			OnStderr: func(pluginhost.StderrLines) { b.Error("the plugin wrote nothing to stderr") },
+		})
+		return res
+	})
+}
+
 func benchmarkRun(b *testing.B, opts pluginhost.RunOptions) {
+	benchmarkRunWith(b, func(ctx context.Context, p *pluginhost.Plugin) pluginhost.Result {
+		return pluginhost.Run(ctx, p, pollRequest(), opts)
+	})
+}
+
+func benchmarkRunWith(b *testing.B, run func(context.Context, *pluginhost.Plugin) pluginhost.Result) {
 	p := fixture(b, "ok")
 	ctx := context.Background()
 	b.SetParallelism(1)
@@ -401,7 +426,7 @@ func benchmarkRun(b *testing.B, opts pluginhost.RunOptions) {
 	cpu0 := selfCPU(b)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			res := pluginhost.Run(ctx, p, pollRequest(), opts)
+			res := run(ctx, p)
 			if res.Kind != events.OutcomeOK {
 				b.Errorf("kind %s: %s", res.Kind, res.Err)
 				return
