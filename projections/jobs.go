@@ -179,7 +179,7 @@ func (JobLog) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 			return err
 		}
 		return queries.InsertJobLogRow(conn, queries.InsertJobLogRowParams{
-			JobID: id, Attempt: int64(d.Attempt), Plugin: j.Plugin, Command: j.Command, Status: "running",
+			JobID: id, Attempt: int64(d.Attempt), Plugin: j.Plugin, Command: j.Command, Status: string(events.AttemptRunning),
 			SubmittedBy: j.SubmittedBy, CreatedAt: j.CreatedAt, StartedAt: at, ParentJobID: j.ParentJobID,
 			SourceEventID: j.SourceEventID, StartedSeq: ev.Seq,
 		})

@@ -319,7 +319,7 @@ func (l JobLog) applyPage(conn *sqlite.Conn, pg *page) error {
 			row = rows.byKey[key]
 			if ev.Type == events.JobStarted && row == nil {
 				rows.add(key, &queries.InsertJobLogRowParams{
-					JobID: id, Attempt: key.attempt, Plugin: j.Plugin, Command: j.Command, Status: "running",
+					JobID: id, Attempt: key.attempt, Plugin: j.Plugin, Command: j.Command, Status: string(events.AttemptRunning),
 					SubmittedBy: j.SubmittedBy, CreatedAt: j.createdAt, StartedAt: ev.RecordedAtText(),
 					ParentJobID: strPtr(j.ParentJobID), SourceEventID: strPtr(j.SourceEventID), StartedSeq: ev.Seq,
 				})
@@ -385,8 +385,8 @@ func foldAttempt(row *queries.InsertJobLogRowParams, ev ledger.Event, d any) boo
 		reason := d.(*events.Recovered).Reason
 		row.Status, row.LastError, row.CompletedAt, row.EndedSeq = string(events.AttemptRecovered), &reason, &at, &seq
 	case events.JobCanceled: // CancelJobLog: only a running attempt
-		if row.Status == "running" {
-			row.Status, row.LastError, row.CompletedAt, row.EndedSeq = "canceled", strPtr(d.(*events.Canceled).Reason), &at, &seq
+		if row.Status == string(events.AttemptRunning) {
+			row.Status, row.LastError, row.CompletedAt, row.EndedSeq = string(events.AttemptCanceled), strPtr(d.(*events.Canceled).Reason), &at, &seq
 		}
 	default:
 		return false
