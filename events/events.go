@@ -136,10 +136,12 @@ type AttemptStatus string
 
 // Attempt statuses.
 const (
+	AttemptRunning   AttemptStatus = "running" // started, not ended yet
 	AttemptSucceeded AttemptStatus = "succeeded"
 	AttemptFailed    AttemptStatus = "failed"
 	AttemptTimedOut  AttemptStatus = "timed_out"
 	AttemptRecovered AttemptStatus = "recovered" // the daemon died while it ran
+	AttemptCanceled  AttemptStatus = "canceled"  // a cancel stopped it
 )
 
 // Enqueued is the data of job.enqueued: everything about the job that does

@@ -126,7 +126,7 @@ func (JobLog) apply(r *attemptRows, pg *page, i int) error {
 			}
 		}
 		r.rows.add(key, &queries.InsertJobLogRowParams{
-			JobID: id, Attempt: key.attempt, Plugin: j.Plugin, Command: j.Command, Status: "running",
+			JobID: id, Attempt: key.attempt, Plugin: j.Plugin, Command: j.Command, Status: string(events.AttemptRunning),
 			SubmittedBy: j.SubmittedBy, CreatedAt: j.CreatedAt, StartedAt: at, ParentJobID: j.ParentJobID,
 			SourceEventID: j.SourceEventID, StartedSeq: seq,
 		})
@@ -159,8 +159,8 @@ func (JobLog) apply(r *attemptRows, pg *page, i int) error {
 			// Only an attempt that was running has a row; a queued job has none.
 			return queries.CancelJobLog(conn, queries.CancelJobLogParams{LastError: reason, At: &at, Seq: &seq, JobID: id, Attempt: key.attempt})
 		}
-		if row.Status == "running" { // as CancelJobLog
-			row.Status, row.LastError, row.CompletedAt, row.EndedSeq = "canceled", reason, &at, &seq
+		if row.Status == string(events.AttemptRunning) { // as CancelJobLog
+			row.Status, row.LastError, row.CompletedAt, row.EndedSeq = string(events.AttemptCanceled), reason, &at, &seq
 		}
 	}
 	return nil
