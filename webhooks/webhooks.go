@@ -18,6 +18,7 @@ import (
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
 )
@@ -39,7 +40,7 @@ type Options struct {
 	// and the defaults jobs are built with (commands.JobFor).
 	Config func() *config.Config
 	// CanRun says whether the endpoint's plugin command can run now; a
-	// delivery for one that cannot is refused with 503 plugin_unavailable
+	// delivery for one that cannot is refused with 503 unavailable
 	// and enqueues nothing. nil: every command can.
 	CanRun func(plugin, command string) error
 	// Health is what /healthz reports beyond the ledger; nil: nothing.
@@ -81,9 +82,9 @@ type Accepted struct {
 // Error is the body of every error but a refused signature's: a stable
 // code, what went wrong and what to do.
 type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
+	Hint    string       `json:"hint,omitempty"`
 }
 
 type handler struct {
@@ -110,7 +111,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == config.WebhookHealthPath {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "/healthz answers GET only", "")
+			writeError(w, http.StatusMethodNotAllowed, errcode.InvalidInput, "/healthz answers GET only", "")
 			return
 		}
 		h.handleHealth(w, r)
@@ -119,12 +120,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cfg := h.opts.Config()
 	endpoint, ok := cfg.WebhookSettings.Endpoint(r.URL.Path)
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no webhook endpoint at this path", "check the URL against webhooks.endpoints in the config")
+		writeError(w, http.StatusNotFound, errcode.NotFound, "no webhook endpoint at this path", "check the URL against webhooks.endpoints in the config")
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "a webhook endpoint answers POST only", "send the delivery with POST")
+		writeError(w, http.StatusMethodNotAllowed, errcode.InvalidInput, "a webhook endpoint answers POST only", "send the delivery with POST")
 		return
 	}
 	h.handleDelivery(w, r, cfg, endpoint)
@@ -144,7 +145,7 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 			tooLarge(w, endpoint)
 			return
 		}
-		writeError(w, http.StatusBadRequest, "bad_request", "the body could not be read", "send the whole body again")
+		writeError(w, http.StatusBadRequest, errcode.InvalidInput, "the body could not be read", "send the whole body again")
 		return
 	}
 	var secret []byte
@@ -174,14 +175,14 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 			h.log.Error("webhook refused: its plugin cannot run now, so nothing was enqueued", "path", endpoint.Path,
 				"plugin", endpoint.Plugin, "command", endpoint.Command, "err", err.Error(), "fix", "fix the plugin (see: ductile plugin list), then reload")
 			// The sender is told no more than that (the log says why).
-			writeError(w, http.StatusServiceUnavailable, "plugin_unavailable", "this endpoint's plugin cannot run now: nothing was enqueued",
+			writeError(w, http.StatusServiceUnavailable, errcode.Unavailable, "this endpoint's plugin cannot run now: nothing was enqueued",
 				"deliver it again later; the daemon's log says why")
 			return
 		}
 	}
 	payload, err := DecodePayload(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_json", err.Error(), "send a JSON body")
+		writeError(w, http.StatusBadRequest, errcode.InvalidInput, err.Error(), "send a JSON body")
 		return
 	}
 	job := commands.JobFor(cfg, endpoint.Plugin, endpoint.Command, commands.ByWebhook)
@@ -189,7 +190,7 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 	if endpoint.DeliveryIDHeader != "" {
 		id := r.Header.Get(endpoint.DeliveryIDHeader)
 		if id == "" || len(id) > MaxDeliveryIDLength {
-			writeError(w, http.StatusBadRequest, "missing_delivery_id",
+			writeError(w, http.StatusBadRequest, errcode.InvalidInput,
 				"header "+endpoint.DeliveryIDHeader+" must hold the delivery id (1 to 256 bytes)", "send the delivery id the endpoint is configured with")
 			return
 		}
@@ -199,11 +200,11 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, cfg *co
 	res, err := commands.EnqueueJob(r.Context(), h.opts.Ledger, job)
 	switch {
 	case errors.Is(err, commands.ErrInvalidCommand):
-		writeError(w, http.StatusBadRequest, "invalid_payload", err.Error(), "send a smaller or flatter JSON body")
+		writeError(w, http.StatusBadRequest, errcode.InvalidInput, err.Error(), "send a smaller or flatter JSON body")
 		return
 	case err != nil:
 		h.log.Error("webhook not enqueued", "path", endpoint.Path, "err", err.Error())
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the delivery could not be recorded", "deliver it again later")
+		writeError(w, http.StatusServiceUnavailable, errcode.Unavailable, "the delivery could not be recorded", "deliver it again later")
 		return
 	case res.Deduped:
 		writeJSON(w, http.StatusOK, Accepted{JobID: res.ExistingJobID, Deduplicated: true})
@@ -325,7 +326,7 @@ func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func tooLarge(w http.ResponseWriter, endpoint config.WebhookEndpoint) {
-	writeError(w, http.StatusRequestEntityTooLarge, "too_large",
+	writeError(w, http.StatusRequestEntityTooLarge, errcode.TooLarge,
 		"the body is larger than this endpoint accepts ("+strconv.FormatInt(endpoint.MaxBodySize, 10)+" bytes)",
 		"raise webhooks.endpoints[].max_body_size, or send less")
 }
@@ -333,10 +334,10 @@ func tooLarge(w http.ResponseWriter, endpoint config.WebhookEndpoint) {
 // forbidden refuses a delivery whose signature or timestamp does not
 // check, saying nothing of why (spec §10.2).
 func forbidden(w http.ResponseWriter) {
-	writeJSON(w, http.StatusForbidden, Error{Code: "forbidden", Message: "forbidden"})
+	writeJSON(w, http.StatusForbidden, Error{Code: errcode.Forbidden, Message: "forbidden"})
 }
 
-func writeError(w http.ResponseWriter, status int, code, message, hint string) {
+func writeError(w http.ResponseWriter, status int, code errcode.Code, message, hint string) {
 	writeJSON(w, status, Error{Code: code, Message: message, Hint: hint})
 }
 

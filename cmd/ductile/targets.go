@@ -12,6 +12,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -104,7 +105,7 @@ func (s pluginSet) plugin(name string) (events.AppliedPlugin, error) {
 			msg = fmt.Sprintf("the daemon (pid %d) has not loaded plugin %q: it was not there when the daemon started or last reloaded, and the plugin roots of %s have it now",
 				s.daemonPID, name, s.applied.Settings.Source)
 		}
-		return p, hintf(codeConflict, "load it with: ductile system reload (what it would change: ductile system reload --dry-run)", "%s", msg)
+		return p, hintf(errcode.Conflict, "load it with: ductile system reload (what it would change: ductile system reload --dry-run)", "%s", msg)
 	}
 	switch target.Kind {
 	case commands.ErrPluginDisabled:
@@ -114,9 +115,9 @@ func (s pluginSet) plugin(name string) (events.AppliedPlugin, error) {
 		if s.daemonPID != 0 {
 			then = ", then: ductile system reload"
 		}
-		return p, hintf(codeConflict, "fix it"+then+"; see: ductile plugin list", "%s", target.Error())
+		return p, hintf(errcode.Conflict, "fix it"+then+"; see: ductile plugin list", "%s", target.Error())
 	}
-	return p, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
+	return p, hintf(errcode.NotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
 }
 
 // reloadLoads reports whether a reload of the daemon's config file would
@@ -154,7 +155,7 @@ func (s pluginSet) resolved(plugin string) error {
 	for i, fe := range unset {
 		lines[i] = fe.Error()
 	}
-	return hintf(codeInvalidConfig, "set it in this shell, or start the daemon (ductile system start, with the variable in its environment): with a daemon running, the daemon runs the job",
+	return hintf(errcode.InvalidConfig, "set it in this shell, or start the daemon (ductile system start, with the variable in its environment): with a daemon running, the daemon runs the job",
 		"no daemon is running, so this command would run the job of %s itself, and its config needs what this shell does not set:\n%s", plugin, strings.Join(lines, "\n"))
 }
 
@@ -177,7 +178,7 @@ func (s pluginSet) command(p events.AppliedPlugin, asked string, hasPayload bool
 	if asked == "" {
 		how = " (the default; pick one with --command)"
 	}
-	return "", hintf(codeNotFound, "its commands: "+orNothing(names), "plugin %q has no command %q%s%s", p.Name, cmd, how, didYouMean(cmd, names))
+	return "", hintf(errcode.NotFound, "its commands: "+orNothing(names), "plugin %q has no command %q%s%s", p.Name, cmd, how, didYouMean(cmd, names))
 }
 
 // defaultCommand is plugin run's command when --command is not given.
