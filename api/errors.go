@@ -11,32 +11,16 @@ import (
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/views"
 )
 
-// Error codes, the same the CLI prints.
-const (
-	CodeInvalidInput = "invalid_input" // 400
-	CodeUnauthorized = "unauthorized"  // 401
-	CodeForbidden    = "forbidden"     // 403
-	CodeNotFound     = "not_found"     // 404
-	CodeConflict     = "conflict"      // 409
-	CodeArchived     = "archived"      // 410: the moment asked for was archived
-	CodeTooLarge     = "too_large"     // 413
-	CodeUnavailable  = "unavailable"   // 503
-	CodeTooManySync  = "too_many_sync" // 503: api.max_concurrent_sync callers wait already
-	CodeRunFailed    = "run_failed"    // 424: a synchronous pipeline's run failed
-	// CodeTooManyStreams is a 429: the token has api.max_streams_per_token
-	// event streams open already.
-	CodeTooManyStreams = "too_many_streams"
-	CodeError          = "error" // 500 and anything else
-)
-
-// Error is every error response's body: a stable code, what went wrong and
+// Error is every error response's body: a stable code (package errcode,
+// the same the CLI and the webhook listener use), what went wrong and
 // what to do next.
 type Error struct {
 	Status  int                 `json:"-"`
-	Code    string              `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
+	Code    errcode.Code        `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
 	Scope   string              `json:"scope,omitempty" doc:"The scope the route needs, which the token lacks (403 forbidden)"`
@@ -49,26 +33,26 @@ func (e *Error) Error() string { return e.Message }
 func (e *Error) GetStatus() int { return e.Status }
 
 // codeOf is the code of an HTTP status.
-func codeOf(status int) string {
+func codeOf(status int) errcode.Code {
 	switch status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity, http.StatusMethodNotAllowed:
-		return CodeInvalidInput
+		return errcode.InvalidInput
 	case http.StatusUnauthorized:
-		return CodeUnauthorized
+		return errcode.Unauthorized
 	case http.StatusForbidden:
-		return CodeForbidden
+		return errcode.Forbidden
 	case http.StatusNotFound:
-		return CodeNotFound
+		return errcode.NotFound
 	case http.StatusConflict:
-		return CodeConflict
+		return errcode.Conflict
 	case http.StatusGone:
-		return CodeArchived
+		return errcode.Archived
 	case http.StatusRequestEntityTooLarge:
-		return CodeTooLarge
+		return errcode.TooLarge
 	case http.StatusServiceUnavailable:
-		return CodeUnavailable
+		return errcode.Unavailable
 	}
-	return CodeError
+	return errcode.Error
 }
 
 func newError(status int, hint, message string) *Error {

@@ -14,6 +14,7 @@ import (
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pipeline"
 	"github.com/ductile/ductile/views"
@@ -87,7 +88,7 @@ type PipelineRun struct {
 		Status  events.RunStatus   `json:"status" enum:"running,succeeded,failed" doc:"running (202), succeeded (200) or failed (424)"`
 		Error   string             `json:"error,omitempty" doc:"Why the run failed"`
 		Results []events.RunResult `json:"results,omitempty" doc:"When it finished: the jobs that ended a path of the run, in the order they ended"`
-		Code    string             `json:"code,omitempty" enum:"run_failed" doc:"run_failed (424)"`
+		Code    errcode.Code       `json:"code,omitempty" enum:"run_failed" doc:"run_failed (424)"`
 		Message string             `json:"message,omitempty" doc:"What failed (424)"`
 		Hint    string             `json:"hint,omitempty" doc:"Where to look (424)"`
 	}
@@ -152,7 +153,7 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 	out.Body.Status, out.Body.Error, out.Body.Results = finished.Status, finished.Error, finished.Results
 	if finished.Status == events.RunFailed {
 		b := &out.Body
-		out.Status, b.Code = http.StatusFailedDependency, CodeRunFailed
+		out.Status, b.Code = http.StatusFailedDependency, errcode.RunFailed
 		b.Message = fmt.Sprintf("pipeline %s: run %s failed: %s", p.Name, b.RunID, b.Error)
 		b.Hint = "see its jobs: GET /job/" + b.JobID + "/tree, or: ductile job inspect " + b.JobID
 	}
@@ -163,7 +164,7 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 // api.max_concurrent_sync.
 func (s *Server) tooManySync() error {
 	n := s.opts.Settings.MaxConcurrentSync
-	e := &Error{Status: http.StatusServiceUnavailable, Code: CodeTooManySync,
+	e := &Error{Status: http.StatusServiceUnavailable, Code: errcode.TooManySync,
 		Message: fmt.Sprintf("%d synchronous pipeline calls are waiting already (api.max_concurrent_sync)", n),
 		Hint: fmt.Sprintf("call again after Retry-After seconds (nothing was started); or raise api.max_concurrent_sync "+
 			"(now %d) in the config and restart the daemon", n)}

@@ -22,6 +22,7 @@ import (
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 )
@@ -198,7 +199,7 @@ func (s *Server) openStream(token string) (release func(), err error) {
 	s.streamsMu.Lock()
 	defer s.streamsMu.Unlock()
 	if s.streamsOpen[token] >= limit {
-		return nil, &Error{Status: http.StatusTooManyRequests, Code: CodeTooManyStreams,
+		return nil, &Error{Status: http.StatusTooManyRequests, Code: errcode.TooManyStreams,
 			Message: fmt.Sprintf("token %q has %d event streams open already (api.max_streams_per_token)", token, limit),
 			Hint: "close a stream of this token first (resume a new one with Last-Event-ID), use another token, " +
 				"or raise api.max_streams_per_token in the config and reload"}

@@ -13,6 +13,7 @@ import (
 	"zombiezen.com/go/sqlite/sqlitex"
 
 	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/queries/archivefile"
 )
 
 // ReadLog calls fn for every event with after < seq <= until, oldest first,
@@ -63,8 +64,15 @@ func (l *Ledger) ReadLogFrom(ctx context.Context, after int64, limit int, fn fun
 // ledgerDir is the directory of conn's main database file.
 func ledgerDir(conn *sqlite.Conn) (string, error) {
 	var file string
-	err := sqlitex.Execute(conn, "SELECT file FROM pragma_database_list WHERE name = 'main';", &sqlitex.ExecOptions{
-		ResultFunc: func(stmt *sqlite.Stmt) error { file = stmt.ColumnText(0); return nil },
+	// A pragma (sqlc compiles no pragma), so a Go string: its rows are
+	// (seq, name, file) for each database of the connection.
+	err := sqlitex.ExecuteTransient(conn, "PRAGMA database_list;", &sqlitex.ExecOptions{
+		ResultFunc: func(stmt *sqlite.Stmt) error {
+			if stmt.ColumnText(1) == "main" {
+				file = stmt.ColumnText(2)
+			}
+			return nil
+		},
 	})
 	if err != nil || file == "" {
 		return "", fmt.Errorf("find the ledger's directory: %v", err)
@@ -80,34 +88,18 @@ func readArchive(path string, a Archive, after, until int64, fn func(Event) erro
 		return err
 	}
 	defer conn.Close()
-	stmt := conn.Prep(`SELECT seq, stream, version, type, data, meta, recorded_at, prev_hash, hash
-		FROM events WHERE seq > ? AND seq <= ? ORDER BY seq;`)
-	stmt.BindInt64(1, after)
-	stmt.BindInt64(2, until)
-	defer stmt.Reset()
-	for {
-		row, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("read archive %s: %w", path, err)
-		}
-		if !row {
-			return nil
-		}
-		ev := eventFromRow(queries.ReadStreamRow{
-			Seq: stmt.ColumnInt64(0), Stream: stmt.ColumnText(1), Version: stmt.ColumnInt64(2), Type: stmt.ColumnText(3),
-			Data: stmt.ColumnText(4), Meta: stmt.ColumnText(5), RecordedAt: stmt.ColumnText(6),
-			PrevHash: columnBytes(stmt, 7), Hash: columnBytes(stmt, 8),
-		})
-		if err := fn(ev); err != nil {
-			return err
-		}
+	var fnErr error // fn's own error, returned as it is
+	err = archivefile.ReadEvents(conn, archivefile.ReadEventsParams{AfterSeq: after, UntilSeq: until}, func(r archivefile.ReadEventsRow) error {
+		fnErr = fn(eventFromRow(queries.ReadStreamRow(r)))
+		return fnErr
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case err != nil:
+		return fmt.Errorf("read archive %s: %w", path, err)
 	}
-}
-
-func columnBytes(stmt *sqlite.Stmt, col int) []byte {
-	b := make([]byte, stmt.ColumnLen(col))
-	stmt.ColumnBytes(col, b)
-	return b
+	return nil
 }
 
 // openArchive opens an archive file read-only, as it is: immutable, so

@@ -11,24 +11,9 @@ import (
 	"github.com/zeebo/blake3"
 	"zombiezen.com/go/sqlite"
 	"zombiezen.com/go/sqlite/sqlitex"
-)
 
-// archiveSchema is the schema of an archive file: the events as the ledger
-// stored them, and what the archive is.
-const archiveSchema = `
-CREATE TABLE events (
-    seq         INTEGER PRIMARY KEY,
-    stream      TEXT    NOT NULL,
-    version     INTEGER NOT NULL,
-    type        TEXT    NOT NULL,
-    data        TEXT    NOT NULL,
-    meta        TEXT    NOT NULL,
-    recorded_at TEXT    NOT NULL,
-    prev_hash   BLOB    NOT NULL,
-    hash        BLOB    NOT NULL
-) STRICT;
-CREATE TABLE archive (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT;
-`
+	"github.com/ductile/ductile/queries/archivefile"
+)
 
 // writeArchive copies the planned events into a new file beside the
 // ledger, checking their chain from the anchor, flushes it and renames it
@@ -63,7 +48,7 @@ func (l *Ledger) writeArchive(ctx context.Context, plan ArchivePlan, progress fu
 				return err
 			}
 		}
-		if err := sqlitex.ExecuteScript(out, archiveSchema, nil); err != nil {
+		if err := sqlitex.ExecuteScript(out, archivefile.Schema, nil); err != nil {
 			return err
 		}
 		end, err := sqlitex.ImmediateTransaction(out)
@@ -71,8 +56,6 @@ func (l *Ledger) writeArchive(ctx context.Context, plan ArchivePlan, progress fu
 			return err
 		}
 		defer end(&err)
-		insert := out.Prep(`INSERT INTO events (seq, stream, version, type, data, meta, recorded_at, prev_hash, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?);`)
 		err = l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
 			anchor, err := anchorConn(conn)
 			if err != nil {
@@ -90,19 +73,11 @@ func (l *Ledger) writeArchive(ctx context.Context, plan ArchivePlan, progress fu
 				if problem := last.link(ev); problem != "" {
 					return fmt.Errorf("event %d: %s (run ductile ledger verify)", ev.Seq, problem)
 				}
-				insert.BindInt64(1, ev.Seq)
-				insert.BindText(2, ev.Stream)
-				insert.BindInt64(3, ev.Version)
-				insert.BindText(4, ev.Type)
-				insert.BindText(5, string(ev.Data))
-				insert.BindText(6, string(ev.Meta))
-				insert.BindText(7, ev.recordedAt)
-				insert.BindBytes(8, ev.PrevHash)
-				insert.BindBytes(9, ev.Hash)
-				if _, err := insert.Step(); err != nil {
-					return err
-				}
-				if err := insert.Reset(); err != nil {
+				err := archivefile.InsertEvent(out, archivefile.InsertEventParams{
+					Seq: ev.Seq, Stream: ev.Stream, Version: ev.Version, Type: ev.Type, Data: string(ev.Data), Meta: string(ev.Meta),
+					RecordedAt: ev.recordedAt, PrevHash: ev.PrevHash, Hash: ev.Hash,
+				})
+				if err != nil {
 					return err
 				}
 				last = chainHead{seq: ev.Seq, hash: ev.Hash}
@@ -125,7 +100,7 @@ func (l *Ledger) writeArchive(ctx context.Context, plan ArchivePlan, progress fu
 			"last_hash": hex.EncodeToString(last.hash),
 		}
 		for k, v := range info {
-			if err := sqlitex.Execute(out, "INSERT INTO archive (key, value) VALUES (?, ?);", &sqlitex.ExecOptions{Args: []any{k, v}}); err != nil {
+			if err := archivefile.SetInfo(out, archivefile.SetInfoParams{Key: k, Value: v}); err != nil {
 				return err
 			}
 		}

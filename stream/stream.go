@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
@@ -147,13 +148,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q, err := ParseQuery(r)
 	var usage *UsageError
 	if errors.As(err, &usage) {
-		writeError(w, http.StatusBadRequest, "invalid_input", usage.Message, usage.Hint)
+		writeError(w, http.StatusBadRequest, errcode.InvalidInput, usage.Message, usage.Hint)
 		return
 	}
 	if q.Head {
 		if q.After, err = h.l.LastSeq(r.Context()); err != nil {
 			h.log.Error("read the ledger's head", "err", err)
-			writeError(w, http.StatusInternalServerError, "error", "read the ledger's head: "+err.Error(), "try again")
+			writeError(w, http.StatusInternalServerError, errcode.Error, "read the ledger's head: "+err.Error(), "try again")
 			return
 		}
 	}
@@ -298,12 +299,12 @@ func appendEvent(buf []byte, ev views.Event) ([]byte, error) {
 }
 
 // writeError writes the API's error body (api.Error's shape).
-func writeError(w http.ResponseWriter, status int, code, message, hint string) {
+func writeError(w http.ResponseWriter, status int, code errcode.Code, message, hint string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Hint    string `json:"hint,omitempty"`
+		Code    errcode.Code `json:"code"`
+		Message string       `json:"message"`
+		Hint    string       `json:"hint,omitempty"`
 	}{code, message, hint})
 }

@@ -14,7 +14,7 @@ import (
 
 // TestDeliveryForAPluginThatCannotRunIsRefused: a signed delivery whose
 // plugin cannot run now (its entrypoint made not executable since it
-// loaded: engine.Target) is 503 plugin_unavailable, with no detail for the
+// loaded: engine.Target) is 503 unavailable, with no detail for the
 // sender, and enqueues nothing; once it can, the same delivery is accepted.
 // An unsigned one is still a bare 403: the plugin's state is told only to a
 // sender that holds the secret.
@@ -37,7 +37,7 @@ func TestDeliveryForAPluginThatCannotRunIsRefused(t *testing.T) {
 	body := `{"n":1}`
 	code, out := b.post(t, http.MethodPost, "/hook", []byte(body), map[string]string{"X-Hub-Signature-256": sig(body)})
 	require.Equal(t, http.StatusServiceUnavailable, code, "%v", out)
-	require.Equal(t, map[string]any{"code": "plugin_unavailable", "message": "this endpoint's plugin cannot run now: nothing was enqueued",
+	require.Equal(t, map[string]any{"code": "unavailable", "message": "this endpoint's plugin cannot run now: nothing was enqueued",
 		"hint": "deliver it again later; the daemon's log says why"}, out)
 	code, out = b.post(t, http.MethodPost, "/hook", []byte(body), map[string]string{"X-Hub-Signature-256": "sha256=00"})
 	require.Equal(t, http.StatusForbidden, code, "%v", out)

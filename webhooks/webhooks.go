@@ -19,6 +19,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
@@ -40,7 +41,7 @@ type Options struct {
 	// Engine is the runtime of the config in force, per request: its
 	// webhooks: endpoints, and the intent a delivery's job is enqueued
 	// with. A delivery for a plugin command it cannot run is refused with
-	// 503 plugin_unavailable and enqueues nothing.
+	// 503 unavailable and enqueues nothing.
 	Engine func() *engine.Engine
 	// Health is what /healthz reports beyond the ledger; nil: nothing.
 	Health func() Health
@@ -81,9 +82,9 @@ type Accepted struct {
 // Error is the body of every error but a refused signature's: a stable
 // code, what went wrong and what to do.
 type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
+	Code    errcode.Code `json:"code"`
+	Message string       `json:"message"`
+	Hint    string       `json:"hint,omitempty"`
 }
 
 type handler struct {
@@ -110,7 +111,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == config.WebhookHealthPath {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "/healthz answers GET only", "")
+			writeError(w, http.StatusMethodNotAllowed, errcode.InvalidInput, "/healthz answers GET only", "")
 			return
 		}
 		h.handleHealth(w, r)
@@ -119,12 +120,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	eng := h.opts.Engine()
 	endpoint, ok := eng.Config().WebhookSettings.Endpoint(r.URL.Path)
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no webhook endpoint at this path", "check the URL against webhooks.endpoints in the config")
+		writeError(w, http.StatusNotFound, errcode.NotFound, "no webhook endpoint at this path", "check the URL against webhooks.endpoints in the config")
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "a webhook endpoint answers POST only", "send the delivery with POST")
+		writeError(w, http.StatusMethodNotAllowed, errcode.InvalidInput, "a webhook endpoint answers POST only", "send the delivery with POST")
 		return
 	}
 	h.handleDelivery(w, r, eng, endpoint)
@@ -148,7 +149,7 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, eng *en
 			tooLarge(w, endpoint)
 			return
 		}
-		writeError(w, http.StatusBadRequest, "bad_request", "the body could not be read", "send the whole body again")
+		writeError(w, http.StatusBadRequest, errcode.InvalidInput, "the body could not be read", "send the whole body again")
 		return
 	}
 	var secret []byte
@@ -190,25 +191,25 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, eng *en
 	var bad *commands.PayloadError
 	switch {
 	case errors.Is(err, errNoDeliveryID):
-		writeError(w, http.StatusBadRequest, "missing_delivery_id",
+		writeError(w, http.StatusBadRequest, errcode.InvalidInput,
 			"header "+endpoint.DeliveryIDHeader+" must hold the delivery id (1 to 256 bytes)", "send the delivery id the endpoint is configured with")
 		return
 	case errors.As(err, &target):
 		h.log.Error("webhook refused: its plugin cannot run now, so nothing was enqueued", "path", endpoint.Path,
 			"plugin", endpoint.Plugin, "command", endpoint.Command, "err", err.Error(), "fix", "fix the plugin (see: ductile plugin list), then reload")
 		// The sender is told no more than that (the log says why).
-		writeError(w, http.StatusServiceUnavailable, "plugin_unavailable", "this endpoint's plugin cannot run now: nothing was enqueued",
+		writeError(w, http.StatusServiceUnavailable, errcode.Unavailable, "this endpoint's plugin cannot run now: nothing was enqueued",
 			"deliver it again later; the daemon's log says why")
 		return
 	case errors.As(err, &bad):
-		writeError(w, http.StatusBadRequest, "invalid_json", "the body "+bad.Problem, "send a JSON body")
+		writeError(w, http.StatusBadRequest, errcode.InvalidInput, "the body "+bad.Problem, "send a JSON body")
 		return
 	case errors.Is(err, commands.ErrInvalidCommand):
-		writeError(w, http.StatusBadRequest, "invalid_payload", err.Error(), "send a smaller or flatter JSON body")
+		writeError(w, http.StatusBadRequest, errcode.InvalidInput, err.Error(), "send a smaller or flatter JSON body")
 		return
 	case err != nil:
 		h.log.Error("webhook not enqueued", "path", endpoint.Path, "err", err.Error())
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "the delivery could not be recorded", "deliver it again later")
+		writeError(w, http.StatusServiceUnavailable, errcode.Unavailable, "the delivery could not be recorded", "deliver it again later")
 		return
 	case res.Deduped:
 		writeJSON(w, http.StatusOK, Accepted{JobID: res.ExistingJobID, Deduplicated: true})
@@ -311,7 +312,7 @@ func (h *handler) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func tooLarge(w http.ResponseWriter, endpoint config.WebhookEndpoint) {
-	writeError(w, http.StatusRequestEntityTooLarge, "too_large",
+	writeError(w, http.StatusRequestEntityTooLarge, errcode.TooLarge,
 		"the body is larger than this endpoint accepts ("+strconv.FormatInt(endpoint.MaxBodySize, 10)+" bytes)",
 		"raise webhooks.endpoints[].max_body_size, or send less")
 }
@@ -319,10 +320,10 @@ func tooLarge(w http.ResponseWriter, endpoint config.WebhookEndpoint) {
 // forbidden refuses a delivery whose signature or timestamp does not
 // check, saying nothing of why (spec §10.2).
 func forbidden(w http.ResponseWriter) {
-	writeJSON(w, http.StatusForbidden, Error{Code: "forbidden", Message: "forbidden"})
+	writeJSON(w, http.StatusForbidden, Error{Code: errcode.Forbidden, Message: "forbidden"})
 }
 
-func writeError(w http.ResponseWriter, status int, code, message, hint string) {
+func writeError(w http.ResponseWriter, status int, code errcode.Code, message, hint string) {
 	writeJSON(w, status, Error{Code: code, Message: message, Hint: hint})
 }
 

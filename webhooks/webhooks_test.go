@@ -206,12 +206,12 @@ func TestRefusedDeliveriesEnqueueNothing(t *testing.T) {
 		{name: "signature in another header", path: "/hook", body: body, headers: map[string]string{"X-Signature": good}, status: 403, code: "forbidden"},
 		{name: "secret not defined", path: "/hook/nosecret", body: body, headers: map[string]string{"X-Hub-Signature-256": good}, status: 403, code: "forbidden"},
 		{name: "oversize", path: "/hook/small", body: `{"a":"0123456789abcdef"}`, headers: map[string]string{"X-Hub-Signature-256": sig(`{"a":"0123456789abcdef"}`)}, status: 413, code: "too_large"},
-		{name: "invalid JSON", path: "/hook", body: `{"a":`, headers: map[string]string{"X-Hub-Signature-256": sig(`{"a":`)}, status: 400, code: "invalid_json"},
-		{name: "empty body", path: "/hook", body: ``, headers: map[string]string{"X-Hub-Signature-256": sig(``)}, status: 400, code: "invalid_json"},
-		{name: "not UTF-8", path: "/hook", body: "{\"city\":\"Z\xfcrich\"}", headers: map[string]string{"X-Hub-Signature-256": sig("{\"city\":\"Z\xfcrich\"}")}, status: 400, code: "invalid_json"},
+		{name: "invalid JSON", path: "/hook", body: `{"a":`, headers: map[string]string{"X-Hub-Signature-256": sig(`{"a":`)}, status: 400, code: "invalid_input"},
+		{name: "empty body", path: "/hook", body: ``, headers: map[string]string{"X-Hub-Signature-256": sig(``)}, status: 400, code: "invalid_input"},
+		{name: "not UTF-8", path: "/hook", body: "{\"city\":\"Z\xfcrich\"}", headers: map[string]string{"X-Hub-Signature-256": sig("{\"city\":\"Z\xfcrich\"}")}, status: 400, code: "invalid_input"},
 		{name: "unknown path", path: "/hook/nope", body: body, headers: map[string]string{"X-Hub-Signature-256": good}, status: 404, code: "not_found"},
-		{name: "wrong method", method: http.MethodGet, path: "/hook", headers: map[string]string{"X-Hub-Signature-256": good}, status: 405, code: "method_not_allowed"},
-		{name: "delivery id missing", path: "/hook/replay", body: body, headers: map[string]string{"X-Hub-Signature-256": good}, status: 400, code: "missing_delivery_id"},
+		{name: "wrong method", method: http.MethodGet, path: "/hook", headers: map[string]string{"X-Hub-Signature-256": good}, status: 405, code: "invalid_input"},
+		{name: "delivery id missing", path: "/hook/replay", body: body, headers: map[string]string{"X-Hub-Signature-256": good}, status: 400, code: "invalid_input"},
 	}
 	for _, tt := range tests {
 		method := tt.method

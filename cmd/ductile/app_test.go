@@ -14,6 +14,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/errcode"
 )
 
 func TestVersionText(t *testing.T) {
@@ -69,14 +70,14 @@ func TestExitCode(t *testing.T) {
 		message    string
 		hint       string
 	}{
-		{err: usagef("bad"), status: 2, code: "usage", text: "ductile: bad\n", message: "bad"},
-		{err: withHint(codeUsage, errors.New("flag provided but not defined: -x"), "see: ductile --help"), status: 2, code: "usage",
+		{err: usagef("bad"), status: 2, code: "invalid_input", text: "ductile: bad\n", message: "bad"},
+		{err: withHint(errcode.InvalidInput, errors.New("flag provided but not defined: -x"), "see: ductile --help"), status: 2, code: "invalid_input",
 			text: "ductile: flag provided but not defined: -x (see: ductile --help)\n", message: "flag provided but not defined: -x", hint: "see: ductile --help"},
-		{err: withHint(codeInvalidConfig, errors.New("a.yaml:1: x: unknown key"), "check the file"), status: 1, code: "invalid_config",
+		{err: withHint(errcode.InvalidConfig, errors.New("a.yaml:1: x: unknown key"), "check the file"), status: 1, code: "invalid_config",
 			text: "ductile: a.yaml:1: x: unknown key (check the file)\n", message: "a.yaml:1: x: unknown key", hint: "check the file"},
-		{err: withHint(codeInvalidConfig, errors.New("a.yaml:1: x: unknown key\na.yaml:2: y: unknown key"), "check the file"), status: 1, code: "invalid_config",
+		{err: withHint(errcode.InvalidConfig, errors.New("a.yaml:1: x: unknown key\na.yaml:2: y: unknown key"), "check the file"), status: 1, code: "invalid_config",
 			text: "ductile: a.yaml:1: x: unknown key\na.yaml:2: y: unknown key\n(check the file)\n", message: "a.yaml:1: x: unknown key\na.yaml:2: y: unknown key", hint: "check the file"},
-		{err: hintf(codeNotFound, "see: ductile job list", "no job %s", "x"), status: 1, code: "not_found",
+		{err: hintf(errcode.NotFound, "see: ductile job list", "no job %s", "x"), status: 1, code: "not_found",
 			text: "ductile: no job x (see: ductile job list)\n", message: "no job x", hint: "see: ductile job list"},
 		{err: notFoundf("no job x"), status: 1, code: "not_found", text: "ductile: no job x\n", message: "no job x"},
 		{err: conflictf("taken"), status: 1, code: "conflict", text: "ductile: taken\n", message: "taken"},

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 )
 
@@ -42,7 +43,7 @@ func configShowApplied(c *cli.Context, e *env) error {
 		return err
 	}
 	if !ok {
-		return hintf(codeNotFound, "start one with: ductile system start", "no daemon has run on %s yet: nothing was applied", e.stateDir)
+		return hintf(errcode.NotFound, "start one with: ductile system start", "no daemon has run on %s yet: nothing was applied", e.stateDir)
 	}
 	h, err := daemon.Holder(e.stateDir)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
@@ -238,7 +239,7 @@ func breakerPlugin(ctx context.Context, e *env, l *ledger.Ledger, plugin string)
 			return p, false, nil
 		}
 	}
-	return p, false, hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", set.which(), orNothing(names)),
+	return p, false, hintf(errcode.NotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", set.which(), orNothing(names)),
 		"no plugin named %q%s", plugin, didYouMean(plugin, names))
 }
 
@@ -257,5 +258,5 @@ func breakerCommand(ctx context.Context, e *env, l *ledger.Ledger, plugin, comma
 		}
 		names = append(names, c.Name)
 	}
-	return hintf(codeNotFound, "its commands: "+orNothing(names), "plugin %q has no command %q%s", plugin, command, didYouMean(command, names))
+	return hintf(errcode.NotFound, "its commands: "+orNothing(names), "plugin %q has no command %q%s", plugin, command, didYouMean(command, names))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/errcode"
 )
 
 func lockCommand() *cli.Command {
@@ -42,11 +43,11 @@ type lockOutput struct {
 func configLock(c *cli.Context) error {
 	path := c.String("config")
 	if path == "" {
-		return hintf(codeUsage, "give the config file with --config (or $DUCTILE_CONFIG)", "there is no config file to lock")
+		return hintf(errcode.InvalidInput, "give the config file with --config (or $DUCTILE_CONFIG)", "there is no config file to lock")
 	}
 	cfg, err := config.LoadUnverified(path)
 	if err != nil {
-		return withHint(codeInvalidConfig, err, "fix the config first: a config that does not load is not locked")
+		return withHint(errcode.InvalidConfig, err, "fix the config first: a config that does not load is not locked")
 	}
 	files := cfg.Checksums()
 	previous, err := config.ReadChecksums(cfg.ChecksumsPath(), cfg.Dir)

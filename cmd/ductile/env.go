@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/errcode"
 )
 
 // env is what a command needs to know about where it runs.
@@ -39,9 +40,9 @@ func loadEnvWith(c *cli.Context, load func(string) (*config.Config, error)) (*en
 	cfg, err := load(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, withHint(codeNotFound, err, "check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply")
+			return nil, withHint(errcode.NotFound, err, "check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply")
 		}
-		return nil, withHint(codeInvalidConfig, err, "check the file with: ductile config check --config "+path)
+		return nil, withHint(errcode.InvalidConfig, err, "check the file with: ductile config check --config "+path)
 	}
 	return newEnv(c, cfg)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/ledger"
 )
 
@@ -22,25 +23,12 @@ const (
 	exitUsage   = 2 // bad flags or arguments
 )
 
-// errorCode is the stable, machine-readable kind of an error: what --json
-// prints as error.code. It decides the exit status: usage exits 2, every
-// other code 1. Scripts may rely on these names; add codes, never rename.
-type errorCode string
-
-const (
-	codeUsage         errorCode = "usage"          // bad flags or arguments
-	codeNotFound      errorCode = "not_found"      // a job, plugin or file named does not exist
-	codeConflict      errorCode = "conflict"       // the state does not allow it now: a finished job, a held lock, an existing file
-	codeInvalidConfig errorCode = "invalid_config" // the config file does not load
-	codeTimeout       errorCode = "timeout"        // gave up waiting (--timeout)
-	codeCanceled      errorCode = "canceled"       // interrupted by SIGINT or SIGTERM
-	codeArchived      errorCode = "archived"       // a moment whose events an archive moved out of the ledger
-	codeError         errorCode = "error"          // any other failure
-)
-
-// exitStatus is the process exit status of an error of this code.
-func (c errorCode) exitStatus() int {
-	if c == codeUsage {
+// exitStatus is the process exit status of an error of code: invalid
+// input (bad flags or arguments) exits 2, every other code 1. The code is
+// what --json prints as error.code (package errcode: the same list the API
+// answers with).
+func exitStatus(code errcode.Code) int {
+	if code == errcode.InvalidInput {
 		return exitUsage
 	}
 	return exitFailure
@@ -50,7 +38,7 @@ func (c errorCode) exitStatus() int {
 // next. Build one with the constructors below so that every error has a
 // code; a plain error gets one from classify.
 type exitError struct {
-	code errorCode
+	code errcode.Code
 	msg  string // "" when the command has reported already (silent)
 	hint string // what to do next, when msg does not say it
 }
@@ -58,30 +46,30 @@ type exitError struct {
 func (e *exitError) Error() string { return e.msg }
 
 // errorf makes an error of code with a message saying what to do next.
-func errorf(code errorCode, format string, args ...any) error {
+func errorf(code errcode.Code, format string, args ...any) error {
 	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
 // failf makes an error that exits 1 (code "error").
-func failf(format string, args ...any) error { return errorf(codeError, format, args...) }
+func failf(format string, args ...any) error { return errorf(errcode.Error, format, args...) }
 
-// usagef makes an error that exits 2 (code "usage").
-func usagef(format string, args ...any) error { return errorf(codeUsage, format, args...) }
+// usagef makes an error that exits 2 (code "invalid_input").
+func usagef(format string, args ...any) error { return errorf(errcode.InvalidInput, format, args...) }
 
 // notFoundf makes an error for a job, plugin or file that does not exist.
-func notFoundf(format string, args ...any) error { return errorf(codeNotFound, format, args...) }
+func notFoundf(format string, args ...any) error { return errorf(errcode.NotFound, format, args...) }
 
 // conflictf makes an error for a request the current state refuses.
-func conflictf(format string, args ...any) error { return errorf(codeConflict, format, args...) }
+func conflictf(format string, args ...any) error { return errorf(errcode.Conflict, format, args...) }
 
 // hintf makes an error of code whose message says what is wrong and whose
 // hint says what to do next (a separate field of a --json error).
-func hintf(code errorCode, hint, format string, args ...any) error {
+func hintf(code errcode.Code, hint, format string, args ...any) error {
 	return &exitError{code: code, msg: fmt.Sprintf(format, args...), hint: hint}
 }
 
 // withHint makes an error of code whose message is err's, with hint.
-func withHint(code errorCode, err error, hint string) error {
+func withHint(code errcode.Code, err error, hint string) error {
 	return &exitError{code: code, msg: err.Error(), hint: hint}
 }
 
@@ -89,29 +77,29 @@ func withHint(code errorCode, err error, hint string) error {
 // has already reported, e.g. verify's findings).
 func silent(status int) error {
 	if status == exitUsage {
-		return &exitError{code: codeUsage}
+		return &exitError{code: errcode.InvalidInput}
 	}
-	return &exitError{code: codeError}
+	return &exitError{code: errcode.Error}
 }
 
 // classify gives a plain error (one not built by the constructors above)
 // its code, from the sentinels it wraps.
-func classify(err error) errorCode {
+func classify(err error) errcode.Code {
 	var ve *config.ValidationError
 	switch {
 	case errors.Is(err, context.Canceled):
-		return codeCanceled
+		return errcode.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
-		return codeTimeout
+		return errcode.Timeout
 	case errors.As(err, &ve):
-		return codeInvalidConfig
+		return errcode.InvalidConfig
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, commands.ErrJobNotFound):
-		return codeNotFound
+		return errcode.NotFound
 	case errors.Is(err, fs.ErrExist), errors.Is(err, daemon.ErrLocked),
 		errors.Is(err, ledger.ErrVersionConflict), errors.Is(err, commands.ErrInvalidTransition):
-		return codeConflict
+		return errcode.Conflict
 	}
-	return codeError
+	return errcode.Error
 }
 
 // exitCode reports err on stderr, as one line of JSON when the command was
@@ -124,7 +112,7 @@ func exitCode(err error, stderr io.Writer, asJSON bool) int {
 	var ee *exitError
 	if !errors.As(err, &ee) {
 		ee = &exitError{code: classify(err), msg: err.Error()}
-		if ee.code == codeCanceled {
+		if ee.code == errcode.Canceled {
 			ee.msg = "interrupted"
 			if !asJSON {
 				ee.msg = ""
@@ -135,9 +123,9 @@ func exitCode(err error, stderr io.Writer, asJSON bool) int {
 	case ee.msg == "":
 	case asJSON:
 		type body struct {
-			Code    errorCode `json:"code"`
-			Message string    `json:"message"`
-			Hint    string    `json:"hint,omitempty"`
+			Code    errcode.Code `json:"code"`
+			Message string       `json:"message"`
+			Hint    string       `json:"hint,omitempty"`
 		}
 		b, _ := json.Marshal(struct {
 			Error body `json:"error"`
@@ -152,5 +140,5 @@ func exitCode(err error, stderr io.Writer, asJSON bool) int {
 		// a line of its own after them.
 		fmt.Fprintf(stderr, "ductile: %s\n(%s)\n", ee.msg, ee.hint)
 	}
-	return ee.code.exitStatus()
+	return exitStatus(ee.code)
 }

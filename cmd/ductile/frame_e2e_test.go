@@ -109,11 +109,11 @@ func TestJSONErrors(t *testing.T) {
 		message string // a prefix of it
 		hint    string
 	}{
-		{"usage: unknown flag", []string{"job", "list", "--bogus", "--json"}, 2, "usage", "unknown flag --bogus", "see: ductile job list --help"},
-		{"usage: --json before the noun", []string{"--json", "job", "list", "--statu", "dead"}, 2, "usage", "unknown flag --statu: did you mean --status?", "see: ductile job list --help"},
-		{"usage: --json between noun and action", []string{"job", "--json", "list", "--status", "bogus"}, 2, "usage", `--status "bogus" is not a job status`, ""},
-		{"usage: --json after the error", []string{"job", "inspect", "--json"}, 2, "usage", "job inspect needs a JOB_ID (see: ductile job list)", ""},
-		{"usage: bad value", []string{"--log-format", "xml", "job", "list", "--json"}, 2, "usage", `--log-format must be auto, json or text, got "xml"`, ""},
+		{"usage: unknown flag", []string{"job", "list", "--bogus", "--json"}, 2, "invalid_input", "unknown flag --bogus", "see: ductile job list --help"},
+		{"usage: --json before the noun", []string{"--json", "job", "list", "--statu", "dead"}, 2, "invalid_input", "unknown flag --statu: did you mean --status?", "see: ductile job list --help"},
+		{"usage: --json between noun and action", []string{"job", "--json", "list", "--status", "bogus"}, 2, "invalid_input", `--status "bogus" is not a job status`, ""},
+		{"usage: --json after the error", []string{"job", "inspect", "--json"}, 2, "invalid_input", "job inspect needs a JOB_ID (see: ductile job list)", ""},
+		{"usage: bad value", []string{"--log-format", "xml", "job", "list", "--json"}, 2, "invalid_input", `--log-format must be auto, json or text, got "xml"`, ""},
 		{"not found: job", []string{"job", "inspect", "0000", "--json"}, 1, "not_found", "no job 0000", "see: ductile job list"},
 		{"not found: config", []string{"plugin", "list", "--json", "--config", missing}, 1, "not_found", "load config: open " + missing + ": no such file or directory", "check the path given to --config (or $DUCTILE_CONFIG); without either, the built-in defaults apply"},
 		{"invalid config", []string{"plugin", "list", "--json", "--config", badCfg}, 1, "invalid_config", "ductile.yaml:2: servce: unknown key: did you mean service?", "check the file with: ductile config check --config " + badCfg},

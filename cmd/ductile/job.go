@@ -16,6 +16,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
@@ -127,11 +128,11 @@ func jobError(err error) error {
 	var notFound *views.JobNotFoundError
 	switch {
 	case errors.As(err, &ambiguous):
-		return withHint(codeUsage, ambiguous, "give more characters of it, or the whole id")
+		return withHint(errcode.InvalidInput, ambiguous, "give more characters of it, or the whole id")
 	case errors.As(err, &notFound) && notFound.TooShort:
-		return withHint(codeNotFound, notFound, fmt.Sprintf("give the short id job list prints, or at least %d characters of it; see: ductile job list", views.MinPrefix))
+		return withHint(errcode.NotFound, notFound, fmt.Sprintf("give the short id job list prints, or at least %d characters of it; see: ductile job list", views.MinPrefix))
 	case errors.As(err, &notFound):
-		return withHint(codeNotFound, notFound, "see: ductile job list")
+		return withHint(errcode.NotFound, notFound, "see: ductile job list")
 	}
 	return err
 }
@@ -475,16 +476,16 @@ func retryRefused(ctx context.Context, l *ledger.Ledger, j *commands.Job, err er
 		if r, err := views.JobState(ctx, l, retried.RetryJobID); err == nil {
 			status = r.Status
 		}
-		return hintf(codeConflict, "retry that one if need be: ductile job retry "+retried.RetryJobID,
+		return hintf(errcode.Conflict, "retry that one if need be: ductile job retry "+retried.RetryJobID,
 			"job %s was retried already, as job %s (now %s)", j.JobID, retried.RetryJobID, status)
 	}
 	switch j.Status {
 	case events.StatusQueued:
-		return hintf(codeConflict, "see: ductile job inspect "+j.JobID, "job %s is queued: it has not given up yet, so there is nothing to retry", j.JobID)
+		return hintf(errcode.Conflict, "see: ductile job inspect "+j.JobID, "job %s is queued: it has not given up yet, so there is nothing to retry", j.JobID)
 	case events.StatusRunning, events.StatusCancelRequested:
-		return hintf(codeConflict, "wait for it, or stop it first: ductile job cancel "+j.JobID, "job %s is %s: only a dead or canceled job can be retried", j.JobID, j.Status)
+		return hintf(errcode.Conflict, "wait for it, or stop it first: ductile job cancel "+j.JobID, "job %s is %s: only a dead or canceled job can be retried", j.JobID, j.Status)
 	case events.StatusSucceeded:
-		return hintf(codeConflict, fmt.Sprintf("to run it again, enqueue a new job: ductile plugin run %s --command %s", j.Plugin, j.Command),
+		return hintf(errcode.Conflict, fmt.Sprintf("to run it again, enqueue a new job: ductile plugin run %s --command %s", j.Plugin, j.Command),
 			"job %s succeeded: only a dead or canceled job can be retried", j.JobID)
 	}
 	return failf("job %s cannot be retried: %v", j.JobID, err)

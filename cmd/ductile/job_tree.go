@@ -10,6 +10,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
@@ -78,9 +79,9 @@ func treeAtError(err error) error {
 	var notYet *views.NotYetError
 	switch {
 	case errors.As(err, &archived):
-		return withHint(codeArchived, archived, fmt.Sprintf("pick a later moment (after seq %d); see: ductile ledger archive --help", archived.Through))
+		return withHint(errcode.Archived, archived, fmt.Sprintf("pick a later moment (after seq %d); see: ductile ledger archive --help", archived.Through))
 	case errors.As(err, &notYet):
-		return withHint(codeNotFound, notYet, fmt.Sprintf("pick a moment at or after seq %d: ductile job tree %s --at %d", notYet.RootSeq, notYet.JobID, notYet.RootSeq))
+		return withHint(errcode.NotFound, notYet, fmt.Sprintf("pick a moment at or after seq %d: ductile job tree %s --at %d", notYet.RootSeq, notYet.JobID, notYet.RootSeq))
 	}
 	return jobError(err)
 }
@@ -196,7 +197,7 @@ func jobReplay(c *cli.Context, e *env, l *ledger.Ledger) error {
 
 // replayRefused explains why job j cannot be replayed yet.
 func replayRefused(j *commands.Job) error {
-	return hintf(codeConflict, "wait for it to finish, or stop it first: ductile job cancel "+j.JobID,
+	return hintf(errcode.Conflict, "wait for it to finish, or stop it first: ductile job cancel "+j.JobID,
 		"job %s is %s: only a finished (succeeded, dead or canceled) job can be replayed", j.JobID, j.Status)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/schedule"
 	"github.com/ductile/ductile/views"
@@ -72,7 +73,7 @@ func ledgerArchive(c *cli.Context) error {
 	}
 	asJSON, dry, vacuum := c.Bool("json"), c.Bool("dry-run"), c.Bool("vacuum")
 	if h, err := daemon.Holder(e.stateDir); vacuum && err == nil && h.Daemon() {
-		return hintf(codeConflict, "stop the daemon first (Ctrl-C where it runs, kill -TERM its pid, or systemctl stop its unit), or archive without --vacuum: the file then stops growing and reuses the freed pages",
+		return hintf(errcode.Conflict, "stop the daemon first (Ctrl-C where it runs, kill -TERM its pid, or systemctl stop its unit), or archive without --vacuum: the file then stops growing and reuses the freed pages",
 			"--vacuum rewrites the ledger and needs the daemon (pid %d) stopped", h.PID)
 	}
 	l, err := e.openExistingLedger(c.Context)
@@ -87,7 +88,7 @@ func ledgerArchive(c *cli.Context) error {
 	// Successes older than the dedupe window no longer matter to an
 	// enqueue; archiving newer ones would let a duplicate through.
 	if window := cfg.Service.DedupeTTL; before.After(now.Add(-window)) {
-		return hintf(codeUsage, fmt.Sprintf("choose --before %s or earlier", now.Add(-window).UTC().Format(time.RFC3339)),
+		return hintf(errcode.InvalidInput, fmt.Sprintf("choose --before %s or earlier", now.Add(-window).UTC().Format(time.RFC3339)),
 			"--before %s is within the dedupe window (service.dedupe_ttl %s): archiving would forget recent successes a duplicate check needs",
 			before.UTC().Format(time.RFC3339), window)
 	}
@@ -99,7 +100,7 @@ func ledgerArchive(c *cli.Context) error {
 	}
 	plan, a, err := cmd.Run(c.Context, l)
 	if errors.Is(err, ledger.ErrArchiveRaced) {
-		return hintf(codeConflict, "run ductile ledger archive again", "%v", err)
+		return hintf(errcode.Conflict, "run ductile ledger archive again", "%v", err)
 	}
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/pipeline"
 )
 
@@ -79,7 +80,7 @@ func loadPipelines(c *cli.Context) (*env, *pipeline.Set, error) {
 	}
 	set, err := pipeline.Compile(e.cfg, nil)
 	if err != nil {
-		return nil, nil, withHint(codeInvalidConfig, err, "fix the pipelines: section, then check the file with: ductile config check")
+		return nil, nil, withHint(errcode.InvalidConfig, err, "fix the pipelines: section, then check the file with: ductile config check")
 	}
 	return e, set, nil
 }
@@ -98,7 +99,7 @@ func namedPipeline(c *cli.Context) (*env, *pipeline.Pipeline, error) {
 		if s := config.Suggest(name, names); s != "" {
 			suggestion = ": did you mean " + s + "?"
 		}
-		return nil, nil, hintf(codeNotFound, "see: ductile pipeline list", "no pipeline named %q in the config%s", name, suggestion)
+		return nil, nil, hintf(errcode.NotFound, "see: ductile pipeline list", "no pipeline named %q in the config%s", name, suggestion)
 	}
 	return e, p, nil
 }

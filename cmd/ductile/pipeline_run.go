@@ -13,6 +13,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
@@ -98,7 +99,7 @@ func pipelineRun(c *cli.Context) error {
 		fmt.Fprintf(e.stdout, "%s; this run uses the config file's version %s\n", notAppliedNote(set.Applied(), name), shortHash(p.Hash))
 	}
 	if c.Bool("wait") && set.daemonPID == 0 {
-		return hintf(codeConflict, "start one with: ductile system start (or run without --wait: the run waits in the queue)",
+		return hintf(errcode.Conflict, "start one with: ductile system start (or run without --wait: the run waits in the queue)",
 			"--wait needs a running daemon: no daemon runs on %s to run the pipeline's steps", e.stateDir)
 	}
 	if c.Bool("dry-run") {
@@ -222,7 +223,7 @@ func configPipeline(e *env, set cliEngine, name string) (*pipeline.Pipeline, err
 		if set.daemonPID != 0 {
 			hint += fmt.Sprintf("; steps are checked against the %s (see: ductile plugin list)", set.which())
 		}
-		return nil, withHint(codeInvalidConfig, err, hint)
+		return nil, withHint(errcode.InvalidConfig, err, hint)
 	}
 	if p, ok := compiled.Pipelines[name]; ok {
 		return p, nil
@@ -236,6 +237,6 @@ func configPipeline(e *env, set cliEngine, name string) (*pipeline.Pipeline, err
 	if e.cfg.Source != "" {
 		source = e.cfg.Source
 	}
-	return nil, hintf(codeNotFound, "its pipelines: "+orNothing(names)+"; see: ductile pipeline list",
+	return nil, hintf(errcode.NotFound, "its pipelines: "+orNothing(names)+"; see: ductile pipeline list",
 		"no pipeline %q in %s%s", name, source, didYouMean(name, names))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
@@ -82,9 +83,9 @@ func pipelineStatus(c *cli.Context, e *env, l *ledger.Ledger) error {
 	var ambiguous *views.AmbiguousIDError
 	switch {
 	case errors.Is(err, views.ErrRunNotFound):
-		return hintf(codeNotFound, "see: ductile pipeline runs", "%v", err)
+		return hintf(errcode.NotFound, "see: ductile pipeline runs", "%v", err)
 	case errors.As(err, &ambiguous):
-		return withHint(codeUsage, ambiguous, "give more characters of it, or the whole id")
+		return withHint(errcode.InvalidInput, ambiguous, "give more characters of it, or the whole id")
 	}
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pipeline"
@@ -30,7 +31,7 @@ func pipelineSandbox(c *cli.Context, e *env, p *pipeline.Pipeline, payload json.
 				ids = append(ids, node.ID)
 			}
 		}
-		return hintf(codeNotFound, "see: ductile pipeline show "+p.Name,
+		return hintf(errcode.NotFound, "see: ductile pipeline show "+p.Name,
 			"pipeline %s has no step %q%s (its steps that run a plugin: %s)", p.Name, step, didYouMean(step, ids), strings.Join(ids, ", "))
 	}
 	if n.Kind != pipeline.KindUses {

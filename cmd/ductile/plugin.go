@@ -18,6 +18,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -237,7 +238,7 @@ func pluginRun(c *cli.Context) error {
 	} else {
 		defer d.Close()
 		if waitTree {
-			return hintf(codeConflict, "start one with: ductile system start (or use --wait for this job alone)",
+			return hintf(errcode.Conflict, "start one with: ductile system start (or use --wait for this job alone)",
 				"--wait-tree needs a running daemon: without one, plugin run runs its own job only, and the jobs it routes wait for a daemon")
 		}
 		l, out.RanBy = d.Ledger, "cli"
@@ -296,7 +297,7 @@ func pluginRun(c *cli.Context) error {
 	}
 	var timedOut *timeoutError
 	if errors.As(runCause, &timedOut) && j.Status == events.StatusCanceled {
-		return errorf(codeTimeout, "job %s was canceled: %v, and with no daemon running on the state directory this command "+
+		return errorf(errcode.Timeout, "job %s was canceled: %v, and with no daemon running on the state directory this command "+
 			"was running it (start one with ductile system start for jobs that outlive the command)", res.JobID, timedOut)
 	}
 	out.Status, out.Attempt, out.Error, out.Response = string(j.Status), j.Attempt, j.LastError, last.Response
@@ -466,7 +467,7 @@ func readPayload(c *cli.Context) (json.RawMessage, error) {
 	var bad *commands.PayloadError
 	switch {
 	case errors.As(err, &bad) && bad.Hint != "":
-		return nil, hintf(codeUsage, bad.Hint, "%s %s", from, bad.Problem)
+		return nil, hintf(errcode.InvalidInput, bad.Hint, "%s %s", from, bad.Problem)
 	case errors.As(err, &bad):
 		return nil, usagef("%s %s", from, bad.Problem)
 	}

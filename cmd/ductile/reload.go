@@ -16,6 +16,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -83,7 +84,7 @@ func systemReload(c *cli.Context) error {
 		return err
 	}
 	if !h.Daemon() {
-		return hintf(codeConflict, "start it with: ductile system start (a start reads the config)",
+		return hintf(errcode.Conflict, "start it with: ductile system start (a start reads the config)",
 			"no daemon is running on %s: there is nothing to reload", e.stateDir)
 	}
 	open := e.openExistingLedger // the request is recorded
@@ -156,7 +157,7 @@ func reloadRefused(c *cli.Context, e *env, out reloadOutput, kept string) error 
 	if out.Forceable {
 		hint += "; or apply it anyway, without what these errors name: ductile system reload --force"
 	}
-	return hintf(codeInvalidConfig, hint, "%s: %s has %d error(s):\n  %s", kept, out.Config, len(out.Errors), strings.Join(out.Errors, "\n  "))
+	return hintf(errcode.InvalidConfig, hint, "%s: %s has %d error(s):\n  %s", kept, out.Config, len(out.Errors), strings.Join(out.Errors, "\n  "))
 }
 
 // printReloadWarnings prints on w, after an applied reload, the errors it
@@ -328,7 +329,7 @@ func waitError(err error, pid int, timeout time.Duration) error {
 	case errors.Is(err, daemon.ErrDaemonStopped):
 		return failf("the daemon (pid %d) stopped before it answered", pid)
 	case errors.Is(err, context.DeadlineExceeded):
-		return errorf(codeTimeout, "the daemon (pid %d) did not answer within %v: see its log", pid, timeout)
+		return errorf(errcode.Timeout, "the daemon (pid %d) did not answer within %v: see its log", pid, timeout)
 	}
 	return err
 }

@@ -119,7 +119,7 @@ func (w *hookWorld) greetJobs() []jobView {
 // there) is refused as a whole, every error printed, exit 1, its dry run
 // alike: the old config keeps running, its schedule and its webhook too.
 // A webhook whose plugin cannot run (chmod -x without a reload, or skipped
-// by a forced reload) answers 503 plugin_unavailable and enqueues nothing;
+// by a forced reload) answers 503 unavailable and enqueues nothing;
 // --force applies the config, each error printed as a warning, and a
 // route to a plugin that does not run is dropped with the reason rather
 // than making a job that dies.
@@ -135,7 +135,7 @@ func TestReloadRefusesWhatConfigCheckRejects(t *testing.T) {
 	require.NoError(t, os.Chmod(w.greet, 0o644))
 	code, out = w.deliver()
 	require.Equal(t, http.StatusServiceUnavailable, code, "%v", out)
-	require.Equal(t, "plugin_unavailable", out["code"])
+	require.Equal(t, "unavailable", out["code"])
 	jobs := len(w.greetJobs())
 
 	// A typo in a route too; then a reload: refused, every error said.
@@ -195,7 +195,7 @@ func TestReloadRefusesWhatConfigCheckRejects(t *testing.T) {
 	jobs = len(w.greetJobs())
 	code, out = w.deliver()
 	require.Equal(t, http.StatusServiceUnavailable, code, "%v", out)
-	require.Equal(t, "plugin_unavailable", out["code"])
+	require.Equal(t, "unavailable", out["code"])
 
 	// echo's event routes to greet (skipped) and greeet (absent): both
 	// dropped with the reason, no job made to die.

@@ -12,6 +12,7 @@ import (
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
@@ -117,9 +118,9 @@ func (s cliEngine) refused(err error, defaulted bool) error {
 		if defaulted {
 			how = " (the default; pick one with --command)"
 		}
-		return hintf(codeNotFound, "its commands: "+orNothing(target.Known), "plugin %q has no command %q%s%s", name, target.Command, how, meant(target.Nearest))
+		return hintf(errcode.NotFound, "its commands: "+orNothing(target.Known), "plugin %q has no command %q%s%s", name, target.Command, how, meant(target.Nearest))
 	case target.Kind == commands.ErrPluginUnrunnable:
-		return hintf(codeConflict, "fix its files; see: ductile plugin list", "%s", target.Error())
+		return hintf(errcode.Conflict, "fix its files; see: ductile plugin list", "%s", target.Error())
 	case s.reloadLoads(name):
 		// The daemon loads plugins when it starts and reloads: not since.
 		var msg string
@@ -132,7 +133,7 @@ func (s cliEngine) refused(err error, defaulted bool) error {
 			msg = fmt.Sprintf("the daemon (pid %d) has not loaded plugin %q: it was not there when the daemon started or last reloaded, and the plugin roots of %s have it now",
 				s.daemonPID, name, s.Applied().Settings.Source)
 		}
-		return hintf(codeConflict, "load it with: ductile system reload (what it would change: ductile system reload --dry-run)", "%s", msg)
+		return hintf(errcode.Conflict, "load it with: ductile system reload (what it would change: ductile system reload --dry-run)", "%s", msg)
 	}
 	switch target.Kind {
 	case commands.ErrPluginDisabled:
@@ -142,9 +143,9 @@ func (s cliEngine) refused(err error, defaulted bool) error {
 		if s.daemonPID != 0 {
 			then = ", then: ductile system reload"
 		}
-		return hintf(codeConflict, "fix it"+then+"; see: ductile plugin list", "%s", target.Error())
+		return hintf(errcode.Conflict, "fix it"+then+"; see: ductile plugin list", "%s", target.Error())
 	}
-	return hintf(codeNotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
+	return hintf(errcode.NotFound, fmt.Sprintf("%s: %s; see: ductile plugin list", s.which(), orNothing(target.Known)), "%s", target.Error())
 }
 
 // reloadLoads reports whether a reload of the daemon's config file would
@@ -182,7 +183,7 @@ func (s cliEngine) resolved(plugin string) error {
 	for i, fe := range unset {
 		lines[i] = fe.Error()
 	}
-	return hintf(codeInvalidConfig, "set it in this shell, or start the daemon (ductile system start, with the variable in its environment): with a daemon running, the daemon runs the job",
+	return hintf(errcode.InvalidConfig, "set it in this shell, or start the daemon (ductile system start, with the variable in its environment): with a daemon running, the daemon runs the job",
 		"no daemon is running, so this command would run the job of %s itself, and its config needs what this shell does not set:\n%s", plugin, strings.Join(lines, "\n"))
 }
 

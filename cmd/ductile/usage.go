@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/errcode"
 )
 
 // finishTree gives every command the same handling of usage errors (exit 2,
@@ -74,7 +75,7 @@ func parseError(err error, name string, flags []cli.Flag) error {
 	// The flag package says it only in words (it has no typed error).
 	typed, unknown := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
 	if !unknown {
-		return withHint(codeUsage, err, see)
+		return withHint(errcode.InvalidInput, err, see)
 	}
 	var names []string
 	for _, f := range flags {
@@ -85,7 +86,7 @@ func parseError(err error, name string, flags []cli.Flag) error {
 	if s := config.Suggest(typed, names); s != "" && len(typed) > 1 {
 		msg += ": did you mean " + dashed(s) + "?"
 	}
-	return hintf(codeUsage, see, "%s", msg)
+	return hintf(errcode.InvalidInput, see, "%s", msg)
 }
 
 // dashed is flag name as typed on a line: -v, --json.
