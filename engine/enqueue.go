@@ -28,7 +28,9 @@ type Enqueue struct {
 	By string
 	// Allow, when set, is asked once the target is known and before the
 	// payload is checked whether the caller may enqueue it (the API's write
-	// scope for a command that is not a read); its error is returned as is.
+	// scope for a command that is not a read, a webhook's delivery id, the
+	// CLI's ${VAR}s when it runs the job itself); its error is returned as
+	// is.
 	Allow func(events.AppliedCommand) error
 	// DryRun checks everything and enqueues nothing.
 	DryRun bool

@@ -65,3 +65,27 @@ func TestStartPipeline(t *testing.T) {
 		require.Equal(t, 7, j.MaxAttempts, "built with the Engine's config")
 	}
 }
+
+// TestOnLedger: an Engine that checks only (no ledger, as a CLI's before
+// it opens one) refuses to write; the same Engine on the ledger starts the
+// run, sharing the pipeline runtime.
+func TestOnLedger(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("pipelines:\n  - name: fetch\n    steps:\n      - uses: echo.handle\n"), 0o600))
+	cfg, err := config.Load(path)
+	require.NoError(t, err)
+	set, err := pipeline.Compile(cfg, nil)
+	require.NoError(t, err)
+	f := setup(t, set)
+	checking := f.eng.OnLedger(nil)
+	require.Same(t, f.eng.PipelineRuntime(), checking.PipelineRuntime())
+	head := f.head(t)
+	_, err = checking.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Trigger: commands.TriggerCLI, By: commands.ByCLI})
+	require.ErrorContains(t, err, "no ledger is open")
+	_, err = checking.Enqueue(f.ctx, engine.Enqueue{Plugin: "echo", By: commands.ByCLI})
+	require.ErrorContains(t, err, "no ledger is open")
+	require.Equal(t, head, f.head(t))
+	res, err := checking.OnLedger(f.l).StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Trigger: commands.TriggerCLI, By: commands.ByCLI})
+	require.NoError(t, err)
+	require.Equal(t, "handle", f.job(t, res.JobID).Command)
+}

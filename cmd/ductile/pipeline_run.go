@@ -85,20 +85,20 @@ func pipelineRun(c *cli.Context) error {
 
 	// The plugins and settings the run's jobs are checked against and built
 	// with: the running daemon's, else this process's.
-	set, err := currentEngine(ctx, e, nil)
+	eng, err := currentEngine(ctx, e, nil)
 	if err != nil {
 		return err
 	}
-	p, err := configPipeline(e, set, name)
+	p, err := configPipeline(e, eng, name)
 	if err != nil {
 		return err
 	}
-	out := pipelineRunOutput{Pipeline: name, DaemonPID: set.daemonPID,
-		Applied: pipelineApplied(set.Applied(), set.daemonPID != 0, name, p.Hash)}
+	out := pipelineRunOutput{Pipeline: name, DaemonPID: eng.daemonPID,
+		Applied: pipelineApplied(eng.Applied(), eng.daemonPID != 0, name, p.Hash)}
 	if out.Applied != nil && !*out.Applied && !c.Bool("json") {
-		fmt.Fprintf(e.stdout, "%s; this run uses the config file's version %s\n", notAppliedNote(set.Applied(), name), shortHash(p.Hash))
+		fmt.Fprintf(e.stdout, "%s; this run uses the config file's version %s\n", notAppliedNote(eng.Applied(), name), shortHash(p.Hash))
 	}
-	if c.Bool("wait") && set.daemonPID == 0 {
+	if c.Bool("wait") && eng.daemonPID == 0 {
 		return hintf(errcode.Conflict, "start one with: ductile system start (or run without --wait: the run waits in the queue)",
 			"--wait needs a running daemon: no daemon runs on %s to run the pipeline's steps", e.stateDir)
 	}
@@ -117,7 +117,7 @@ func pipelineRun(c *cli.Context) error {
 		return err
 	}
 	defer l.Close()
-	started, err := set.OnLedger(l).StartPipeline(ctx, engine.StartPipeline{Pipeline: p, Payload: payload,
+	started, err := eng.OnLedger(l).StartPipeline(ctx, engine.StartPipeline{Pipeline: p, Payload: payload,
 		Trigger: commands.TriggerCLI, By: commands.ByCLI})
 	if err != nil {
 		return err
@@ -128,7 +128,7 @@ func pipelineRun(c *cli.Context) error {
 			return printJSON(e.stdout, out)
 		}
 		fmt.Fprintf(e.stdout, "started run %s of pipeline %s (first job %s)\n", started.RunID, name, started.JobID)
-		if set.daemonPID == 0 {
+		if eng.daemonPID == 0 {
 			fmt.Fprintf(e.stdout, "no daemon runs on %s: the run waits in the queue until one starts (ductile system start)\n", e.stateDir)
 		}
 		fmt.Fprintf(e.stdout, "follow it with: ductile job tree %s\n", started.JobID)
@@ -212,16 +212,16 @@ func readObjectPayload(c *cli.Context) (json.RawMessage, error) {
 }
 
 // configPipeline compiles the config's pipelines, checking each step's
-// plugin command against set, and returns the one named name.
-func configPipeline(e *env, set cliEngine, name string) (*pipeline.Pipeline, error) {
+// plugin command against eng (engine.Target), and returns the one named name.
+func configPipeline(e *env, eng cliEngine, name string) (*pipeline.Pipeline, error) {
 	compiled, err := pipeline.Compile(e.cfg, func(plugin, command string) error {
-		_, _, err := set.Target(plugin, command)
+		_, _, err := eng.Target(plugin, command)
 		return err
 	})
 	if err != nil {
 		hint := "fix the config's pipelines: section"
-		if set.daemonPID != 0 {
-			hint += fmt.Sprintf("; steps are checked against the %s (see: ductile plugin list)", set.which())
+		if eng.daemonPID != 0 {
+			hint += fmt.Sprintf("; steps are checked against the %s (see: ductile plugin list)", eng.which())
 		}
 		return nil, withHint(errcode.InvalidConfig, err, hint)
 	}
