@@ -38,8 +38,8 @@ type Tx struct {
 	// versions remembers the streams this decision has read, so appending
 	// to them needs no second look (nothing else writes during a decision).
 	versions map[string]int64
-	folds    *foldCache            // the writer's (fold.go)
-	loaded   map[string]loadedFold // the states this decision read with Fold
+	folds    *foldCache   // the writer's (fold.go)
+	loaded   []loadedFold // the states this decision read with Fold
 	// oldSchema: the file may predate archives (Options.SkipMigrate).
 	oldSchema bool
 }

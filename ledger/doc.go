@@ -21,6 +21,10 @@
 // decisions back to back, so a caller with several appends to make at once
 // gets them into one transaction, each answered as [Ledger.Decide] would.
 //
+// A decision reads a stream's state with [Fold]: the ledger caches each
+// fold by (stream, version) and extends it with the decision's own appends,
+// so the next decision on the stream neither reads nor decodes it again.
+//
 // A projector may install an [InlineProjection], run inside each append
 // transaction, so projections follow this process's appends with no second
 // transaction. Reads use a pool of query-only connections. [Ledger.Changed]

@@ -1,6 +1,9 @@
 package ledger
 
-import "sync/atomic"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // Folds: a decision reads a stream's state with Fold, and the ledger keeps
 // what it folded, keyed by (stream, version), for the next decision on the
@@ -139,14 +142,18 @@ func Fold[S any](tx *Tx, stream string, apply func(*S, Event) error) (S, error) 
 // folded notes that the decision read stream's state f (read: from its
 // events, so that it is cached once the decision commits).
 func (tx *Tx) folded(stream string, f folded, read bool) {
-	if tx.loaded == nil {
-		tx.loaded = map[string]loadedFold{}
+	for i := range tx.loaded {
+		if tx.loaded[i].stream == stream {
+			tx.loaded[i] = loadedFold{stream: stream, folded: f, read: read}
+			return
+		}
 	}
-	tx.loaded[stream] = loadedFold{folded: f, read: read}
+	tx.loaded = append(tx.loaded, loadedFold{stream: stream, folded: f, read: read})
 }
 
 // loadedFold is a state a decision read with Fold.
 type loadedFold struct {
+	stream string
 	folded
 	read bool // folded from the stream's events, not the cache
 }
@@ -156,33 +163,60 @@ type loadedFold struct {
 // it read extended with those events, or for a stream they start, the
 // events alone.
 func (tx *Tx) stage(stored []Event) []stagedFold {
+	groups := byStream(stored)
 	var staged []stagedFold
-	appended := map[string][]Event{}
-	var order []string
-	for _, ev := range stored {
-		if _, ok := appended[ev.Stream]; !ok {
-			order = append(order, ev.Stream)
-		}
-		appended[ev.Stream] = append(appended[ev.Stream], ev)
-	}
-	for stream, l := range tx.loaded {
-		if l.read && appended[stream] == nil {
-			staged = append(staged, stagedFold{stream: stream, folded: l.folded})
+	for _, l := range tx.loaded {
+		if l.read && !slices.ContainsFunc(groups, func(g streamEvents) bool { return g.stream == l.stream }) {
+			staged = append(staged, stagedFold{stream: l.stream, folded: l.folded})
 		}
 	}
-	for _, stream := range order {
-		evs := appended[stream]
-		first, last := evs[0].Version, evs[len(evs)-1].Version
-		f := folded{version: last, pending: evs, size: foldOverhead}
-		if l, ok := tx.loaded[stream]; ok && l.version == first-1 {
-			f.state, f.size = l.state, l.size
+	for _, g := range groups {
+		first, last := g.evs[0].Version, g.evs[len(g.evs)-1].Version
+		f := folded{version: last, pending: g.evs, size: foldOverhead}
+		if i := slices.IndexFunc(tx.loaded, func(l loadedFold) bool { return l.stream == g.stream }); i >= 0 && tx.loaded[i].version == first-1 {
+			f.state, f.size = tx.loaded[i].state, tx.loaded[i].size
 		} else if first != 1 {
-			continue
+			continue // neither read nor started by this decision
 		}
-		for _, ev := range evs {
+		for _, ev := range g.evs {
 			f.size += len(ev.Data) + len(ev.Meta)
 		}
-		staged = append(staged, stagedFold{stream: stream, folded: f})
+		staged = append(staged, stagedFold{stream: g.stream, folded: f})
 	}
 	return staged
+}
+
+// streamEvents are the events of one stream among a decision's.
+type streamEvents struct {
+	stream string
+	evs    []Event
+}
+
+// byStream groups evs by stream, in the order each stream first appears:
+// by looking each one up in order for the few a decision usually appends,
+// through a map for more.
+func byStream(evs []Event) []streamEvents {
+	var groups []streamEvents
+	var index map[string]int
+	if len(evs) > 16 {
+		index = make(map[string]int, len(evs))
+	}
+	for _, ev := range evs {
+		i, ok := -1, false
+		if index != nil {
+			i, ok = index[ev.Stream]
+		} else {
+			i = slices.IndexFunc(groups, func(g streamEvents) bool { return g.stream == ev.Stream })
+			ok = i >= 0
+		}
+		if !ok {
+			i = len(groups)
+			groups = append(groups, streamEvents{stream: ev.Stream})
+			if index != nil {
+				index[ev.Stream] = i
+			}
+		}
+		groups[i].evs = append(groups[i].evs, ev)
+	}
+	return groups
 }

@@ -209,3 +209,23 @@ func TestFoldCacheIsBounded(t *testing.T) {
 	_, ok = c.entries["huge"]
 	require.False(t, ok, "a fold over the single-fold bound was kept")
 }
+
+// A decision that starts many streams (a completion routing many children)
+// leaves each one cached with its own events, in order.
+func TestFoldCachesEveryStreamABigDecisionStarts(t *testing.T) {
+	l := openFoldLedger(t, filepath.Join(t.TempDir(), "ductile.db"))
+	var evs []NewEvent
+	for i := range 20 {
+		evs = append(evs, NewEvent{Stream: fmt.Sprint("c/", i), Type: "c.opened"})
+	}
+	for i := range 20 {
+		evs = append(evs, NewEvent{Stream: fmt.Sprint("c/", i), ExpectedVersion: 1, Type: fmt.Sprint("c.moved", i)})
+	}
+	_, err := l.Append(context.Background(), evs...)
+	require.NoError(t, err)
+	for i := range 20 {
+		types, cached := foldOf(t, l, fmt.Sprint("c/", i))
+		require.Equal(t, []string{"c.opened", fmt.Sprint("c.moved", i)}, types)
+		require.True(t, cached, "stream c/%d was read", i)
+	}
+}
