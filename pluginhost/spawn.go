@@ -146,6 +146,7 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 	rawClose(inR)
 	rawClose(outW)
 	rawClose(errW)
+	fds = slices.DeleteFunc(fds, func(fd int) bool { return fd == inR || fd == outW || fd == errW })
 
 	pr := &process{
 		pid:        pid,
@@ -160,6 +161,13 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 		buf: chunks.Get().(*[]byte),
 	}
 	if pidfd < 0 {
+		if exitR < 0 { // the kernel made no pidfd after all
+			if exitR, exitW, err = pipe("exit", 0); err != nil {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				reap(pid)
+				return nil, err
+			}
+		}
 		pr.exitFd, pr.exitPipe = exitR, true
 		go func() {
 			waitExitedBlocking(pid)
