@@ -43,3 +43,18 @@ func TestReadStatAsProcReads(t *testing.T) {
 	_, err := readStat(1 << 30)
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
+
+func BenchmarkProcessOf(b *testing.B) {
+	cmd := exec.Command("/bin/sleep", "1000")
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ProcessOf(cmd.Process.Pid); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

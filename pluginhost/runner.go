@@ -202,7 +202,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 	res.PID = pr.pid
 	if opts.OnSpawn != nil {
 		// The leader is not reaped before finish: its pid is still its own.
-		if proc, err := ProcessOf(pr.pid); err == nil {
+		if proc, err := pr.identity(); err == nil {
 			opts.OnSpawn(proc)
 		}
 	}

@@ -43,3 +43,38 @@ func TestRunWithoutPidfds(t *testing.T) {
 	require.Equal(t, events.OutcomeError, res.Kind)
 	require.Equal(t, 3, res.ExitCode)
 }
+
+// A run's process is identified from the boot-time clock read around its
+// fork: it must be what /proc shows, run after run (beyond the first few,
+// which check it against /proc themselves).
+func TestIdentityIsWhatProcShows(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.Abs(filepath.Join("testdata", "runner"))
+	require.NoError(t, err)
+	p := &Plugin{Name: "ok", Dir: dir, Entrypoint: filepath.Join(dir, "ok.sh"), Manifest: &Manifest{Name: "ok"}}
+	fromClock := 0
+	for range 3 * ticksChecks {
+		var spawned events.PluginProcess
+		res := RunPrepared(context.Background(), p, "poll", func() (Request, error) {
+			proc, err := ProcessOf(spawned.PGID) // not reaped before the run ends
+			require.NoError(t, err)
+			require.Equal(t, proc, spawned)
+			return Request{JobID: "job-1", Command: "poll"}, nil
+		}, RunOptions{OnSpawn: func(proc events.PluginProcess) { spawned = proc }})
+		require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
+		if ticksChecked.Load() >= ticksChecks {
+			fromClock++
+		}
+	}
+	require.False(t, ticksWrong.Load(), "the clock disagreed with /proc")
+	require.Positive(t, fromClock, "identified from the clock")
+}
+
+func TestForkTicks(t *testing.T) {
+	t.Parallel()
+	const tick = int64(time.Second) / userHZ
+	require.Equal(t, uint64(7), forkTicks(7*tick+tickMarginNanos, 8*tick-tickMarginNanos-1))
+	require.Zero(t, forkTicks(8*tick-1000, 8*tick+1000), "straddles a tick")
+	require.Zero(t, forkTicks(7*tick+tickMarginNanos-1, 7*tick+2*tickMarginNanos), "too near the tick before")
+	require.Zero(t, forkTicks(0, 0), "no clock")
+}
