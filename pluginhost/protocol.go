@@ -172,9 +172,11 @@ func ParseResponse(stdout []byte) (*Response, error) {
 	if events.JSONDepth(data) > MaxResponseDepth {
 		return nil, fmt.Errorf("the response nests objects and arrays more than %d levels deep: flatten it", MaxResponseDepth)
 	}
-	var r Response
-	if err := decodeResponse(data, &r); err != nil {
-		return nil, fmt.Errorf("stdout is not a single JSON object: %w", err)
+	r, simple := parseSimpleResponse(data)
+	if !simple {
+		if err := decodeResponse(data, &r); err != nil {
+			return nil, fmt.Errorf("stdout is not a single JSON object: %w", err)
+		}
 	}
 	switch r.Status {
 	case StatusOK, StatusError:
@@ -217,4 +219,63 @@ func invalidUTF8(b []byte) int {
 		i += size
 	}
 	return -1
+}
+
+// parseSimpleResponse reads the response most plugins write, a status and
+// perhaps a result, in compact JSON with plain ASCII text
+// ({"status":"ok","result":"done"}), without reflection; anything else is
+// not simple (false) and left to decodeResponse, which reads a simple one
+// the same way.
+func parseSimpleResponse(data []byte) (r Response, simple bool) {
+	rest, ok := bytes.CutPrefix(data, []byte{'{'})
+	seen := 0
+	for ok && seen < 2 {
+		var key, value []byte
+		if key, rest, ok = plainString(rest); !ok {
+			break
+		}
+		if rest, ok = bytes.CutPrefix(rest, []byte{':'}); !ok {
+			break
+		}
+		if value, rest, ok = plainString(rest); !ok {
+			break
+		}
+		switch string(key) {
+		case "status":
+			if r.Status != "" || len(value) == 0 {
+				return Response{}, false
+			}
+			r.Status = string(value)
+		case "result":
+			if seen > 0 && r.Status == "" {
+				return Response{}, false // a second result
+			}
+			r.Result = string(value)
+		default:
+			return Response{}, false
+		}
+		seen++
+		if string(rest) == "}" && r.Status != "" {
+			return r, true
+		}
+		rest, ok = bytes.CutPrefix(rest, []byte{','})
+	}
+	return Response{}, false
+}
+
+// plainString cuts a JSON string of printable ASCII without escapes off the
+// start of b: its text and what follows it.
+func plainString(b []byte) (text, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return b[1:i], b[i+1:], true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return nil, nil, false
+		}
+	}
+	return nil, nil, false
 }

@@ -40,3 +40,27 @@ func BenchmarkParseResponse(b *testing.B) {
 		}
 	}
 }
+
+// FuzzSimpleResponse: what parseSimpleResponse reads, decodeResponse reads
+// the same, without an error.
+func FuzzSimpleResponse(f *testing.F) {
+	for _, s := range []string{
+		`{"status":"ok"}`, `{"status":"ok","result":"done"}`, `{"result":"done","status":"error"}`,
+		`{"status":"ok","result":""}`, `{"status":""}`, `{"result":"x"}`, `{"status":"ok","status":"error"}`,
+		`{"result":"a","result":"b","status":"ok"}`, `{"status":"ok","Status":"x"}`, `{"status":"ok",}`,
+		`{"status":"ok"}}`, `{"status":"o\k"}`, `{"status": "ok"}`, `{"status":"ok","result":"é"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		simple, ok := parseSimpleResponse(data)
+		if !ok {
+			require.Equal(t, Response{}, simple)
+			return
+		}
+		var decoded Response
+		require.NoError(t, decodeResponse(data, &decoded))
+		require.Equal(t, decoded, simple)
+		require.NotEmpty(t, simple.Status)
+	})
+}
