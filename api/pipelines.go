@@ -102,7 +102,7 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 		}
 	}()
 	started, err := s.opts.Engine().StartPipeline(ctx, engine.StartPipeline{Name: in.Name, Payload: in.RawBody,
-		Trigger: commands.TriggerAPI, By: commands.ByAPI, Now: s.opts.Now(), Allow: func(p *pipeline.Pipeline) error {
+		Trigger: commands.TriggerAPI, By: events.ActorAPI, Now: s.opts.Now(), Allow: func(p *pipeline.Pipeline) error {
 			if in.IdempotencyKey != "" {
 				return newError(http.StatusBadRequest, "send the request without it; a pipeline run cannot be deduplicated yet",
 					"Idempotency-Key is not supported for pipelines yet")

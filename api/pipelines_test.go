@@ -141,7 +141,7 @@ func TestRunPipelineAsync(t *testing.T) {
 	require.Equal(t, map[string]any{"run_id": run.RunID, "job_id": run.JobID, "status": "running"}, res.body)
 	require.Equal(t, "async", run.cmd.Pipeline.Name)
 	require.Equal(t, "api", run.cmd.Trigger)
-	require.Equal(t, commands.ByAPI, run.cmd.SubmittedBy)
+	require.Equal(t, events.ActorAPI, run.cmd.SubmittedBy)
 	require.JSONEq(t, `{"url":"https://example.com/a"}`, string(run.cmd.Payload))
 	require.NotNil(t, run.cmd.Config)
 

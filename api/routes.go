@@ -8,7 +8,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/ductile/ductile/auth"
-	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
@@ -114,7 +113,7 @@ type Accepted struct {
 
 func (s *Server) enqueue(ctx context.Context, in *EnqueueInput) (*Accepted, error) {
 	res, err := s.opts.Engine().Enqueue(ctx, engine.Enqueue{Plugin: in.Plugin, Command: in.Command, Payload: in.RawBody,
-		DedupeKey: in.IdempotencyKey, By: commands.ByAPI, Now: s.opts.Now(), Allow: func(c events.AppliedCommand) error {
+		DedupeKey: in.IdempotencyKey, By: events.ActorAPI, Now: s.opts.Now(), Allow: func(c events.AppliedCommand) error {
 			if c.Type != "read" {
 				return s.require(ctx, auth.PluginRW)
 			}
@@ -301,7 +300,7 @@ func (s *Server) cancelJob(ctx context.Context, in *CancelInput) (*Canceled, err
 	if reason == "" {
 		reason = "canceled through the API"
 	}
-	res, err := s.opts.Engine().Cancel(ctx, engine.Cancel{Job: in.ID, Reason: reason, By: commands.ByAPI, Now: s.opts.Now()})
+	res, err := s.opts.Engine().Cancel(ctx, engine.Cancel{Job: in.ID, Reason: reason, By: events.ActorAPI, Now: s.opts.Now()})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -311,7 +310,7 @@ func (s *Server) cancelJob(ctx context.Context, in *CancelInput) (*Canceled, err
 }
 
 func (s *Server) retryJob(ctx context.Context, in *jobPath) (*Accepted, error) {
-	res, err := s.opts.Engine().Retry(ctx, engine.Redo{Job: in.ID, By: commands.ByAPI, Now: s.opts.Now()})
+	res, err := s.opts.Engine().Retry(ctx, engine.Redo{Job: in.ID, By: events.ActorAPI, Now: s.opts.Now()})
 	if err != nil {
 		return nil, errorOf(err)
 	}

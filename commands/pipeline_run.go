@@ -21,7 +21,7 @@ type StartRun struct {
 	// Payload is what the first step receives as its event's payload
 	// (event type "ductile.pipeline").
 	Payload     json.RawMessage
-	SubmittedBy string
+	SubmittedBy events.Actor
 	Config      *config.Config
 	Now         time.Time
 	// EventType is the first step's input event type (default
@@ -103,7 +103,7 @@ func (cmd *StartRun) validate() error {
 		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalidCommand)
 	}
 	if cmd.SubmittedBy == "" {
-		cmd.SubmittedBy = cmd.Trigger
+		cmd.SubmittedBy = events.Actor(cmd.Trigger)
 	}
 	if cmd.Now.IsZero() {
 		cmd.Now = time.Now()
@@ -189,5 +189,5 @@ func compiledEvent(tx *ledger.Tx, pl *pipeline.Pipeline, seen map[string]bool) (
 		return nil, err
 	}
 	return []ledger.NewEvent{{Stream: stream, ExpectedVersion: 0, Type: events.PipelineCompiled,
-		Data: events.CompiledData{Name: pl.Name, Hash: pl.Hash, Pipeline: body}, Meta: ledger.Meta{Actor: ByPipeline}}}, nil
+		Data: events.CompiledData{Name: pl.Name, Hash: pl.Hash, Pipeline: body}, Meta: ledger.Meta{Actor: events.ActorPipeline}}}, nil
 }

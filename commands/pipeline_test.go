@@ -388,7 +388,7 @@ func TestPipelineOnTrigger(t *testing.T) {
 	pl.On = "file.found"
 	set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"watch": pl}}
 	cfg := config.Default()
-	res, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(cfg, "scanner", "poll", commands.ByCLI))
+	res, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(cfg, "scanner", "poll", events.ActorCLI))
 	require.NoError(t, err)
 	runOne(t, b, res.JobID, commands.Outcome{Kind: events.OutcomeOK, Response: raw(`{"status":"ok","events":[{"type":"file.found","payload":{"path":"/x"}}]}`)},
 		&commands.Pipelines{Set: set, Config: cfg})
@@ -418,7 +418,7 @@ func TestPipelineHooks(t *testing.T) {
 	p := &commands.Pipelines{Set: set, Config: cfg}
 
 	for _, hookDepth := range []int{0, 3} {
-		enq := commands.JobFor(cfg, "watched", "handle", commands.ByCLI)
+		enq := commands.JobFor(cfg, "watched", "handle", events.ActorCLI)
 		enq.HookDepth = hookDepth
 		res, err := commands.EnqueueJob(b.ctx, b.l, enq)
 		require.NoError(t, err)

@@ -48,7 +48,7 @@ type RunStartedData struct {
 	Mode        string `json:"execution_mode"` // async | synchronous
 	Trigger     string `json:"trigger"`        // api | cli | event | hook
 	JobID       string `json:"job_id"`         // the run's first job
-	SubmittedBy string `json:"submitted_by"`
+	SubmittedBy Actor  `json:"submitted_by"`
 }
 
 // RunFinishedData is the data of pipeline.run_finished: nothing of the run

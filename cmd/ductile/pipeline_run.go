@@ -118,7 +118,7 @@ func pipelineRun(c *cli.Context) error {
 	}
 	defer l.Close()
 	started, err := eng.OnLedger(l).StartPipeline(ctx, engine.StartPipeline{Pipeline: p, Payload: payload,
-		Trigger: commands.TriggerCLI, By: commands.ByCLI})
+		Trigger: commands.TriggerCLI, By: events.ActorCLI})
 	if err != nil {
 		return err
 	}
