@@ -12,7 +12,6 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humaecho"
 
 	"github.com/ductile/ductile/auth"
-	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
@@ -102,7 +101,7 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 		}
 	}()
 	started, err := s.opts.Engine().StartPipeline(ctx, engine.StartPipeline{Name: in.Name, Payload: in.RawBody,
-		Trigger: commands.TriggerAPI, By: events.ActorAPI, Now: s.opts.Now(), Allow: func(p *pipeline.Pipeline) error {
+		Trigger: events.TriggerAPI, By: events.ActorAPI, Now: s.opts.Now(), Allow: func(p *pipeline.Pipeline) error {
 			if in.IdempotencyKey != "" {
 				return newError(http.StatusBadRequest, "send the request without it; a pipeline run cannot be deduplicated yet",
 					"Idempotency-Key is not supported for pipelines yet")

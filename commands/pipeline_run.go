@@ -17,7 +17,7 @@ import (
 // StartRun asks for a run of a pipeline.
 type StartRun struct {
 	Pipeline *pipeline.Pipeline
-	Trigger  string // api | cli | event | hook
+	Trigger  events.Trigger
 	// Payload is what the first step receives as its event's payload
 	// (event type "ductile.pipeline").
 	Payload     json.RawMessage
@@ -40,14 +40,6 @@ type StartRun struct {
 	Node    string
 	Context json.RawMessage
 }
-
-// Triggers, as run_started records them.
-const (
-	TriggerAPI   = "api"
-	TriggerCLI   = "cli"
-	TriggerEvent = "event"
-	TriggerHook  = "hook"
-)
 
 // RunStartedResult is a started run: its id and its first job.
 type RunStartedResult struct {

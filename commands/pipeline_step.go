@@ -205,7 +205,7 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end *jobEnd) ([]ledger.NewEv
 					payload = json.RawMessage("{}")
 				}
 				more, _, err := p.startRun(tx, StartRun{
-					Pipeline: pl, Trigger: TriggerEvent, Payload: payload, EventType: ev.Type, SubmittedBy: events.ActorPipeline,
+					Pipeline: pl, Trigger: events.TriggerEvent, Payload: payload, EventType: ev.Type, SubmittedBy: events.ActorPipeline,
 					Config: p.config(), Now: end.Now, ParentJobID: j.JobID, Depth: j.Depth + 1, Correlation: j.Correlation, HookDepth: j.HookDepth,
 				}, seen)
 				if errors.Is(err, ErrInvalidCommand) {

@@ -56,7 +56,7 @@ func fanout(continueOnError bool) *pipeline.Pipeline {
 
 func startRun(t *testing.T, b *testBundle, pl *pipeline.Pipeline, payload string) commands.RunStartedResult {
 	t.Helper()
-	res, err := commands.StartPipeline(b.ctx, b.l, commands.StartRun{Pipeline: pl, Trigger: commands.TriggerAPI, Payload: raw(payload),
+	res, err := commands.StartPipeline(b.ctx, b.l, commands.StartRun{Pipeline: pl, Trigger: events.TriggerAPI, Payload: raw(payload),
 		SubmittedBy: "api", Config: config.Default(), Now: now})
 	require.NoError(t, err)
 	return res
@@ -398,7 +398,7 @@ func TestPipelineOnTrigger(t *testing.T) {
 			require.NoError(t, json.Unmarshal(ev.Data, &started))
 		}
 	}
-	require.Equal(t, commands.TriggerEvent, started.Trigger)
+	require.Equal(t, events.TriggerEvent, started.Trigger)
 	first := b.fold(t, started.JobID)
 	require.Equal(t, res.JobID, first.ParentJobID)
 	require.Equal(t, 1, first.Depth)
@@ -442,7 +442,7 @@ func TestPipelineHooks(t *testing.T) {
 			continue
 		}
 		require.NotNil(t, started)
-		require.Equal(t, commands.TriggerHook, started.Trigger)
+		require.Equal(t, events.TriggerHook, started.Trigger)
 		first := b.fold(t, started.JobID)
 		require.Equal(t, 1, first.HookDepth)
 		require.Empty(t, first.ParentJobID)

@@ -320,7 +320,7 @@ func TestCompleteTripsTheBreaker(t *testing.T) {
 func TestCompleteOfAPipelineStepEnqueuesTheNextStep(t *testing.T) {
 	w := newWorld(t, ledger.Options{})
 	run, err := commands.StartPipeline(w.ctx, w.l, commands.StartRun{Pipeline: w.engine.Pipelines().Pipelines["relay"],
-		Trigger: commands.TriggerAPI, Payload: json.RawMessage(`{}`), SubmittedBy: "api", Config: w.engine.Config(), Now: time.Now()})
+		Trigger: events.TriggerAPI, Payload: json.RawMessage(`{}`), SubmittedBy: "api", Config: w.engine.Config(), Now: time.Now()})
 	require.NoError(t, err)
 	st := w.start(run.JobID, time.Now())
 	require.NotNil(t, st.Pipeline)
