@@ -41,7 +41,7 @@ func (s *Server) registerPipelines() {
 			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
 		Middlewares: huma.Middlewares{s.liftWriteDeadline},
 		Errors:      []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable},
-	}, auth.PluginRW), s.runPipeline)
+	}, auth.PluginRW), s.handleRunPipeline)
 	op := s.api.OpenAPI().Paths[path].Post
 	op.RequestBody.Required = false
 	delete(op.RequestBody.Content, "application/octet-stream")
@@ -93,7 +93,7 @@ type PipelineRun struct {
 	}
 }
 
-func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*PipelineRun, error) {
+func (s *Server) handleRunPipeline(ctx context.Context, in *RunPipelineInput) (*PipelineRun, error) {
 	waiting := false // this caller holds a place among the synchronous ones
 	defer func() {
 		if waiting {
