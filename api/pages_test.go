@@ -11,6 +11,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 )
 
 // TestListJobsPages pages through 250 jobs 100 at a time: newest first,
@@ -20,7 +21,7 @@ func TestListJobsPages(t *testing.T) {
 	ctx := context.Background()
 	enqueued := map[string]bool{}
 	for range 250 {
-		res, err := commands.EnqueueJob(ctx, f.l, commands.JobFor(config.Default(), "echo", "poll", commands.ByAPI))
+		res, err := commands.EnqueueJob(ctx, f.l, commands.JobFor(config.Default(), "echo", "poll", events.ActorAPI))
 		require.NoError(t, err)
 		enqueued[res.JobID] = true
 	}
@@ -75,7 +76,7 @@ func TestJobTree(t *testing.T) {
 	f := start(t, nil)
 	ctx := context.Background()
 	enqueue := func(parent, correlation string, depth int) string {
-		job := commands.JobFor(config.Default(), "echo", "handle", commands.ByAPI)
+		job := commands.JobFor(config.Default(), "echo", "handle", events.ActorAPI)
 		job.ParentJobID, job.Correlation, job.Depth = parent, correlation, depth
 		res, err := commands.EnqueueJob(ctx, f.l, job)
 		require.NoError(t, err)
@@ -118,7 +119,7 @@ func TestJobTree(t *testing.T) {
 	requireError(t, f.do("GET", "/job/"+root+"/tree?limit=0", "jobs-ro", nil), 400, "invalid_input")
 
 	// A retry of the root shares its correlation but is a root of its own.
-	_, err := commands.CancelJob(ctx, f.l, commands.Cancel{JobID: root, Reason: "test", Actor: commands.ByAPI})
+	_, err := commands.CancelJob(ctx, f.l, commands.Cancel{JobID: root, Reason: "test", Actor: events.ActorAPI})
 	require.NoError(t, err)
 	f.waitProjected()
 	r = f.do("POST", "/job/"+root+"/retry", "jobs-rw", nil)

@@ -12,7 +12,6 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humaecho"
 
 	"github.com/ductile/ductile/auth"
-	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
@@ -42,7 +41,7 @@ func (s *Server) registerPipelines() {
 			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
 		Middlewares: huma.Middlewares{s.liftWriteDeadline},
 		Errors:      []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable},
-	}, auth.PluginRW), s.runPipeline)
+	}, auth.PluginRW), s.handleRunPipeline)
 	op := s.api.OpenAPI().Paths[path].Post
 	op.RequestBody.Required = false
 	delete(op.RequestBody.Content, "application/octet-stream")
@@ -94,7 +93,7 @@ type PipelineRun struct {
 	}
 }
 
-func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*PipelineRun, error) {
+func (s *Server) handleRunPipeline(ctx context.Context, in *RunPipelineInput) (*PipelineRun, error) {
 	waiting := false // this caller holds a place among the synchronous ones
 	defer func() {
 		if waiting {
@@ -102,7 +101,7 @@ func (s *Server) runPipeline(ctx context.Context, in *RunPipelineInput) (*Pipeli
 		}
 	}()
 	started, err := s.opts.Engine().StartPipeline(ctx, engine.StartPipeline{Name: in.Name, Payload: in.RawBody,
-		Trigger: commands.TriggerAPI, By: commands.ByAPI, Now: s.opts.Now(), Allow: func(p *pipeline.Pipeline) error {
+		Trigger: events.TriggerAPI, By: events.ActorAPI, Now: s.opts.Now(), Allow: func(p *pipeline.Pipeline) error {
 			if in.IdempotencyKey != "" {
 				return newError(http.StatusBadRequest, "send the request without it; a pipeline run cannot be deduplicated yet",
 					"Idempotency-Key is not supported for pipelines yet")

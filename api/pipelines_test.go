@@ -140,8 +140,8 @@ func TestRunPipelineAsync(t *testing.T) {
 	run := r.next(t)
 	require.Equal(t, map[string]any{"run_id": run.RunID, "job_id": run.JobID, "status": "running"}, res.body)
 	require.Equal(t, "async", run.cmd.Pipeline.Name)
-	require.Equal(t, "api", run.cmd.Trigger)
-	require.Equal(t, commands.ByAPI, run.cmd.SubmittedBy)
+	require.Equal(t, events.TriggerAPI, run.cmd.Trigger)
+	require.Equal(t, events.ActorAPI, run.cmd.SubmittedBy)
 	require.JSONEq(t, `{"url":"https://example.com/a"}`, string(run.cmd.Payload))
 	require.NotNil(t, run.cmd.Config)
 
@@ -383,7 +383,7 @@ func TestRunPipelineCompiled(t *testing.T) {
 		require.NoError(t, json.Unmarshal(evs[0].Data, &started))
 		require.Equal(t, res.body["job_id"], started.JobID)
 		require.Equal(t, name, started.Pipeline)
-		require.Equal(t, "api", started.Trigger)
+		require.Equal(t, events.TriggerAPI, started.Trigger)
 		require.True(t, bytes.Contains(evs[0].Data, []byte(set.Pipelines[name].Hash)))
 	}
 }

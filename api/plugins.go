@@ -19,7 +19,7 @@ func (s *Server) registerPlugins() {
 		Description: "plugin is null for a plugin the daemon does not load whose jobs the ledger holds. " +
 			"Its newest jobs (jobs > 0, the default) need jobs:ro besides plugin:ro; jobs=0 leaves them out.",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
-	}, auth.PluginRO), s.getPlugin)
+	}, auth.PluginRO), s.handleGetPlugin)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-plugin-logs", Method: http.MethodGet, Path: "/plugin/{plugin}/logs",
 		Summary: "The last log lines of a plugin's jobs: stderr and the logs of their responses",
@@ -27,7 +27,7 @@ func (s *Server) registerPlugins() {
 			"(at most 100). With after (the seq of the last line seen), the first lines recorded after it instead: " +
 			"poll with the last line's seq to follow them.",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
-	}, auth.JobsRO), s.getPluginLogs)
+	}, auth.JobsRO), s.handleGetPluginLogs)
 }
 
 // PluginInput is GET /plugin/{plugin}'s request.
@@ -41,7 +41,7 @@ type PluginShown struct {
 	Body views.PluginView
 }
 
-func (s *Server) getPlugin(ctx context.Context, in *PluginInput) (*PluginShown, error) {
+func (s *Server) handleGetPlugin(ctx context.Context, in *PluginInput) (*PluginShown, error) {
 	if in.Jobs > 0 {
 		if err := s.require(ctx, auth.JobsRO); err != nil {
 			return nil, errorOf(err)
@@ -69,7 +69,7 @@ type PluginLogs struct {
 	}
 }
 
-func (s *Server) getPluginLogs(ctx context.Context, in *PluginLogsInput) (*PluginLogs, error) {
+func (s *Server) handleGetPluginLogs(ctx context.Context, in *PluginLogsInput) (*PluginLogs, error) {
 	applied := s.opts.Engine().Applied()
 	if _, err := views.ShowPlugin(ctx, s.opts.Ledger, applied, in.Plugin, 0); err != nil {
 		return nil, errorOf(err)

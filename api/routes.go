@@ -8,7 +8,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/ductile/ductile/auth"
-	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
@@ -26,7 +25,7 @@ func (s *Server) register() {
 		RequestBody: &huma.RequestBody{Description: "The job's payload: a JSON object (UTF-8), or no body (no payload, as for a poll)",
 			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusServiceUnavailable},
-	}, auth.PluginRO), s.enqueue)
+	}, auth.PluginRO), s.handleEnqueue)
 	// huma requires a raw body; a payload is optional, and a JSON object.
 	enqueue := s.api.OpenAPI().Paths["/plugin/{plugin}/{command}"].Post
 	enqueue.RequestBody.Required = false
@@ -35,49 +34,49 @@ func (s *Server) register() {
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job", Method: http.MethodGet, Path: "/job/{id}", Summary: "A job's status and result",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
-	}, auth.JobsRO), s.getJob)
+	}, auth.JobsRO), s.handleGetJob)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "list-jobs", Method: http.MethodGet, Path: "/jobs", Summary: "Jobs, newest first",
 		Errors: []int{http.StatusBadRequest},
-	}, auth.JobsRO), s.listJobs)
+	}, auth.JobsRO), s.handleListJobs)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job-tree", Method: http.MethodGet, Path: "/job/{id}/tree", Summary: "A job's whole tree: its root and every job routed from it, at any depth",
 		Description: "The root is the job's topmost ancestor through parent_job_id; at most limit jobs, those nearest the root, with truncated set when there were more. " +
 			"With at (a seq, or an RFC 3339 time: the last seq recorded at or before it), the tree as it was then: the jobs enqueued by then, each with the status, attempt and context its events up to that seq give; " +
 			"404 if the root was not enqueued yet, 410 (code archived) if that moment's events were archived.",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusGone},
-	}, auth.JobsRO), s.jobTree)
+	}, auth.JobsRO), s.handleJobTree)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job-events", Method: http.MethodGet, Path: "/job/{id}/events", Summary: "A job's events, from its stream",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
-	}, auth.JobsRO), s.jobEvents)
+	}, auth.JobsRO), s.handleJobEvents)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-job-logs", Method: http.MethodGet, Path: "/job/{id}/logs", Summary: "A job's log lines",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
-	}, auth.JobsRO), s.jobLogs)
+	}, auth.JobsRO), s.handleJobLogs)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "cancel-job", Method: http.MethodPost, Path: "/job/{id}/cancel", Summary: "Cancel a queued or running job",
 		MaxBodyBytes: s.opts.Settings.MaxBodySize + 1,
 		Errors:       []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
-	}, auth.JobsRW), s.cancelJob)
+	}, auth.JobsRW), s.handleCancelJob)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "retry-job", Method: http.MethodPost, Path: "/job/{id}/retry", Summary: "Run a dead or canceled job again, as a new job linked to it",
 		DefaultStatus: http.StatusAccepted, MaxBodyBytes: s.opts.Settings.MaxBodySize + 1,
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict},
-	}, auth.JobsRW), s.retryJob)
+	}, auth.JobsRW), s.handleRetryJob)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "list-plugins", Method: http.MethodGet, Path: "/plugins", Summary: "The plugins the daemon loaded, with their health",
-	}, auth.PluginRO), s.listPlugins)
+	}, auth.PluginRO), s.handleListPlugins)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-queue", Method: http.MethodGet, Path: "/queue", Summary: "The queue's size and its first jobs",
 		Errors: []int{http.StatusBadRequest},
-	}, auth.JobsRO), s.getQueue)
+	}, auth.JobsRO), s.handleGetQueue)
 	s.registerPipelines()
 	s.registerRuns()
 	s.registerPlugins()
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
-	}, s.health)
+	}, s.handleHealth)
 	health := s.api.OpenAPI().Paths["/healthz"].Get
 	health.Responses["503"] = &huma.Response{Description: "The ledger's writes fail: status unavailable, and since when in writes",
 		Content: health.Responses["200"].Content}
@@ -112,9 +111,9 @@ type Accepted struct {
 	}
 }
 
-func (s *Server) enqueue(ctx context.Context, in *EnqueueInput) (*Accepted, error) {
+func (s *Server) handleEnqueue(ctx context.Context, in *EnqueueInput) (*Accepted, error) {
 	res, err := s.opts.Engine().Enqueue(ctx, engine.Enqueue{Plugin: in.Plugin, Command: in.Command, Payload: in.RawBody,
-		DedupeKey: in.IdempotencyKey, By: commands.ByAPI, Now: s.opts.Now(), Allow: func(c events.AppliedCommand) error {
+		DedupeKey: in.IdempotencyKey, By: events.ActorAPI, Now: s.opts.Now(), Allow: func(c events.AppliedCommand) error {
 			if c.Type != "read" {
 				return s.require(ctx, auth.PluginRW)
 			}
@@ -152,7 +151,7 @@ type JobStatus struct {
 	}
 }
 
-func (s *Server) getJob(ctx context.Context, in *jobPath) (*JobStatus, error) {
+func (s *Server) handleGetJob(ctx context.Context, in *jobPath) (*JobStatus, error) {
 	inspection, err := views.Inspect(ctx, s.opts.Ledger, in.ID)
 	if err != nil {
 		return nil, errorOf(err)
@@ -185,7 +184,7 @@ type Jobs struct {
 	}
 }
 
-func (s *Server) listJobs(ctx context.Context, in *ListJobsInput) (*Jobs, error) {
+func (s *Server) handleListJobs(ctx context.Context, in *ListJobsInput) (*Jobs, error) {
 	before, err := parseCursor(in.Cursor)
 	if err != nil {
 		return nil, err
@@ -219,7 +218,7 @@ type JobTree struct {
 	}
 }
 
-func (s *Server) jobTree(ctx context.Context, in *JobTreeInput) (*JobTree, error) {
+func (s *Server) handleJobTree(ctx context.Context, in *JobTreeInput) (*JobTree, error) {
 	id, err := views.ResolveJobID(ctx, s.opts.Ledger, in.ID)
 	if err != nil {
 		return nil, errorOf(err)
@@ -251,7 +250,7 @@ type JobEvents struct {
 	}
 }
 
-func (s *Server) jobEvents(ctx context.Context, in *jobPath) (*JobEvents, error) {
+func (s *Server) handleJobEvents(ctx context.Context, in *jobPath) (*JobEvents, error) {
 	inspection, err := views.Inspect(ctx, s.opts.Ledger, in.ID)
 	if err != nil {
 		return nil, errorOf(err)
@@ -268,7 +267,7 @@ type JobLogs struct {
 	}
 }
 
-func (s *Server) jobLogs(ctx context.Context, in *jobPath) (*JobLogs, error) {
+func (s *Server) handleJobLogs(ctx context.Context, in *jobPath) (*JobLogs, error) {
 	id, err := views.ResolveJobID(ctx, s.opts.Ledger, in.ID)
 	if err != nil {
 		return nil, errorOf(err)
@@ -296,12 +295,12 @@ type Canceled struct {
 	}
 }
 
-func (s *Server) cancelJob(ctx context.Context, in *CancelInput) (*Canceled, error) {
+func (s *Server) handleCancelJob(ctx context.Context, in *CancelInput) (*Canceled, error) {
 	reason := in.Reason
 	if reason == "" {
 		reason = "canceled through the API"
 	}
-	res, err := s.opts.Engine().Cancel(ctx, engine.Cancel{Job: in.ID, Reason: reason, By: commands.ByAPI, Now: s.opts.Now()})
+	res, err := s.opts.Engine().Cancel(ctx, engine.Cancel{Job: in.ID, Reason: reason, By: events.ActorAPI, Now: s.opts.Now()})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -310,8 +309,8 @@ func (s *Server) cancelJob(ctx context.Context, in *CancelInput) (*Canceled, err
 	return out, nil
 }
 
-func (s *Server) retryJob(ctx context.Context, in *jobPath) (*Accepted, error) {
-	res, err := s.opts.Engine().Retry(ctx, engine.Redo{Job: in.ID, By: commands.ByAPI, Now: s.opts.Now()})
+func (s *Server) handleRetryJob(ctx context.Context, in *jobPath) (*Accepted, error) {
+	res, err := s.opts.Engine().Retry(ctx, engine.Redo{Job: in.ID, By: events.ActorAPI, Now: s.opts.Now()})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -337,7 +336,7 @@ type Plugins struct {
 	}
 }
 
-func (s *Server) listPlugins(ctx context.Context, _ *struct{}) (*Plugins, error) {
+func (s *Server) handleListPlugins(ctx context.Context, _ *struct{}) (*Plugins, error) {
 	applied := s.opts.Engine().Applied()
 	health, err := views.ListPluginHealth(ctx, s.opts.Ledger)
 	if err != nil {
@@ -364,7 +363,7 @@ type Queue struct {
 	Body views.Queue
 }
 
-func (s *Server) getQueue(ctx context.Context, in *QueueInput) (*Queue, error) {
+func (s *Server) handleGetQueue(ctx context.Context, in *QueueInput) (*Queue, error) {
 	q, err := views.ReadQueue(ctx, s.opts.Ledger, in.Limit)
 	if err != nil {
 		return nil, errorOf(err)
@@ -390,7 +389,7 @@ type Health struct {
 	}
 }
 
-func (s *Server) health(ctx context.Context, _ *struct{}) (*Health, error) {
+func (s *Server) handleHealth(ctx context.Context, _ *struct{}) (*Health, error) {
 	h, err := s.opts.Engine().Health(ctx, engine.HealthFacts{Started: s.opts.Started, Now: s.opts.Now(), Projector: s.opts.Projector})
 	if err != nil {
 		return nil, errorOf(err)

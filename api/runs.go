@@ -17,11 +17,11 @@ func (s *Server) registerRuns() {
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "list-runs", Method: http.MethodGet, Path: "/runs", Summary: "Pipeline runs, newest first",
 		Errors: []int{http.StatusBadRequest},
-	}, auth.JobsRO), s.listRuns)
+	}, auth.JobsRO), s.handleListRuns)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "get-run", Method: http.MethodGet, Path: "/run/{id}", Summary: "A pipeline run: its status, first job and, once finished, its results",
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound},
-	}, auth.JobsRO), s.getRun)
+	}, auth.JobsRO), s.handleGetRun)
 }
 
 // ListRunsInput is GET /runs's query.
@@ -38,7 +38,7 @@ type Runs struct {
 	}
 }
 
-func (s *Server) listRuns(ctx context.Context, in *ListRunsInput) (*Runs, error) {
+func (s *Server) handleListRuns(ctx context.Context, in *ListRunsInput) (*Runs, error) {
 	runs, err := views.FindRuns(ctx, s.opts.Ledger, views.RunQuery{Pipeline: in.Pipeline, Status: events.RunStatus(in.Status), Limit: in.Limit})
 	if err != nil {
 		return nil, errorOf(err)
@@ -58,7 +58,7 @@ type RunStatus struct {
 	Body views.Run
 }
 
-func (s *Server) getRun(ctx context.Context, in *runPath) (*RunStatus, error) {
+func (s *Server) handleGetRun(ctx context.Context, in *runPath) (*RunStatus, error) {
 	id, err := views.ResolveRunID(ctx, s.opts.Ledger, in.ID)
 	var run views.Run
 	if err == nil {

@@ -24,7 +24,7 @@ func TestRuns(t *testing.T) {
 	var ids []string
 	for _, name := range []string{"fetch", "fetch", "other"} {
 		res, err := commands.StartPipeline(ctx, f.l, commands.StartRun{Pipeline: testPipeline(name, pipeline.ModeAsync, 0),
-			Trigger: commands.TriggerAPI, SubmittedBy: "api", Config: config.Default(), Now: time.Now()})
+			Trigger: events.TriggerAPI, SubmittedBy: "api", Config: config.Default(), Now: time.Now()})
 		require.NoError(t, err)
 		ids = append(ids, res.RunID)
 	}

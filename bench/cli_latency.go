@@ -117,7 +117,7 @@ func CLILatency(ctx context.Context, opts CLIOptions) (CLIResult, error) {
 		return run.JobID, nil
 	}
 	byOpen := func() (string, error) {
-		r, err := commands.EnqueueJob(ctx, l, commands.JobFor(cfg, "bench", "poll", commands.ByCLI))
+		r, err := commands.EnqueueJob(ctx, l, commands.JobFor(cfg, "bench", "poll", events.ActorCLI))
 		return r.JobID, err
 	}
 	daemonPID := proc.PID()

@@ -245,7 +245,7 @@ func enqueueJobs(ctx context.Context, d *daemon.Daemon, cfg *config.Config, n, p
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
-				job := commands.JobFor(cfg, "bench", "poll", commands.ByCLI)
+				job := commands.JobFor(cfg, "bench", "poll", events.ActorCLI)
 				if _, err := commands.EnqueueJob(ctx, d.Ledger, job); err != nil {
 					errs <- err
 					return

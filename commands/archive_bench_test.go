@@ -59,7 +59,7 @@ func BenchmarkLedgerArchive(b *testing.B) {
 	empty, _ := used()
 	payload := json.RawMessage(`{"url":"https://example.com/feed.xml","item":"a title of a typical length"}`)
 	for i := 0; i < b.N; i++ {
-		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: 3, Payload: payload, Now: time.Now()})
+		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "poll", SubmittedBy: events.ActorCLI, MaxAttempts: 3, Payload: payload, Now: time.Now()})
 		if err == nil {
 			var st commands.Started
 			if st, err = commands.StartJob(ctx, l, commands.Start{JobID: res.JobID, Timeout: time.Minute, PID: 1, Now: time.Now()}); err == nil {

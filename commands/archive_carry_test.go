@@ -112,14 +112,14 @@ func TestArchiveMovesQuietStreamsAndTheirStateIsCarried(t *testing.T) {
 	failAt := t0.Add(3 * time.Hour)
 	b.set(failAt)
 	for range 3 {
-		b.runJob(t, "", commands.BySchedule, false, failAt)
+		b.runJob(t, "", events.ActorScheduler, false, failAt)
 	}
 	require.Equal(t, events.BreakerStateOpen, b.breaker(t).State)
 	openBreaker := *b.breaker(t)
 
 	for day := range 50 {
 		b.set(t0.Add(time.Duration(day+1) * 24 * time.Hour))
-		b.runJob(t, "", commands.ByCLI, true, t0.Add(time.Duration(day+1)*24*time.Hour))
+		b.runJob(t, "", events.ActorCLI, true, t0.Add(time.Duration(day+1)*24*time.Hour))
 	}
 	b.waitProjected(t)
 	head, err := b.l.LastSeq(b.ctx)

@@ -21,7 +21,7 @@ type ArchiveLedger struct {
 	// so the read side gives it.
 	Cut      func(conn *sqlite.Conn, through int64) (int64, string, error)
 	DryRun   bool
-	Actor    string
+	Actor    events.Actor
 	Progress func(copied, total int64)
 	// AfterFileWritten is ledger.ArchiveOptions' fault point, for crash tests.
 	AfterFileWritten func(path string) error
@@ -35,7 +35,7 @@ func (cmd ArchiveLedger) Run(ctx context.Context, l *ledger.Ledger) (ledger.Arch
 	}
 	actor := cmd.Actor
 	if actor == "" {
-		actor = ByCLI
+		actor = events.ActorCLI
 	}
 	opts := ledger.ArchiveOptions{
 		Before:           cmd.Before,

@@ -10,6 +10,7 @@ import (
 	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/queries"
@@ -40,13 +41,13 @@ func TestArchiveKeepsJobTotals(t *testing.T) {
 	for day := range 6 {
 		at := t0.Add(time.Duration(day+1) * 24 * time.Hour)
 		b.set(at)
-		b.runJob(t, "", commands.ByCLI, day%3 != 0, at) // 4 succeed, 2 dead
+		b.runJob(t, "", events.ActorCLI, day%3 != 0, at) // 4 succeed, 2 dead
 	}
 	at := t0.Add(10 * 24 * time.Hour)
 	b.set(at)
-	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: 1, BackoffBase: time.Second, Now: at})
+	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: events.ActorCLI, MaxAttempts: 1, BackoffBase: time.Second, Now: at})
 	require.NoError(t, err)
-	_, err = commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: res.JobID, Reason: "test", Actor: commands.ByCLI, Now: at})
+	_, err = commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: res.JobID, Reason: "test", Actor: events.ActorCLI, Now: at})
 	require.NoError(t, err)
 	b.waitProjected(t)
 	want := map[string]int64{"echo/succeeded": 4, "echo/dead": 2, "echo/canceled": 1}

@@ -76,7 +76,7 @@ func AdmitScheduled(tx *ledger.Tx, plugin, command string, settings config.Circu
 	if err != nil {
 		return Admission{}, nil, err
 	}
-	meta := ledger.Meta{CausationID: jobID, Actor: BySchedule}
+	meta := ledger.Meta{CausationID: jobID, Actor: events.ActorScheduler}
 	probe := func(reason events.BreakerReason) (Admission, []ledger.NewEvent, error) {
 		data := b.BreakerChanged
 		data.State, data.Reason, data.ProbeJobID, data.JobID = events.BreakerStateHalfOpen, reason, jobID, ""
@@ -152,7 +152,7 @@ func (b *Breaker) OpenReason() string {
 // a retry and canceled jobs change nothing, and a success of a healthy
 // breaker appends nothing.
 func breakerEvents(tx *ledger.Tx, j *Job, status events.Status, lastError string, settings config.CircuitBreaker, now time.Time) ([]ledger.NewEvent, error) {
-	if j.SubmittedBy != BySchedule || (status != events.StatusSucceeded && status != events.StatusDead) {
+	if j.SubmittedBy != events.ActorScheduler || (status != events.StatusSucceeded && status != events.StatusDead) {
 		return nil, nil
 	}
 	settings = settings.OrDefault()
@@ -163,7 +163,7 @@ func breakerEvents(tx *ledger.Tx, j *Job, status events.Status, lastError string
 	if err != nil {
 		return nil, err
 	}
-	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: "dispatcher"}
+	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: events.ActorDispatcher}
 	data := b.BreakerChanged
 	data.JobID, data.Threshold = j.JobID, settings.Threshold
 	if status == events.StatusSucceeded {
@@ -200,7 +200,7 @@ func breakerEvents(tx *ledger.Tx, j *Job, status events.Status, lastError string
 type Reset struct {
 	Plugin  string
 	Command string
-	Actor   string // ByCLI when empty
+	Actor   events.Actor // events.ActorCLI when empty
 	Now     time.Time
 }
 
@@ -241,7 +241,7 @@ func (cmd Reset) decide(b *Breaker) (ResetResult, []ledger.NewEvent) {
 	}
 	actor := cmd.Actor
 	if actor == "" {
-		actor = ByCLI
+		actor = events.ActorCLI
 	}
 	res.Reset = true
 	data := events.BreakerChanged{State: events.BreakerStateClosed, Reason: events.BreakerReasonManualReset, Threshold: b.Threshold}

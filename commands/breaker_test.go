@@ -20,7 +20,7 @@ var breakerSettings = config.CircuitBreaker{Enabled: true, Threshold: 3, ResetAf
 // runJob enqueues a job of echo poll by by (id given, or assigned), starts
 // it and completes its one attempt at t, succeeding or not. A failure is
 // not retryable, so the job ends dead.
-func (b *testBundle) runJob(t *testing.T, id, by string, ok bool, at time.Time) string {
+func (b *testBundle) runJob(t *testing.T, id string, by events.Actor, ok bool, at time.Time) string {
 	t.Helper()
 	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{JobID: id, Plugin: "echo", Command: "poll", SubmittedBy: by,
 		MaxAttempts: 1, BackoffBase: time.Second, Now: at})
@@ -88,16 +88,16 @@ func TestBreakerOpensAfterExactlyThresholdConsecutiveFailures(t *testing.T) {
 	b := setup(t)
 
 	// Given two failures, a success, then two more: never three in a row.
-	b.runJob(t, "", commands.BySchedule, false, now)
-	b.runJob(t, "", commands.BySchedule, false, now)
+	b.runJob(t, "", events.ActorScheduler, false, now)
+	b.runJob(t, "", events.ActorScheduler, false, now)
 	require.Equal(t, 2, b.breaker(t).Failures)
 	mark := b.mark(t)
-	ok := b.runJob(t, "", commands.BySchedule, true, now)
+	ok := b.runJob(t, "", events.ActorScheduler, true, now)
 	requireEvents(t, []want{{Stream: "breaker/echo/poll", Version: 3, Type: events.BreakerFailuresCleared,
 		Data: fmt.Sprintf(`{"from":"closed","state":"closed","reason":"success","failures":0,"threshold":3,"job_id":%q}`, ok)}},
 		b.breakerEvents(t, mark))
-	b.runJob(t, "", commands.BySchedule, false, now)
-	second := b.runJob(t, "", commands.BySchedule, false, now)
+	b.runJob(t, "", events.ActorScheduler, false, now)
+	second := b.runJob(t, "", events.ActorScheduler, false, now)
 	br := b.breaker(t)
 	require.Equal(t, events.BreakerStateClosed, br.State)
 	require.Equal(t, 2, br.Failures)
@@ -106,7 +106,7 @@ func TestBreakerOpensAfterExactlyThresholdConsecutiveFailures(t *testing.T) {
 	// When the third in a row ends dead, at a known time.
 	failAt := now.Add(time.Minute)
 	mark = b.mark(t)
-	third := b.runJob(t, "", commands.BySchedule, false, failAt)
+	third := b.runJob(t, "", events.ActorScheduler, false, failAt)
 
 	// Then the breaker opens in the completion's own transaction, with a
 	// probe time reset_after later.
@@ -129,7 +129,7 @@ func TestBreakerHealthySuccessAppendsNothing(t *testing.T) {
 	b := setup(t)
 	mark := b.mark(t)
 	for range 5 {
-		b.runJob(t, "", commands.BySchedule, true, now)
+		b.runJob(t, "", events.ActorScheduler, true, now)
 	}
 	require.Empty(t, b.breakerEvents(t, mark))
 	require.True(t, b.breaker(t).Healthy())
@@ -139,7 +139,7 @@ func TestBreakerCooldownSingleProbeAndClose(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for range 3 {
-		b.runJob(t, "", commands.BySchedule, false, now)
+		b.runJob(t, "", events.ActorScheduler, false, now)
 	}
 	require.Equal(t, events.BreakerStateOpen, b.breaker(t).State)
 
@@ -163,7 +163,7 @@ func TestBreakerCooldownSingleProbeAndClose(t *testing.T) {
 
 	// While the probe is queued, and then running, every other firing is refused.
 	_, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{JobID: "probe-1", Plugin: "echo", Command: "poll",
-		SubmittedBy: commands.BySchedule, MaxAttempts: 1, BackoffBase: time.Second, Now: now})
+		SubmittedBy: events.ActorScheduler, MaxAttempts: 1, BackoffBase: time.Second, Now: now})
 	require.NoError(t, err)
 	adm = b.admit(t, "other", now.Add(31*time.Minute))
 	require.False(t, adm.Allow)
@@ -188,7 +188,7 @@ func TestBreakerProbeToleratesFiringJustBeforeProbeTime(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for range 3 {
-		b.runJob(t, "", commands.BySchedule, false, now)
+		b.runJob(t, "", events.ActorScheduler, false, now)
 	}
 	probeAt := now.Add(30 * time.Minute)
 	require.False(t, b.admit(t, "too-early", probeAt.Add(-time.Minute-time.Millisecond)).Allow)
@@ -200,21 +200,21 @@ func TestBreakerProbeFailureReopens(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for range 3 {
-		b.runJob(t, "", commands.BySchedule, false, now)
+		b.runJob(t, "", events.ActorScheduler, false, now)
 	}
 	probeAt := now.Add(30 * time.Minute)
 	require.True(t, b.admit(t, "probe-1", probeAt).Probe)
 
 	// A scheduled job queued before the breaker opened fails beside the
 	// probe: counted, still half-open.
-	b.runJob(t, "straggler", commands.BySchedule, false, probeAt)
+	b.runJob(t, "straggler", events.ActorScheduler, false, probeAt)
 	br := b.breaker(t)
 	require.Equal(t, events.BreakerStateHalfOpen, br.State)
 	require.Equal(t, 4, br.Failures)
 
 	// The probe fails: open again, with a new cooldown from now.
 	failAt := probeAt.Add(time.Minute)
-	b.runJob(t, "probe-1", commands.BySchedule, false, failAt)
+	b.runJob(t, "probe-1", events.ActorScheduler, false, failAt)
 	br = b.breaker(t)
 	require.Equal(t, events.BreakerStateOpen, br.State)
 	require.Equal(t, events.BreakerReasonProbeFailed, br.Reason)
@@ -229,7 +229,7 @@ func TestBreakerProbeThatEndsWithoutVerdictIsReplaced(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	for range 3 {
-		b.runJob(t, "", commands.BySchedule, false, now)
+		b.runJob(t, "", events.ActorScheduler, false, now)
 	}
 	probeAt := now.Add(30 * time.Minute)
 
@@ -240,7 +240,7 @@ func TestBreakerProbeThatEndsWithoutVerdictIsReplaced(t *testing.T) {
 
 	// The probe is canceled while queued: the next firing probes.
 	_, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{JobID: "probe-2", Plugin: "echo", Command: "poll",
-		SubmittedBy: commands.BySchedule, MaxAttempts: 1, BackoffBase: time.Second, Now: now})
+		SubmittedBy: events.ActorScheduler, MaxAttempts: 1, BackoffBase: time.Second, Now: now})
 	require.NoError(t, err)
 	require.False(t, b.admit(t, "x", probeAt.Add(2*time.Minute)).Allow)
 	_, err = commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: "probe-2", Now: now})
@@ -254,7 +254,7 @@ func TestBreakerOnlyCountsScheduledJobsAndNeverBlocksOthers(t *testing.T) {
 	b := setup(t)
 	mark := b.mark(t)
 	// Failures of jobs from the CLI, the API, webhooks and routes count for nothing.
-	for _, by := range []string{commands.ByCLI, commands.ByAPI, commands.ByWebhook, commands.ByRoute} {
+	for _, by := range []events.Actor{events.ActorCLI, events.ActorAPI, events.ActorWebhook, events.ActorRoute} {
 		for range 3 {
 			b.runJob(t, "", by, false, now)
 		}
@@ -265,10 +265,10 @@ func TestBreakerOnlyCountsScheduledJobsAndNeverBlocksOthers(t *testing.T) {
 	// With the breaker open, they are still enqueued and run, and their
 	// successes neither close it nor touch it.
 	for range 3 {
-		b.runJob(t, "", commands.BySchedule, false, now)
+		b.runJob(t, "", events.ActorScheduler, false, now)
 	}
 	mark = b.mark(t)
-	for _, by := range []string{commands.ByCLI, commands.ByAPI, commands.ByWebhook, commands.ByRoute} {
+	for _, by := range []events.Actor{events.ActorCLI, events.ActorAPI, events.ActorWebhook, events.ActorRoute} {
 		id := b.runJob(t, "", by, true, now)
 		require.Equal(t, events.StatusSucceeded, b.fold(t, id).Status)
 	}
@@ -279,7 +279,7 @@ func TestBreakerOnlyCountsScheduledJobsAndNeverBlocksOthers(t *testing.T) {
 func TestBreakerCountsJobsNotAttempts(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: commands.BySchedule,
+	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: events.ActorScheduler,
 		MaxAttempts: 4, BackoffBase: time.Second, Now: now})
 	require.NoError(t, err)
 	mark := b.mark(t)
@@ -308,7 +308,7 @@ func TestBreakerDisabledCountsNothingAndAdmitsAll(t *testing.T) {
 	off := config.CircuitBreaker{Enabled: false, Threshold: 1, ResetAfter: time.Minute}
 	mark := b.mark(t)
 	for range 3 {
-		res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: commands.BySchedule,
+		res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: events.ActorScheduler,
 			MaxAttempts: 1, BackoffBase: time.Second, Now: now})
 		require.NoError(t, err)
 		st, err := commands.StartJob(b.ctx, b.l, commands.Start{JobID: res.JobID, Timeout: time.Minute, Now: now})
@@ -337,7 +337,7 @@ func TestResetBreaker(t *testing.T) {
 	require.Zero(t, res.Seq)
 
 	for range 3 {
-		b.runJob(t, "", commands.BySchedule, false, now)
+		b.runJob(t, "", events.ActorScheduler, false, now)
 	}
 	mark := b.mark(t)
 	res, err = commands.ResetBreaker(b.ctx, b.l, commands.Reset{Plugin: "echo", Command: "poll", Actor: "alice", Now: now})

@@ -14,7 +14,7 @@ import (
 type Cancel struct {
 	JobID  string
 	Reason string
-	Actor  string
+	Actor  events.Actor
 	Now    time.Time
 	// Pipelines moves the run of a canceled pipeline job on (nil: found
 	// in the ledger; see Pipelines).
@@ -46,7 +46,7 @@ func CancelJob(ctx context.Context, l *ledger.Ledger, cmd Cancel) (events.Status
 func (cmd Cancel) decide(j *Job) ([]ledger.NewEvent, events.Status, error) {
 	actor := cmd.Actor
 	if actor == "" {
-		actor = ByCLI
+		actor = events.ActorCLI
 	}
 	data := events.Canceled{Attempt: j.Attempt, Reason: cmd.Reason}
 	switch j.Status {

@@ -164,7 +164,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	switch {
 	case out.Kind == events.OutcomeOK:
 		ended.Retryable, ended.DroppedRoutes = false, cmd.dropped
-		evs = append(evs, j.next(events.JobSucceeded, ended, "", "dispatcher"))
+		evs = append(evs, j.next(events.JobSucceeded, ended, "", events.ActorDispatcher))
 		evs = append(evs, stateEvs...)
 		evs = append(evs, cmd.release(j, events.StatusSucceeded)...)
 		res.Status = events.StatusSucceeded
@@ -188,34 +188,34 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 		// either way the cancel is what the job's end records.
 		reason := out.Error
 		if out.Kind != events.OutcomeCanceled {
-			evs = append(evs, j.next(failedType(out.Kind), ended, "", "dispatcher"))
+			evs = append(evs, j.next(failedType(out.Kind), ended, "", events.ActorDispatcher))
 			reason = "canceled (its last attempt failed: " + out.Error + ")"
 		}
-		evs = append(evs, j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: reason}, "", "dispatcher"))
+		evs = append(evs, j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: reason}, "", events.ActorDispatcher))
 		evs = append(evs, cmd.release(j, events.StatusCanceled)...)
 		res.Status = events.StatusCanceled
 	case out.Kind == events.OutcomeInterrupted:
-		evs = append(evs, j.next(events.JobFailed, ended, "", "dispatcher"))
+		evs = append(evs, j.next(events.JobFailed, ended, "", events.ActorDispatcher))
 		res.NextRetryAt = cmd.Now
 		evs = append(evs, j.next(events.JobRetryScheduled, events.RetryScheduled{
 			Attempt: j.Attempt + 1, NextRetryAt: Time(cmd.Now), MaxAttempts: j.MaxAttempts + 1,
-		}, "", "dispatcher"))
+		}, "", events.ActorDispatcher))
 		res.Status = events.StatusQueued
 	default:
-		evs = append(evs, j.next(failedType(out.Kind), ended, "", "dispatcher"))
+		evs = append(evs, j.next(failedType(out.Kind), ended, "", events.ActorDispatcher))
 		if out.Retryable && j.Attempt < j.MaxAttempts {
 			delay := cmd.backoff(j)
 			res.NextRetryAt = cmd.Now.Add(delay)
 			evs = append(evs, j.next(events.JobRetryScheduled, events.RetryScheduled{
 				Attempt: j.Attempt + 1, NextRetryAt: Time(res.NextRetryAt), DelayMS: delay.Milliseconds(),
-			}, "", "dispatcher"))
+			}, "", events.ActorDispatcher))
 			res.Status = events.StatusQueued
 		} else {
 			reason := fmt.Sprintf("attempt %d of %d failed: %s", j.Attempt, j.MaxAttempts, out.Error)
 			if !out.Retryable {
 				reason = fmt.Sprintf("not retryable: %s", out.Error)
 			}
-			evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: reason}, "", "dispatcher"))
+			evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: reason}, "", events.ActorDispatcher))
 			evs = append(evs, cmd.release(j, events.StatusDead)...)
 			res.Status = events.StatusDead
 		}
@@ -280,10 +280,10 @@ func (cmd Complete) backoff(j *Job) time.Duration {
 
 // release frees the job's dedupe key once it is terminal.
 func (cmd Complete) release(j *Job, status events.Status) []ledger.NewEvent {
-	return releaseKey(j, status, cmd.Now, "dispatcher")
+	return releaseKey(j, status, cmd.Now, events.ActorDispatcher)
 }
 
-func releaseKey(j *Job, status events.Status, now time.Time, actor string) []ledger.NewEvent {
+func releaseKey(j *Job, status events.Status, now time.Time, actor events.Actor) []ledger.NewEvent {
 	if j.DedupeKey == "" {
 		return nil
 	}

@@ -74,7 +74,7 @@ func (cmd *Complete) prepare() (res routed) {
 					continue
 				}
 			}
-			enq := JobFor(r.Config, ch.Plugin, ch.Command, ByRoute)
+			enq := JobFor(r.Config, ch.Plugin, ch.Command, events.ActorRoute)
 			enq.Payload, enq.Event, enq.DedupeKey, enq.SourceEventID, enq.Causation = ch.Payload, ch.Envelope, ch.DedupeKey, ch.EventID, ch.EventID
 			enq.Depth = r.Depth + 1
 			cmd.Children = append(cmd.Children, enq)
@@ -85,7 +85,7 @@ func (cmd *Complete) prepare() (res routed) {
 		child := &cmd.Children[i]
 		child.Now, child.ParentJobID = cmd.Now, cmd.JobID
 		if child.SubmittedBy == "" {
-			child.SubmittedBy = ByRoute
+			child.SubmittedBy = events.ActorRoute
 		}
 		child.prepare()
 	}

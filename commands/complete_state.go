@@ -61,7 +61,7 @@ func (cmd Complete) stateEvents(tx *ledger.Tx, j *Job) ([]ledger.NewEvent, error
 	if limit <= 0 {
 		limit = DefaultMaxStateBytes
 	}
-	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: j.Plugin}
+	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: events.Actor(j.Plugin)}
 	stream := events.PluginStream(j.Plugin)
 	if facts := cmd.stateFacts(); len(facts) > 0 {
 		if len(updates) > limit {

@@ -106,13 +106,13 @@ func TestCompleteRootParentCorrelation(t *testing.T) {
 	b.given(t, job("p1").started(1).events()...)
 	res, err := commands.CompleteJob(b.ctx, b.l, commands.Complete{JobID: "p1", Attempt: 1, Outcome: outOK, Now: now,
 		Children: []commands.Enqueue{child("notify", func(c *commands.Enqueue) {
-			c.Correlation, c.ParentJobID, c.SubmittedBy, c.DedupeKey = "forged", "forged", commands.ByAPI, ""
+			c.Correlation, c.ParentJobID, c.SubmittedBy, c.DedupeKey = "forged", "forged", events.ActorAPI, ""
 		})}})
 	require.NoError(t, err)
 	j := b.fold(t, res.Children[0].JobID)
 	require.Equal(t, "p1", j.Correlation)
 	require.Equal(t, "p1", j.ParentJobID)
-	require.Equal(t, commands.ByAPI, j.SubmittedBy, "a submitter given is kept; route is the default")
+	require.Equal(t, events.ActorAPI, j.SubmittedBy, "a submitter given is kept; route is the default")
 }
 
 // TestCompleteChildrenDedupe: children with one target and key inside one

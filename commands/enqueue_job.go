@@ -13,15 +13,6 @@ import (
 	"github.com/ductile/ductile/ledger"
 )
 
-// Producers, as submitted_by records them.
-const (
-	BySchedule = "scheduler"
-	ByWebhook  = "webhook"
-	ByRoute    = "route"
-	ByCLI      = "cli"
-	ByAPI      = "api"
-)
-
 // Enqueue asks for a job to be queued.
 type Enqueue struct {
 	JobID       string // optional: assigned (UUIDv7) when empty
@@ -29,7 +20,7 @@ type Enqueue struct {
 	Command     string
 	Payload     json.RawMessage
 	Event       json.RawMessage // the envelope handed to the plugin; built from Payload when empty
-	SubmittedBy string
+	SubmittedBy events.Actor
 	MaxAttempts int
 	BackoffBase time.Duration
 	// DedupeKey, if set, drops this enqueue when a job for the same plugin
@@ -74,7 +65,7 @@ type EnqueueResult struct {
 
 // JobFor is an Enqueue for plugin and command with the config's retry and
 // dedupe defaults, submitted by by. Every producer builds its jobs with it.
-func JobFor(cfg *config.Config, plugin, command, by string) Enqueue {
+func JobFor(cfg *config.Config, plugin, command string, by events.Actor) Enqueue {
 	pc := cfg.Plugin(plugin)
 	return Enqueue{
 		Plugin: plugin, Command: command, SubmittedBy: by,
@@ -180,8 +171,8 @@ func (cmd *Enqueue) prepare() error {
 		}
 	case len(cmd.Payload) > 0:
 		if cmd.Event, err = json.Marshal(events.Envelope{
-			Type: "ductile." + cmd.SubmittedBy, Payload: cmd.Payload,
-			EventID: cmd.JobID, Source: cmd.SubmittedBy, Timestamp: Time(cmd.Now),
+			Type: "ductile." + string(cmd.SubmittedBy), Payload: cmd.Payload,
+			EventID: cmd.JobID, Source: string(cmd.SubmittedBy), Timestamp: Time(cmd.Now),
 		}); err != nil {
 			return err
 		}

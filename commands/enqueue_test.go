@@ -16,7 +16,7 @@ import (
 
 // enqueue is a valid command to edit.
 func enqueue(edit ...func(*commands.Enqueue)) commands.Enqueue {
-	cmd := commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: 4,
+	cmd := commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: events.ActorCLI, MaxAttempts: 4,
 		BackoffBase: 30 * time.Second, DefaultDedupeTTL: 24 * time.Hour, Now: now}
 	for _, e := range edit {
 		e(&cmd)
@@ -85,7 +85,7 @@ func TestEnqueueEvents(t *testing.T) {
 		{
 			name: "the envelope is built from the payload",
 			cmd: enqueue(func(c *commands.Enqueue) {
-				c.JobID, c.Command, c.SubmittedBy, c.Payload, c.Causation = "j1", "handle", commands.ByWebhook, raw(`{ "n" : 1 }`), "req-7"
+				c.JobID, c.Command, c.SubmittedBy, c.Payload, c.Causation = "j1", "handle", events.ActorWebhook, raw(`{ "n" : 1 }`), "req-7"
 			}),
 			want: []want{{Stream: "job/j1", Version: 1, Type: events.JobEnqueued,
 				Data: `{"job_id":"j1","plugin":"echo","command":"handle","payload":{"n":1},"max_attempts":4,"backoff_base_ms":30000,"submitted_by":"webhook",
@@ -105,7 +105,7 @@ func TestEnqueueEvents(t *testing.T) {
 		{
 			name: "a child carries its tree's correlation and its parent",
 			cmd: enqueue(func(c *commands.Enqueue) {
-				c.JobID, c.SubmittedBy, c.Correlation, c.ParentJobID, c.SourceEventID, c.Causation = "j2", commands.ByRoute, "root-1", "j1", "ev-1", "ev-1"
+				c.JobID, c.SubmittedBy, c.Correlation, c.ParentJobID, c.SourceEventID, c.Causation = "j2", events.ActorRoute, "root-1", "j1", "ev-1", "ev-1"
 			}),
 			want: []want{{Stream: "job/j2", Version: 1, Type: events.JobEnqueued,
 				Data: `{"job_id":"j2","plugin":"echo","command":"poll","max_attempts":4,"backoff_base_ms":30000,"submitted_by":"route","parent_job_id":"j1","source_event_id":"ev-1"}`,

@@ -27,7 +27,7 @@ type FireSchedule struct {
 	Plan schedule.Plan
 	// Job is the job each firing enqueues, with the retry and dedupe
 	// defaults of JobFor; Plugin, Command, Payload, Event, SubmittedBy
-	// (BySchedule), JobID and Now are set per firing.
+	// (events.ActorScheduler), JobID and Now are set per firing.
 	Job Enqueue
 	// Polls are the plugin's poll jobs queued or running as the job_queue
 	// projection showed them just before (the poll guard's candidates): the
@@ -83,7 +83,7 @@ func (cmd FireSchedule) job(f schedule.Firing) (Enqueue, error) {
 	s := cmd.Schedule
 	job := cmd.Job
 	job.prepared = nil
-	job.JobID, job.Plugin, job.Command, job.SubmittedBy, job.Now = "", s.Plugin, s.Entry.Command, BySchedule, cmd.Now
+	job.JobID, job.Plugin, job.Command, job.SubmittedBy, job.Now = "", s.Plugin, s.Entry.Command, events.ActorScheduler, cmd.Now
 	payload := json.RawMessage(`{}`)
 	if s.Entry.Payload != nil {
 		var err error
@@ -98,7 +98,7 @@ func (cmd FireSchedule) job(f schedule.Firing) (Enqueue, error) {
 	// The envelope's timestamp is the firing's nominal time, so that each
 	// job of a run_all catch-up knows which period it covers.
 	event, err := json.Marshal(events.Envelope{
-		Type: "ductile." + BySchedule, Payload: job.Payload, EventID: job.JobID,
+		Type: "ductile." + string(events.ActorScheduler), Payload: job.Payload, EventID: job.JobID,
 		Source: s.Stream(), Timestamp: Time(f.Nominal),
 	})
 	if err != nil {
@@ -172,7 +172,7 @@ func (cmd FireSchedule) decide(tx *ledger.Tx, jobs []Enqueue) ([]ledger.NewEvent
 	var evs []ledger.NewEvent
 	record := func(typ string, slot schedule.Slot, data any, correlation string) {
 		evs = append(evs, ledger.NewEvent{Stream: stream, ExpectedVersion: res.Version, Type: typ, Data: data,
-			Meta: ledger.Meta{CorrelationID: correlation, Actor: BySchedule}})
+			Meta: ledger.Meta{CorrelationID: correlation, Actor: events.ActorScheduler}})
 		res.Version++
 		res.Last = &slot
 	}
@@ -217,7 +217,7 @@ func (cmd FireSchedule) decide(tx *ledger.Tx, jobs []Enqueue) ([]ledger.NewEvent
 			if !ok { // enqueued earlier in this decision: config forbids it (run_all needs queue)
 				return nil, FireResult{}, fmt.Errorf("%w: if_running cancel of job %s enqueued by the same plan", ErrInvalidCommand, id)
 			}
-			canceled, _, err := Cancel{JobID: id, Actor: BySchedule, Now: cmd.Now,
+			canceled, _, err := Cancel{JobID: id, Actor: events.ActorScheduler, Now: cmd.Now,
 				Reason: fmt.Sprintf("canceled by schedule %s: a new firing replaces it (if_running cancel)", stream)}.decide(j)
 			if err != nil {
 				return nil, FireResult{}, err

@@ -137,5 +137,5 @@ func TestFoldJobCorrelation(t *testing.T) {
 	require.NoError(t, err)
 	m, err := evs[2].Metadata()
 	require.NoError(t, err)
-	require.Equal(t, ledger.Meta{CorrelationID: "root-9", Actor: commands.ByAPI}, m)
+	require.Equal(t, ledger.Meta{CorrelationID: "root-9", Actor: events.ActorAPI}, m)
 }

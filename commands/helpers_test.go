@@ -153,7 +153,7 @@ type jobStream struct {
 // attempts, 30s backoff, submitted by the cli, unless edited.
 func job(id string, edit ...func(*events.Enqueued)) *jobStream {
 	enq := events.Enqueued{JobID: id, Plugin: "echo", Command: "poll", MaxAttempts: 4,
-		BackoffBaseMS: 30000, SubmittedBy: commands.ByCLI}
+		BackoffBaseMS: 30000, SubmittedBy: events.ActorCLI}
 	for _, e := range edit {
 		e(&enq)
 	}

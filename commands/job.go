@@ -187,7 +187,7 @@ func LoadJob(tx *ledger.Tx, id string) (*Job, error) {
 
 // next builds an event for the job's stream at its next version, carrying
 // the job tree's correlation id.
-func (j *Job) next(typ string, data any, causation, actor string) ledger.NewEvent {
+func (j *Job) next(typ string, data any, causation string, actor events.Actor) ledger.NewEvent {
 	ev := ledger.NewEvent{
 		Stream: events.JobStream(j.JobID), ExpectedVersion: j.Version, Type: typ, Data: data,
 		Meta: ledger.Meta{CorrelationID: j.Correlation, CausationID: causation, Actor: actor},

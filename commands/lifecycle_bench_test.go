@@ -45,12 +45,12 @@ func daemonLedger(b *testing.B, ctx context.Context) *ledger.Ledger {
 // inline, as in the daemon. It reports the process CPU per job
 // (cpu-µs/job), the number to compare when changing the write path; ns/op
 // is wall time per job.
-func BenchmarkJobLifecycle(b *testing.B) { benchmarkLifecycle(b, commands.ByCLI) }
+func BenchmarkJobLifecycle(b *testing.B) { benchmarkLifecycle(b, events.ActorCLI) }
 
 // BenchmarkJobLifecycleScheduled is BenchmarkJobLifecycle with every job
 // made by the scheduler, all succeeding: what the circuit breaker costs a
 // healthy plugin's jobs (one look at its stream per completion, no event).
-func BenchmarkJobLifecycleScheduled(b *testing.B) { benchmarkLifecycle(b, commands.BySchedule) }
+func BenchmarkJobLifecycleScheduled(b *testing.B) { benchmarkLifecycle(b, events.ActorScheduler) }
 
 // BenchmarkJobLifecycleWithPipelines is BenchmarkJobLifecycle with pipelines
 // configured (an on trigger and a hook none of these jobs fire) and a 4 KB
@@ -62,22 +62,22 @@ func BenchmarkJobLifecycleWithPipelines(b *testing.B) {
 		"watch": {Name: "watch", On: "file.found", Entry: "a", Nodes: nodes, Hash: "blake3:watch"},
 		"audit": {Name: "audit", OnHook: pipeline.HookCompleted, Entry: "a", Nodes: nodes, Hash: "blake3:audit"},
 	}}
-	benchmarkLifecycleWith(b, commands.ByCLI, &commands.Pipelines{Set: set, Config: config.Default()}, bigResult)
+	benchmarkLifecycleWith(b, events.ActorCLI, &commands.Pipelines{Set: set, Config: config.Default()}, bigResult)
 }
 
 // BenchmarkJobLifecycleBigResult is BenchmarkJobLifecycleWithPipelines
 // without pipelines: the baseline it compares with.
 func BenchmarkJobLifecycleBigResult(b *testing.B) {
-	benchmarkLifecycleWith(b, commands.ByCLI, nil, bigResult)
+	benchmarkLifecycleWith(b, events.ActorCLI, nil, bigResult)
 }
 
 var bigResult = json.RawMessage(`{"status":"ok","result":{"text":"` + strings.Repeat("lorem ipsum ", 340) + `"}}`)
 
-func benchmarkLifecycle(b *testing.B, by string) {
+func benchmarkLifecycle(b *testing.B, by events.Actor) {
 	benchmarkLifecycleWith(b, by, nil, json.RawMessage(`{"status":"ok","result":"ok"}`))
 }
 
-func benchmarkLifecycleWith(b *testing.B, by string, p *commands.Pipelines, response json.RawMessage) {
+func benchmarkLifecycleWith(b *testing.B, by events.Actor, p *commands.Pipelines, response json.RawMessage) {
 	ctx := context.Background()
 	l := daemonLedger(b, ctx)
 
@@ -162,7 +162,7 @@ func BenchmarkEnqueueBesideLargePayloads(b *testing.B) {
 		b.Fatal(err)
 	}
 	enqueue := func(payload json.RawMessage) error {
-		_, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "handle", SubmittedBy: commands.ByAPI,
+		_, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "handle", SubmittedBy: events.ActorAPI,
 			MaxAttempts: 1, Payload: payload, Now: time.Now()})
 		return err
 	}
@@ -223,7 +223,7 @@ func BenchmarkLoadBreaker(b *testing.B) {
 	l := daemonLedger(b, ctx)
 	for i := range 1000 { // other streams, so the index is not empty
 		if _, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "p" + strings.Repeat("x", i%7), Command: "poll",
-			SubmittedBy: commands.BySchedule, MaxAttempts: 1, Now: time.Now()}); err != nil {
+			SubmittedBy: events.ActorScheduler, MaxAttempts: 1, Now: time.Now()}); err != nil {
 			b.Fatal(err)
 		}
 	}

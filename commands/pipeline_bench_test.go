@@ -27,7 +27,7 @@ func BenchmarkPipelineStep(b *testing.B) {
 	pl := linear()
 	p := &commands.Pipelines{Set: &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{pl.Name: pl}}, Config: config.Default()}
 	benchmarkChains(b, func(ctx context.Context, l *ledger.Ledger) error {
-		started, err := commands.StartPipeline(ctx, l, commands.StartRun{Pipeline: pl, Trigger: commands.TriggerAPI,
+		started, err := commands.StartPipeline(ctx, l, commands.StartRun{Pipeline: pl, Trigger: events.TriggerAPI,
 			Payload: json.RawMessage(`{"n":1}`), SubmittedBy: "api", Config: p.Config, Now: time.Now()})
 		if err != nil {
 			return err
@@ -65,7 +65,7 @@ func BenchmarkPipelineStep(b *testing.B) {
 func BenchmarkIndependentJobs(b *testing.B) {
 	benchmarkChains(b, func(ctx context.Context, l *ledger.Ledger) error {
 		for range 3 {
-			res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "handle", SubmittedBy: commands.ByCLI,
+			res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "bench", Command: "handle", SubmittedBy: events.ActorCLI,
 				MaxAttempts: 3, BackoffBase: time.Second, Payload: json.RawMessage(`{"n":1}`), Now: time.Now()})
 			if err != nil {
 				return err

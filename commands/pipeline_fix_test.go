@@ -56,7 +56,7 @@ func TestPipelineSuccessorThatCannotBeEnqueued(t *testing.T) {
 		pl.On = "file.found"
 		set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"watch": pl}}
 		cfg := config.Default()
-		res, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(cfg, "scanner", "poll", commands.ByCLI))
+		res, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(cfg, "scanner", "poll", events.ActorCLI))
 		require.NoError(t, err)
 		done := runOne(t, b, res.JobID, commands.Outcome{Kind: events.OutcomeOK,
 			Response: raw(`{"status":"ok","events":[{"type":"file.found","payload":{"deep":` + nested(501) + `}}]}`)},
@@ -231,7 +231,7 @@ func TestPipelineMaxDepthCountsFromTheRunsStart(t *testing.T) {
 	pl.MaxDepth = 1
 	cfg := config.Default()
 	p := &commands.Pipelines{Set: &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"linear": pl}}, Config: cfg}
-	enq := commands.JobFor(cfg, "scanner", "poll", commands.ByCLI)
+	enq := commands.JobFor(cfg, "scanner", "poll", events.ActorCLI)
 	enq.Depth = 3
 	res, err := commands.EnqueueJob(b.ctx, b.l, enq)
 	require.NoError(t, err)
@@ -282,12 +282,12 @@ func TestPipelineSplitClaimKeepsInheritedBaggage(t *testing.T) {
 	pl.Nodes["a"].Baggage = []pipeline.Claim{{Path: "web.url", From: "payload.url"}}
 	run := startRun(t, b, pl, `{"url":"https://a"}`)
 	first := b.fold(t, run.JobID)
-	require.Equal(t, "api", first.SubmittedBy, "the run's first job is its submitter's")
+	require.Equal(t, events.ActorAPI, first.SubmittedBy, "the run's first job is its submitter's")
 	require.Equal(t, first.JobID, first.SourceEventID, "the core assigns the input event's id")
 	runOne(t, b, run.JobID, ok(`"fetched"`), nil)
 	for _, node := range []string{"b0", "b1"} {
 		branch := b.fold(t, enqueuedAt(t, b, run.RunID, node))
-		require.Equal(t, commands.ByPipeline, branch.SubmittedBy)
+		require.Equal(t, events.ActorPipeline, branch.SubmittedBy)
 		require.JSONEq(t, `{"web":{"url":"https://a"},"step":{"result":"fetched"}}`, string(branch.Context), node)
 	}
 }

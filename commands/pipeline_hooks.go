@@ -45,7 +45,7 @@ func (p *Pipelines) hooks(tx *ledger.Tx, j *Job, end *jobEnd, seen map[string]bo
 			continue
 		}
 		more, _, err := p.startRun(tx, StartRun{
-			Pipeline: pl, Trigger: TriggerHook, Payload: payload, EventType: eventType, SubmittedBy: ByPipeline,
+			Pipeline: pl, Trigger: events.TriggerHook, Payload: payload, EventType: eventType, SubmittedBy: events.ActorPipeline,
 			Config: p.config(), Now: end.Now, HookDepth: depth,
 		}, seen)
 		if errors.Is(err, ErrInvalidCommand) {

@@ -27,7 +27,7 @@ type stepHost struct {
 	now         time.Time
 	correlation string // "" until the first job of a fresh root
 	hookDepth   int
-	by          string
+	by          events.Actor
 	seen        map[string]bool
 	evs         []ledger.NewEvent // the jobs' events
 	firstJob    string
@@ -76,7 +76,7 @@ func (h *stepHost) Job(req pipeline.JobRequest) (pipeline.JobAnswer, error) {
 	}
 	dead.DroppedHooks = dropped
 	h.evs = append(h.evs, ledger.NewEvent{Stream: events.JobStream(enq.JobID), ExpectedVersion: 1, Type: events.JobDead,
-		Data: dead, Meta: ledger.Meta{CorrelationID: h.correlation, Actor: ByPipeline}})
+		Data: dead, Meta: ledger.Meta{CorrelationID: h.correlation, Actor: events.ActorPipeline}})
 	h.evs = append(h.evs, hookEvs...)
 	if h.known == nil {
 		h.known = map[string]pipeline.JobOutput{}
@@ -93,7 +93,7 @@ func (h *stepHost) prepareJob(n *pipeline.Node, typ string, payload, ctx json.Ra
 	}
 	by := h.by
 	if by == "" {
-		by = ByPipeline
+		by = events.ActorPipeline
 	}
 	enq := JobFor(h.cfg, n.Plugin, n.Command, by)
 	u, err := uuid.NewV7()

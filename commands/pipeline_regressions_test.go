@@ -20,7 +20,7 @@ func TestPipelineRecoveredDeadStepSaysWhy(t *testing.T) {
 	pc := config.DefaultPlugin()
 	pc.Retry.MaxAttempts = 1 // no earlier attempt's error to fall back on
 	cfg.Plugins["pa"] = pc
-	run, err := commands.StartPipeline(b.ctx, b.l, commands.StartRun{Pipeline: linear(), Trigger: commands.TriggerAPI, Payload: raw(`{}`),
+	run, err := commands.StartPipeline(b.ctx, b.l, commands.StartRun{Pipeline: linear(), Trigger: events.TriggerAPI, Payload: raw(`{}`),
 		SubmittedBy: "api", Config: cfg, Now: now})
 	require.NoError(t, err)
 	_, err = commands.StartJob(b.ctx, b.l, commands.Start{JobID: run.JobID, Timeout: time.Minute, PID: 1, Now: now})

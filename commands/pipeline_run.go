@@ -17,11 +17,11 @@ import (
 // StartRun asks for a run of a pipeline.
 type StartRun struct {
 	Pipeline *pipeline.Pipeline
-	Trigger  string // api | cli | event | hook
+	Trigger  events.Trigger
 	// Payload is what the first step receives as its event's payload
 	// (event type "ductile.pipeline").
 	Payload     json.RawMessage
-	SubmittedBy string
+	SubmittedBy events.Actor
 	Config      *config.Config
 	Now         time.Time
 	// EventType is the first step's input event type (default
@@ -40,14 +40,6 @@ type StartRun struct {
 	Node    string
 	Context json.RawMessage
 }
-
-// Triggers, as run_started records them.
-const (
-	TriggerAPI   = "api"
-	TriggerCLI   = "cli"
-	TriggerEvent = "event"
-	TriggerHook  = "hook"
-)
 
 // RunStartedResult is a started run: its id and its first job.
 type RunStartedResult struct {
@@ -103,7 +95,7 @@ func (cmd *StartRun) validate() error {
 		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalidCommand)
 	}
 	if cmd.SubmittedBy == "" {
-		cmd.SubmittedBy = cmd.Trigger
+		cmd.SubmittedBy = events.Actor(cmd.Trigger)
 	}
 	if cmd.Now.IsZero() {
 		cmd.Now = time.Now()
@@ -189,5 +181,5 @@ func compiledEvent(tx *ledger.Tx, pl *pipeline.Pipeline, seen map[string]bool) (
 		return nil, err
 	}
 	return []ledger.NewEvent{{Stream: stream, ExpectedVersion: 0, Type: events.PipelineCompiled,
-		Data: events.CompiledData{Name: pl.Name, Hash: pl.Hash, Pipeline: body}, Meta: ledger.Meta{Actor: ByPipeline}}}, nil
+		Data: events.CompiledData{Name: pl.Name, Hash: pl.Hash, Pipeline: body}, Meta: ledger.Meta{Actor: events.ActorPipeline}}}, nil
 }

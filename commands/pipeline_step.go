@@ -30,9 +30,6 @@ type Pipelines struct {
 	compiled sync.Map // hash → *pipeline.Pipeline
 }
 
-// ByPipeline is the submitted_by of a pipeline step's job.
-const ByPipeline = "pipeline"
-
 // Input event types a pipeline makes.
 const (
 	EventPipeline      = pipeline.EventRun           // an API or CLI run's first step
@@ -208,7 +205,7 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end *jobEnd) ([]ledger.NewEv
 					payload = json.RawMessage("{}")
 				}
 				more, _, err := p.startRun(tx, StartRun{
-					Pipeline: pl, Trigger: TriggerEvent, Payload: payload, EventType: ev.Type, SubmittedBy: ByPipeline,
+					Pipeline: pl, Trigger: events.TriggerEvent, Payload: payload, EventType: ev.Type, SubmittedBy: events.ActorPipeline,
 					Config: p.config(), Now: end.Now, ParentJobID: j.JobID, Depth: j.Depth + 1, Correlation: j.Correlation, HookDepth: j.HookDepth,
 				}, seen)
 				if errors.Is(err, ErrInvalidCommand) {
@@ -288,7 +285,7 @@ func (p *Pipelines) stepEnded(tx *ledger.Tx, j *Job, end jobEnd, res response, s
 	if err := s.StepEnded(ended); err != nil {
 		return nil, err
 	}
-	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: ByPipeline}
+	meta := ledger.Meta{CorrelationID: j.Correlation, CausationID: j.JobID, Actor: events.ActorPipeline}
 	s.Progress.State = state
 	evs := []ledger.NewEvent{{Stream: stream, ExpectedVersion: version, Type: events.PipelineStepEnded, Meta: meta,
 		Data: events.StepEndedData{RunID: step.Run, JobID: j.JobID, Node: step.Node, Status: end.Status, RunProgress: s.Progress}}}

@@ -56,7 +56,7 @@ func fanout(continueOnError bool) *pipeline.Pipeline {
 
 func startRun(t *testing.T, b *testBundle, pl *pipeline.Pipeline, payload string) commands.RunStartedResult {
 	t.Helper()
-	res, err := commands.StartPipeline(b.ctx, b.l, commands.StartRun{Pipeline: pl, Trigger: commands.TriggerAPI, Payload: raw(payload),
+	res, err := commands.StartPipeline(b.ctx, b.l, commands.StartRun{Pipeline: pl, Trigger: events.TriggerAPI, Payload: raw(payload),
 		SubmittedBy: "api", Config: config.Default(), Now: now})
 	require.NoError(t, err)
 	return res
@@ -388,7 +388,7 @@ func TestPipelineOnTrigger(t *testing.T) {
 	pl.On = "file.found"
 	set := &pipeline.Set{Pipelines: map[string]*pipeline.Pipeline{"watch": pl}}
 	cfg := config.Default()
-	res, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(cfg, "scanner", "poll", commands.ByCLI))
+	res, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(cfg, "scanner", "poll", events.ActorCLI))
 	require.NoError(t, err)
 	runOne(t, b, res.JobID, commands.Outcome{Kind: events.OutcomeOK, Response: raw(`{"status":"ok","events":[{"type":"file.found","payload":{"path":"/x"}}]}`)},
 		&commands.Pipelines{Set: set, Config: cfg})
@@ -398,7 +398,7 @@ func TestPipelineOnTrigger(t *testing.T) {
 			require.NoError(t, json.Unmarshal(ev.Data, &started))
 		}
 	}
-	require.Equal(t, commands.TriggerEvent, started.Trigger)
+	require.Equal(t, events.TriggerEvent, started.Trigger)
 	first := b.fold(t, started.JobID)
 	require.Equal(t, res.JobID, first.ParentJobID)
 	require.Equal(t, 1, first.Depth)
@@ -418,7 +418,7 @@ func TestPipelineHooks(t *testing.T) {
 	p := &commands.Pipelines{Set: set, Config: cfg}
 
 	for _, hookDepth := range []int{0, 3} {
-		enq := commands.JobFor(cfg, "watched", "handle", commands.ByCLI)
+		enq := commands.JobFor(cfg, "watched", "handle", events.ActorCLI)
 		enq.HookDepth = hookDepth
 		res, err := commands.EnqueueJob(b.ctx, b.l, enq)
 		require.NoError(t, err)
@@ -442,7 +442,7 @@ func TestPipelineHooks(t *testing.T) {
 			continue
 		}
 		require.NotNil(t, started)
-		require.Equal(t, commands.TriggerHook, started.Trigger)
+		require.Equal(t, events.TriggerHook, started.Trigger)
 		first := b.fold(t, started.JobID)
 		require.Equal(t, 1, first.HookDepth)
 		require.Empty(t, first.ParentJobID)

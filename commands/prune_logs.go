@@ -15,7 +15,7 @@ type PruneLogs struct {
 	Before    time.Time
 	Retention time.Duration // the retention that made Before, if one did
 	Jobs      int64         // how many jobs' logs the caller counted
-	By        string        // "daemon" or "cli"
+	By        events.Actor  // events.ActorDaemon or events.ActorCLI
 }
 
 // PruneJobLogs appends log.pruned to the system stream, durably.

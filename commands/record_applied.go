@@ -8,10 +8,6 @@ import (
 	"github.com/ductile/ductile/ledger"
 )
 
-// ByDaemon is the actor of what a daemon records of itself: the config it
-// applied, its plugins' inits, the reloads it refused.
-const ByDaemon = "daemon"
-
 // RecordApplied appends config.applied to the system stream, durably: from
 // its seq on, the daemon a.PID runs with a (on start, or a reload it
 // applied). It returns that seq.
@@ -20,7 +16,7 @@ func RecordApplied(ctx context.Context, l *ledger.Ledger, a events.ConfigApplied
 		return 0, fmt.Errorf("record applied config: %w: the daemon's pid and a reason (start or reload) are required", ErrInvalidCommand)
 	}
 	seqs, err := l.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
-		Type: events.ConfigApplied, Data: a, Meta: ledger.Meta{Actor: ByDaemon}})
+		Type: events.ConfigApplied, Data: a, Meta: ledger.Meta{Actor: events.ActorDaemon}})
 	if err != nil {
 		return 0, fmt.Errorf("record applied config: %w", err)
 	}

@@ -18,7 +18,7 @@ type HealthCheck struct {
 	Outcome  events.Outcome
 	RunID    string // the job_id its request carried
 	Duration time.Duration
-	Actor    string // ByCLI when empty
+	Actor    events.Actor // events.ActorCLI when empty
 }
 
 // RecordHealth appends the check to the plugin's health stream, durably.
@@ -42,7 +42,7 @@ func (cmd HealthCheck) decide() (ledger.NewEvent, error) {
 	}
 	actor := cmd.Actor
 	if actor == "" {
-		actor = ByCLI
+		actor = events.ActorCLI
 	}
 	return ledger.NewEvent{Stream: events.PluginHealthStream(cmd.Plugin), ExpectedVersion: ledger.AnyVersion, Type: events.PluginHealthChecked,
 		Data: events.HealthCheckedData{Status: cmd.Status, Message: cmd.Message, Outcome: cmd.Outcome, RunID: cmd.RunID, DurationMS: cmd.Duration.Milliseconds()},

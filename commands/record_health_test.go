@@ -21,7 +21,7 @@ func TestRecordHealth(t *testing.T) {
 	require.NoError(t, commands.RecordHealth(b.ctx, b.l, commands.HealthCheck{Plugin: "echo", Status: events.Healthy,
 		Message: "all good", Outcome: events.OutcomeOK, RunID: "r1", Duration: 7 * time.Millisecond}))
 	require.NoError(t, commands.RecordHealth(b.ctx, b.l, commands.HealthCheck{Plugin: "echo", Status: events.Unhealthy,
-		Message: "no route", Outcome: events.OutcomeError, RunID: "r2", Duration: time.Second, Actor: commands.ByAPI}))
+		Message: "no route", Outcome: events.OutcomeError, RunID: "r2", Duration: time.Second, Actor: events.ActorAPI}))
 	requireEvents(t, []want{
 		{Stream: events.PluginHealthStream("echo"), Version: 1, Type: events.PluginHealthChecked,
 			Data: `{"status":"healthy","message":"all good","outcome":"ok","run_id":"r1","duration_ms":7}`, Meta: `{"actor":"cli"}`},

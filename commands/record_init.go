@@ -21,7 +21,7 @@ type InitRun struct {
 	ExitCode   int
 	Stderr     string // the tail the event keeps
 	Duration   time.Duration
-	Actor      string // ByDaemon when empty
+	Actor      events.Actor // events.ActorDaemon when empty
 }
 
 // RecordInit appends the run to the plugin's health stream, durably. An
@@ -47,7 +47,7 @@ func (cmd InitRun) decide() (ledger.NewEvent, error) {
 	}
 	actor := cmd.Actor
 	if actor == "" {
-		actor = ByDaemon
+		actor = events.ActorDaemon
 	}
 	ev := ledger.NewEvent{Stream: events.PluginHealthStream(cmd.Plugin), ExpectedVersion: ledger.AnyVersion, Meta: ledger.Meta{Actor: actor}}
 	if cmd.Outcome == events.OutcomeOK {

@@ -46,5 +46,5 @@ func (cmd StderrLines) decide(j *Job) ([]ledger.NewEvent, error) {
 	if data.Lines == nil {
 		data.Lines = []events.StderrLine{}
 	}
-	return []ledger.NewEvent{j.next(events.JobStderrWritten, data, "", "dispatcher")}, nil
+	return []ledger.NewEvent{j.next(events.JobStderrWritten, data, "", events.ActorDispatcher)}, nil
 }

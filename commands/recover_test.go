@@ -81,7 +81,7 @@ func TestRecoverJob(t *testing.T) {
 				m, err := ev.Metadata()
 				require.NoError(t, err)
 				require.Equal(t, jobID, m.CorrelationID)
-				require.Equal(t, "recovery", m.Actor, "%s %s", ev.Stream, ev.Type)
+				require.Equal(t, events.ActorRecovery, m.Actor, "%s %s", ev.Stream, ev.Type)
 			}
 			j := b.fold(t, jobID)
 			require.Equal(t, tc.status, j.Status)

@@ -14,7 +14,7 @@ import (
 type ReloadRequest struct {
 	PID   int  // the daemon asked
 	Force bool // apply a config whose only errors are of the plugins
-	Actor string
+	Actor events.Actor
 }
 
 // RequestReload appends the request to the system stream, durably, and
@@ -26,7 +26,7 @@ func RequestReload(ctx context.Context, l *ledger.Ledger, cmd ReloadRequest) (in
 	}
 	actor := cmd.Actor
 	if actor == "" {
-		actor = ByCLI
+		actor = events.ActorCLI
 	}
 	seqs, err := l.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
 		Type: events.ConfigReloadRequested, Data: events.ReloadRequestedData{PID: cmd.PID, Force: cmd.Force}, Meta: ledger.Meta{Actor: actor}})
@@ -43,7 +43,7 @@ func RecordReloadFailed(ctx context.Context, l *ledger.Ledger, f events.ReloadFa
 		return fmt.Errorf("record failed reload: %w: the daemon's pid and the error are required", ErrInvalidCommand)
 	}
 	_, err := l.Append(ctx, ledger.NewEvent{Stream: events.SystemStream, ExpectedVersion: ledger.AnyVersion,
-		Type: events.ConfigReloadFailed, Data: f, Meta: ledger.Meta{Actor: ByDaemon}})
+		Type: events.ConfigReloadFailed, Data: f, Meta: ledger.Meta{Actor: events.ActorDaemon}})
 	if err != nil {
 		return fmt.Errorf("record failed reload: %w", err)
 	}

@@ -17,9 +17,9 @@ import (
 // (replay_of); the old one's stream gets job.replayed naming the new one.
 // A job may be replayed any number of times.
 type Replay struct {
-	JobID       string // the finished job
-	NewJobID    string // optional: assigned (UUIDv7) when empty
-	Actor       string // the new job's submitted_by; ByCLI when empty
+	JobID       string       // the finished job
+	NewJobID    string       // optional: assigned (UUIDv7) when empty
+	Actor       events.Actor // the new job's submitted_by; events.ActorCLI when empty
 	MaxAttempts int
 	BackoffBase time.Duration
 	Now         time.Time
@@ -71,9 +71,9 @@ func ReplayJob(ctx context.Context, l *ledger.Ledger, cmd Replay) (ReplayResult,
 	return res, nil
 }
 
-func (cmd Replay) actor() string {
+func (cmd Replay) actor() events.Actor {
 	if cmd.Actor == "" {
-		return ByCLI
+		return events.ActorCLI
 	}
 	return cmd.Actor
 }

@@ -12,7 +12,7 @@ import (
 
 // replay is job-1's replay as the new job id, with 2 attempts of 10s backoff.
 func replay(b *testBundle, id string) (commands.ReplayResult, error) {
-	return commands.ReplayJob(b.ctx, b.l, commands.Replay{JobID: jobID, NewJobID: id, Actor: commands.ByCLI,
+	return commands.ReplayJob(b.ctx, b.l, commands.Replay{JobID: jobID, NewJobID: id, Actor: events.ActorCLI,
 		MaxAttempts: 2, BackoffBase: 10 * time.Second, Now: now})
 }
 
@@ -25,7 +25,7 @@ func TestReplayJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := job(jobID, withKey("invoice-42"), func(e *events.Enqueued) {
-		e.Plugin, e.Command, e.SubmittedBy = "greet", "handle", commands.ByRoute
+		e.Plugin, e.Command, e.SubmittedBy = "greet", "handle", events.ActorRoute
 		e.Payload = raw(`{"name":"Ada"}`)
 		e.Event = raw(`{"type":"echo.poll","payload":{"name":"Ada"},"event_id":"ev-1","source":"echo","timestamp":"2026-03-01T11:00:00Z"}`)
 		e.ParentJobID, e.SourceEventID, e.Depth, e.HookDepth = "root-0", "ev-1", 1, 1

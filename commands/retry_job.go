@@ -34,9 +34,9 @@ func (e *RetriedError) Unwrap() error { return ErrAlreadyRetried }
 // names the old one (retry_of); the old one's stream gets job.retried
 // naming the new one, so a job is retried at most once.
 type Retry struct {
-	JobID            string // the dead or canceled job
-	NewJobID         string // optional: assigned (UUIDv7) when empty
-	Actor            string // the new job's submitted_by; ByCLI when empty
+	JobID            string       // the dead or canceled job
+	NewJobID         string       // optional: assigned (UUIDv7) when empty
+	Actor            events.Actor // the new job's submitted_by; events.ActorCLI when empty
 	MaxAttempts      int
 	BackoffBase      time.Duration
 	DefaultDedupeTTL time.Duration
@@ -98,9 +98,9 @@ func RetryJob(ctx context.Context, l *ledger.Ledger, cmd Retry) (RetryResult, er
 	return res, nil
 }
 
-func (cmd Retry) actor() string {
+func (cmd Retry) actor() events.Actor {
 	if cmd.Actor == "" {
-		return ByCLI
+		return events.ActorCLI
 	}
 	return cmd.Actor
 }

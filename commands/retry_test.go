@@ -14,7 +14,7 @@ import (
 
 // retry is job-1's retry as the new job "job-2", with 2 attempts of 10s backoff.
 func retry(b *testBundle) (commands.RetryResult, error) {
-	return commands.RetryJob(b.ctx, b.l, commands.Retry{JobID: jobID, NewJobID: "job-2", Actor: commands.ByCLI,
+	return commands.RetryJob(b.ctx, b.l, commands.Retry{JobID: jobID, NewJobID: "job-2", Actor: events.ActorCLI,
 		MaxAttempts: 2, BackoffBase: 10 * time.Second, DefaultDedupeTTL: 24 * time.Hour, Now: now})
 }
 
@@ -23,7 +23,7 @@ func retry(b *testBundle) (commands.RetryResult, error) {
 // keeps its depth: the hop limit counts on from it).
 func routedChild() *jobStream {
 	s := job(jobID, withKey("invoice-42"), func(e *events.Enqueued) {
-		e.Plugin, e.Command, e.SubmittedBy = "greet", "handle", commands.ByRoute
+		e.Plugin, e.Command, e.SubmittedBy = "greet", "handle", events.ActorRoute
 		e.Payload = raw(`{"name":"Ada"}`)
 		e.Event = raw(`{"type":"echo.poll","payload":{"name":"Ada"},"event_id":"ev-1","source":"echo","timestamp":"2026-03-01T11:00:00Z"}`)
 		e.ParentJobID, e.SourceEventID, e.DedupeTTLMS, e.Depth = "root-0", "ev-1", 60000, 1
@@ -160,7 +160,7 @@ func TestRetryJobOfAPipelineStep(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := job(jobID, func(e *events.Enqueued) {
-		e.Plugin, e.Command, e.SubmittedBy = "greet", "handle", commands.ByPipeline
+		e.Plugin, e.Command, e.SubmittedBy = "greet", "handle", events.ActorPipeline
 		e.Payload = raw(`{"name":"Ada"}`)
 		e.Context = raw(`{"web":{"url":"https://example.com"}}`)
 		e.HookDepth = 2

@@ -20,7 +20,7 @@ func SeedState(ctx context.Context, l *ledger.Ledger, from ledger.Event) error {
 	}
 	_, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		return []ledger.NewEvent{{Stream: from.Stream, ExpectedVersion: 0, Type: from.Type, Data: json.RawMessage(from.Data),
-			Meta: ledger.Meta{Actor: ByCLI}}}, nil
+			Meta: ledger.Meta{Actor: events.ActorCLI}}}, nil
 	})
 	if err != nil {
 		return fmt.Errorf("seed state: %w", err)

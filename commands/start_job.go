@@ -72,7 +72,7 @@ func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {
 	if !j.NextRetryAt.IsZero() && j.NextRetryAt.After(cmd.Now) {
 		return nil, fmt.Errorf("%w: job %s retries at %s", ErrNotDue, j.JobID, Time(j.NextRetryAt))
 	}
-	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID, Worker: cmd.Worker, Plugin: cmd.Plugin}, "", "dispatcher")
+	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID, Worker: cmd.Worker, Plugin: cmd.Plugin}, "", events.ActorDispatcher)
 	// j is now the job as its stream folds once ev is in (Started.Job).
 	j.started()
 	return []ledger.NewEvent{ev}, nil

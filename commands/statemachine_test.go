@@ -56,7 +56,7 @@ func complete(attempt int, out commands.Outcome) when {
 }
 
 func cancel(b *testBundle) error {
-	_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: jobID, Reason: "stop it", Actor: commands.ByAPI, Now: now})
+	_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: jobID, Reason: "stop it", Actor: events.ActorAPI, Now: now})
 	return err
 }
 

@@ -34,7 +34,7 @@ func TestCoreRunsOnlyTheJobsItIsGiven(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, daemon.RoleCLI, h.Role)
 	enqueue := func() string {
-		res, err := commands.EnqueueJob(ctx, c.Ledger, commands.JobFor(c.Config(), "p", "poll", commands.ByCLI))
+		res, err := commands.EnqueueJob(ctx, c.Ledger, commands.JobFor(c.Config(), "p", "poll", events.ActorCLI))
 		require.NoError(t, err)
 		return res.JobID
 	}

@@ -42,8 +42,8 @@ type HealthOptions struct {
 	// Parallelism bounds the checks run at once (default
 	// DefaultLifecycleParallelism).
 	Parallelism int
-	// Actor is recorded in the events' meta (default commands.ByCLI).
-	Actor string
+	// Actor is recorded in the events' meta (default events.ActorCLI).
+	Actor events.Actor
 }
 
 // HealthReport is what one plugin's health check found, now.

@@ -47,8 +47,8 @@ type InitOptions struct {
 	// Parallelism bounds the inits run at once (default
 	// DefaultLifecycleParallelism).
 	Parallelism int
-	// Actor is recorded in the events' meta (default commands.ByDaemon).
-	Actor string
+	// Actor is recorded in the events' meta (default events.ActorDaemon).
+	Actor events.Actor
 }
 
 // InitResult is what InitPlugins did for one plugin that declares init.

@@ -148,7 +148,7 @@ func TestInitRunsOncePerConfig(t *testing.T) {
 	// The daemon runs jobs, the unhealthy plugin's included (they are not
 	// held: a failed init marks the plugin, its jobs fail or not on their own).
 	for _, name := range []string{"good", "failing", "plain"} {
-		res, err := commands.EnqueueJob(ctx, d.Ledger, commands.JobFor(cfg, name, "poll", commands.ByCLI))
+		res, err := commands.EnqueueJob(ctx, d.Ledger, commands.JobFor(cfg, name, "poll", events.ActorCLI))
 		require.NoError(t, err)
 		waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		j, _, err := views.WaitJob(waitCtx, d.Ledger, res.JobID)

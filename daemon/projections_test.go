@@ -12,6 +12,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 )
@@ -25,7 +26,7 @@ func openStateDir(t *testing.T) (string, *ledger.Ledger) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
 	_, err = commands.EnqueueJob(context.Background(), l, commands.Enqueue{Plugin: "echo", Command: "poll",
-		SubmittedBy: commands.ByCLI, MaxAttempts: 1, Now: time.Now()})
+		SubmittedBy: events.ActorCLI, MaxAttempts: 1, Now: time.Now()})
 	require.NoError(t, err)
 	return dir, l
 }

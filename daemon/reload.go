@@ -261,7 +261,7 @@ func (d *Daemon) cancelQueued(ctx context.Context, plugin, reason string, seq in
 			return err
 		}
 		for _, j := range queued {
-			_, err := commands.CancelJob(ctx, d.Ledger, commands.Cancel{JobID: j.ID, Reason: reason, Actor: "daemon", Now: time.Now(),
+			_, err := commands.CancelJob(ctx, d.Ledger, commands.Cancel{JobID: j.ID, Reason: reason, Actor: events.ActorDaemon, Now: time.Now(),
 				Pipelines: d.Engine().PipelineRuntime()})
 			if err != nil && !errors.Is(err, commands.ErrInvalidTransition) {
 				return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
 	"github.com/ductile/ductile/views"
@@ -88,7 +89,7 @@ func (r *retention) pruneOnce(ctx context.Context) error {
 	if err != nil || n == 0 {
 		return err
 	}
-	seq, err := commands.PruneJobLogs(ctx, r.ledger, commands.PruneLogs{Before: before, Retention: keep, Jobs: n, By: "daemon"})
+	seq, err := commands.PruneJobLogs(ctx, r.ledger, commands.PruneLogs{Before: before, Retention: keep, Jobs: n, By: events.ActorDaemon})
 	if err != nil {
 		return err
 	}

@@ -56,7 +56,7 @@ func TestRetentionPrunesOnlyWhenDue(t *testing.T) {
 	defer l.Close()
 	run := func(at time.Time) string {
 		clock.set(at)
-		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: 1, Now: at})
+		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: events.ActorCLI, MaxAttempts: 1, Now: at})
 		require.NoError(t, err)
 		_, err = commands.StartJob(ctx, l, commands.Start{JobID: res.JobID, Timeout: time.Minute, Now: at})
 		require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestRetentionPrunesOnlyWhenDue(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, int64(3), got[0].Jobs)
 	require.Equal(t, t0.Add(11*24*time.Hour).Format(ledger.TimeFormat), got[0].Before)
-	require.Equal(t, "daemon", got[0].By)
+	require.Equal(t, events.ActorDaemon, got[0].By)
 	n, err := views.PrunableJobs(ctx, l, clock.now().Add(-r.keep()))
 	require.NoError(t, err)
 	require.Zero(t, n)

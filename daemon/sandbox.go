@@ -96,7 +96,7 @@ func RunSandboxStep(ctx context.Context, s SandboxStep) (views.StepRun, error) {
 	pc := cfg.Plugin(n.Plugin)
 	pc.Retry.MaxAttempts = 1
 	cfg.Plugins[n.Plugin] = pc
-	run, err := commands.StartPipeline(ctx, d.Ledger, commands.StartRun{Pipeline: p, Trigger: commands.TriggerCLI, SubmittedBy: commands.ByCLI,
+	run, err := commands.StartPipeline(ctx, d.Ledger, commands.StartRun{Pipeline: p, Trigger: events.TriggerCLI, SubmittedBy: events.ActorCLI,
 		Node: s.Step, EventType: s.Event, Payload: s.Payload, Context: s.Context, Config: &cfg, Now: time.Now()})
 	if err != nil {
 		return views.StepRun{}, fmt.Errorf("sandbox: %w", err)

@@ -136,7 +136,7 @@ func TestStalledEventStreamsDoNotStopTheDaemon(t *testing.T) {
 			defer cancel()
 			for range 5 {
 				require.Equal(t, http.StatusOK, get("/healthz"))
-				res, err := commands.EnqueueJob(ctx, d.Ledger, commands.JobFor(cfg, "echo", "poll", commands.ByCLI))
+				res, err := commands.EnqueueJob(ctx, d.Ledger, commands.JobFor(cfg, "echo", "poll", events.ActorCLI))
 				require.NoError(t, err)
 				j, _, err := views.WaitJob(ctx, d.Ledger, res.JobID)
 				require.NoError(t, err, "a job enqueued while %d clients do not read their streams never finished", tc.streams)
@@ -166,7 +166,7 @@ func BenchmarkHealthzBesideStalledStreams(b *testing.B) {
 	})
 	b.Run("job", func(b *testing.B) {
 		for b.Loop() {
-			res, err := commands.EnqueueJob(context.Background(), d.Ledger, commands.JobFor(cfg, "echo", "poll", commands.ByCLI))
+			res, err := commands.EnqueueJob(context.Background(), d.Ledger, commands.JobFor(cfg, "echo", "poll", events.ActorCLI))
 			require.NoError(b, err)
 			_, _, err = views.WaitJob(context.Background(), d.Ledger, res.JobID)
 			require.NoError(b, err)

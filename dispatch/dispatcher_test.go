@@ -195,7 +195,7 @@ func (b *testBundle) gated(plugin, dedupeKey string) (id string, release func())
 	fifo := filepath.Join(b.dir, fmt.Sprintf("fifo-%d", time.Now().UnixNano()))
 	require.NoError(b.t, syscall.Mkfifo(fifo, 0o600))
 	payload, _ := json.Marshal(map[string]string{"fifo": fifo})
-	enq := commands.JobFor(b.d.Config(), plugin, "poll", commands.ByCLI)
+	enq := commands.JobFor(b.d.Config(), plugin, "poll", events.ActorCLI)
 	enq.Payload, enq.DedupeKey = payload, dedupeKey
 	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, enq)
 	require.NoError(b.t, err)

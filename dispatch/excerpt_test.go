@@ -27,7 +27,7 @@ func TestFloodingPluginCostsTheLedgerAnExcerpt(t *testing.T) {
 		pc.Retry = config.Retry{MaxAttempts: attempts, BackoffBase: time.Millisecond}
 		cfg.Plugins = map[string]config.PluginConfig{"flood": pc}
 	})
-	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, commands.JobFor(b.d.Config(), "flood", "poll", commands.ByCLI))
+	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, commands.JobFor(b.d.Config(), "flood", "poll", events.ActorCLI))
 	require.NoError(t, err)
 	b.waitFor(map[string]string{res.JobID: "dead"})
 

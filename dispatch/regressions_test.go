@@ -37,7 +37,7 @@ func quickRetries(plugin string, maxAttempts int, base time.Duration) func(*conf
 
 func (b *testBundle) enqueue(plugin string) string {
 	b.t.Helper()
-	res, err := commands.EnqueueJob(b.ctx, b.c.Ledger, commands.JobFor(b.c.Config(), plugin, "poll", commands.ByCLI))
+	res, err := commands.EnqueueJob(b.ctx, b.c.Ledger, commands.JobFor(b.c.Config(), plugin, "poll", events.ActorCLI))
 	require.NoError(b.t, err)
 	return res.JobID
 }

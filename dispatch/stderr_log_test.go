@@ -11,6 +11,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/events"
 )
 
 // syncBuffer is a log destination the daemon's goroutines may share.
@@ -44,7 +45,7 @@ func (b *syncBuffer) records(t *testing.T) []map[string]any {
 func TestPluginStderrIsLoggedAtInfo(t *testing.T) {
 	var logs syncBuffer
 	b := setupWith(t, 1, nil, daemon.Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, commands.JobFor(b.d.Config(), "chatty", "poll", commands.ByCLI))
+	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, commands.JobFor(b.d.Config(), "chatty", "poll", events.ActorCLI))
 	require.NoError(t, err)
 	b.waitFor(map[string]string{res.JobID: "succeeded"})
 

@@ -17,8 +17,8 @@ type Cancel struct {
 	// (views.ResolveJobID's errors if not).
 	Job    string
 	Reason string
-	By     string // who asked
-	DryRun bool   // read the job, append nothing
+	By     events.Actor // who asked
+	DryRun bool         // read the job, append nothing
 	Now    time.Time
 }
 

@@ -92,7 +92,7 @@ func writePlugin(t testing.TB, root, name, commands string) {
 }
 
 // enqueue enqueues a job of plugin's command by by, as the config says.
-func (w *world) enqueue(plugin, command, by string) string {
+func (w *world) enqueue(plugin, command string, by events.Actor) string {
 	w.t.Helper()
 	res, err := commands.EnqueueJob(w.ctx, w.l, commands.JobFor(w.engine.Config(), plugin, command, by))
 	require.NoError(w.t, err)
@@ -149,7 +149,7 @@ func TestCompleteSuccessRecordsFactsAndRoutes(t *testing.T) {
 	for _, local := range []bool{false, true} {
 		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) {
 			w := newWorld(t, ledger.Options{})
-			id := w.enqueue("src", "poll", commands.ByCLI)
+			id := w.enqueue("src", "poll", events.ActorCLI)
 			st := w.start(id, time.Now())
 			a := w.ok(st, emitting)
 			if local {
@@ -191,7 +191,7 @@ func TestCompleteSuccessRecordsFactsAndRoutes(t *testing.T) {
 // The worker is recorded on job.started, as who runs the attempt.
 func TestStartRecordsTheWorker(t *testing.T) {
 	w := newWorld(t, ledger.Options{})
-	id := w.enqueue("src", "poll", commands.ByCLI)
+	id := w.enqueue("src", "poll", events.ActorCLI)
 	w.start(id, time.Now())
 	var started events.Started
 	require.NoError(t, json.Unmarshal(w.events(events.JobStream(id))[1].Data, &started))
@@ -204,7 +204,7 @@ func TestStartRecordsTheWorker(t *testing.T) {
 // dead.
 func TestCompleteFailureIsRetriedThenDead(t *testing.T) {
 	w := newWorld(t, ledger.Options{})
-	id := w.enqueue("src", "handle", commands.ByCLI)
+	id := w.enqueue("src", "handle", events.ActorCLI)
 	now := time.Now()
 	st := w.start(id, now)
 	fail := engine.Attempt{JobID: id, Attempt: st.Attempt, Worker: w.worker, Kind: events.OutcomeError, Retryable: true,
@@ -232,7 +232,7 @@ func TestCompleteFailureIsRetriedThenDead(t *testing.T) {
 // A replay is one step: what it emits is recorded, not routed.
 func TestCompleteOfAReplayRoutesNothing(t *testing.T) {
 	w := newWorld(t, ledger.Options{})
-	id := w.enqueue("src", "poll", commands.ByCLI)
+	id := w.enqueue("src", "poll", events.ActorCLI)
 	st := w.start(id, time.Now())
 	_, err := w.engine.Complete(w.ctx, w.ok(st, `{"status":"ok"}`))
 	require.NoError(t, err)
@@ -253,7 +253,7 @@ func TestCompleteOfAReplayRoutesNothing(t *testing.T) {
 // failed without the plugin's output, which ends the job.
 func TestCompleteRefusedOutcomeIsRecordedWithoutTheOutput(t *testing.T) {
 	w := newWorld(t, ledger.Options{})
-	id := w.enqueue("src", "handle", commands.ByCLI)
+	id := w.enqueue("src", "handle", events.ActorCLI)
 	st := w.start(id, time.Now())
 	deep := strings.Repeat("[", events.MaxJSONDepth+1) + strings.Repeat("]", events.MaxJSONDepth+1)
 	a := w.ok(st, `{"status":"ok","result":"x","junk":`+deep+`}`)
@@ -276,7 +276,7 @@ func TestCompleteRefusedOutcomeIsRecordedWithoutTheOutput(t *testing.T) {
 // ends: then nothing is recorded, and the job is left running for recovery.
 func TestCompleteRetriesWhileTheLedgerIsBusy(t *testing.T) {
 	w := newWorld(t, ledger.Options{BusyTimeout: 20 * time.Millisecond})
-	id := w.enqueue("src", "handle", commands.ByCLI)
+	id := w.enqueue("src", "handle", events.ActorCLI)
 	st := w.start(id, time.Now())
 	blocker, err := sqlite.OpenConn(filepath.Join(w.dir, "ductile.db"), sqlite.OpenReadWrite|sqlite.OpenWAL)
 	require.NoError(t, err)
@@ -303,7 +303,7 @@ func TestCompleteRetriesWhileTheLedgerIsBusy(t *testing.T) {
 // breaker, with the completing Engine's settings (threshold 1: it opens).
 func TestCompleteTripsTheBreaker(t *testing.T) {
 	w := newWorld(t, ledger.Options{})
-	enq := commands.JobFor(w.engine.Config(), "src", "poll", commands.BySchedule)
+	enq := commands.JobFor(w.engine.Config(), "src", "poll", events.ActorScheduler)
 	enq.MaxAttempts = 1
 	res, err := commands.EnqueueJob(w.ctx, w.l, enq)
 	require.NoError(t, err)
@@ -320,7 +320,7 @@ func TestCompleteTripsTheBreaker(t *testing.T) {
 func TestCompleteOfAPipelineStepEnqueuesTheNextStep(t *testing.T) {
 	w := newWorld(t, ledger.Options{})
 	run, err := commands.StartPipeline(w.ctx, w.l, commands.StartRun{Pipeline: w.engine.Pipelines().Pipelines["relay"],
-		Trigger: commands.TriggerAPI, Payload: json.RawMessage(`{}`), SubmittedBy: "api", Config: w.engine.Config(), Now: time.Now()})
+		Trigger: events.TriggerAPI, Payload: json.RawMessage(`{}`), SubmittedBy: "api", Config: w.engine.Config(), Now: time.Now()})
 	require.NoError(t, err)
 	st := w.start(run.JobID, time.Now())
 	require.NotNil(t, st.Pipeline)
@@ -344,7 +344,7 @@ func TestCompleteOfAPipelineStepEnqueuesTheNextStep(t *testing.T) {
 // with no routes and no plugins: the event goes unrouted).
 func TestCompleteAfterAReloadRoutesWithTheNewConfig(t *testing.T) {
 	w := newWorld(t, ledger.Options{})
-	id := w.enqueue("src", "poll", commands.ByCLI)
+	id := w.enqueue("src", "poll", events.ActorCLI)
 	st := w.start(id, time.Now())
 	reloaded := engine.New(engine.Options{Ledger: w.l, Config: config.Default(), Plugins: &pluginhost.Registry{}})
 	a := w.ok(st, emitting)
@@ -374,7 +374,7 @@ func BenchmarkComplete(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				res, err := commands.EnqueueJob(w.ctx, w.l, commands.JobFor(w.engine.Config(), "src", "handle", commands.ByCLI))
+				res, err := commands.EnqueueJob(w.ctx, w.l, commands.JobFor(w.engine.Config(), "src", "handle", events.ActorCLI))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -23,9 +23,9 @@ type Enqueue struct {
 	DedupeKey string
 	DedupeTTL time.Duration
 	Causation string
-	// By is who asked: the job's submitted_by (commands.ByAPI, ByCLI,
-	// ByWebhook).
-	By string
+	// By is who asked: the job's submitted_by (events.ActorAPI, events.ActorCLI,
+	// events.ActorWebhook).
+	By events.Actor
 	// Allow, when set, is asked once the target is known and before the
 	// payload is checked whether the caller may enqueue it (the API's write
 	// scope for a command that is not a read, a webhook's delivery id, the

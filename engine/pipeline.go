@@ -9,6 +9,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pipeline"
 )
 
@@ -22,8 +23,8 @@ type StartPipeline struct {
 	// Payload is the first step's event payload, checked by CheckPayload
 	// (PayloadObject); none is {}.
 	Payload json.RawMessage
-	Trigger string // commands.TriggerAPI, TriggerCLI
-	By      string // who asked: the first jobs' submitted_by
+	Trigger events.Trigger // events.TriggerAPI, TriggerCLI
+	By      events.Actor   // who asked: the first jobs' submitted_by
 	// Allow, when set, is asked once the pipeline is known and before the
 	// payload is checked and the run started (the API's Idempotency-Key
 	// refusal and its place among the synchronous callers); its error is

@@ -33,23 +33,23 @@ func TestStartPipeline(t *testing.T) {
 
 	head := f.head(t)
 	var missing *engine.PipelineNotFoundError
-	_, err = f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fecth", Trigger: commands.TriggerAPI, By: commands.ByAPI})
+	_, err = f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fecth", Trigger: events.TriggerAPI, By: events.ActorAPI})
 	require.ErrorAs(t, err, &missing)
 	require.Equal(t, []string{"fetch"}, missing.Known)
 	require.Equal(t, "fetch", missing.Nearest)
 	var bad *commands.PayloadError
-	_, err = f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Payload: json.RawMessage(`[1]`), Trigger: commands.TriggerAPI, By: commands.ByAPI})
+	_, err = f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Payload: json.RawMessage(`[1]`), Trigger: events.TriggerAPI, By: events.ActorAPI})
 	require.ErrorAs(t, err, &bad)
 	refused := errors.New("too many")
-	res, err := f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Payload: json.RawMessage(`[`), Trigger: commands.TriggerAPI,
-		By: commands.ByAPI, Allow: func(p *pipeline.Pipeline) error { return refused }})
+	res, err := f.eng.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Payload: json.RawMessage(`[`), Trigger: events.TriggerAPI,
+		By: events.ActorAPI, Allow: func(p *pipeline.Pipeline) error { return refused }})
 	require.ErrorIs(t, err, refused, "Allow is asked before the payload is checked")
 	require.Equal(t, set.Pipelines["fetch"], res.Pipeline)
 	require.Equal(t, head, f.head(t))
 
 	for _, req := range []engine.StartPipeline{
-		{Name: "fetch", Trigger: commands.TriggerAPI, By: commands.ByAPI},
-		{Pipeline: set.Pipelines["fetch"], Payload: json.RawMessage(`{"url":"x"}`), Trigger: commands.TriggerCLI, By: commands.ByCLI},
+		{Name: "fetch", Trigger: events.TriggerAPI, By: events.ActorAPI},
+		{Pipeline: set.Pipelines["fetch"], Payload: json.RawMessage(`{"url":"x"}`), Trigger: events.TriggerCLI, By: events.ActorCLI},
 	} {
 		res, err := f.eng.StartPipeline(f.ctx, req)
 		require.NoError(t, err)
@@ -80,12 +80,12 @@ func TestOnLedger(t *testing.T) {
 	checking := f.eng.OnLedger(nil)
 	require.Same(t, f.eng.PipelineRuntime(), checking.PipelineRuntime())
 	head := f.head(t)
-	_, err = checking.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Trigger: commands.TriggerCLI, By: commands.ByCLI})
+	_, err = checking.StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Trigger: events.TriggerCLI, By: events.ActorCLI})
 	require.ErrorContains(t, err, "no ledger is open")
-	_, err = checking.Enqueue(f.ctx, engine.Enqueue{Plugin: "echo", By: commands.ByCLI})
+	_, err = checking.Enqueue(f.ctx, engine.Enqueue{Plugin: "echo", By: events.ActorCLI})
 	require.ErrorContains(t, err, "no ledger is open")
 	require.Equal(t, head, f.head(t))
-	res, err := checking.OnLedger(f.l).StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Trigger: commands.TriggerCLI, By: commands.ByCLI})
+	res, err := checking.OnLedger(f.l).StartPipeline(f.ctx, engine.StartPipeline{Name: "fetch", Trigger: events.TriggerCLI, By: events.ActorCLI})
 	require.NoError(t, err)
 	require.Equal(t, "handle", f.job(t, res.JobID).Command)
 }

@@ -14,7 +14,7 @@ import (
 // queued enqueues a job of echo poll and returns its id.
 func (f *fixture) queued(t *testing.T) string {
 	t.Helper()
-	res, err := f.eng.Enqueue(f.ctx, engine.Enqueue{Plugin: "echo", Command: "poll", By: commands.ByCLI})
+	res, err := f.eng.Enqueue(f.ctx, engine.Enqueue{Plugin: "echo", Command: "poll", By: events.ActorCLI})
 	require.NoError(t, err)
 	return res.JobID
 }
@@ -26,20 +26,20 @@ func TestCancel(t *testing.T) {
 	f := setup(t, nil)
 	id := f.queued(t)
 	head := f.head(t)
-	dry, err := f.eng.Cancel(f.ctx, engine.Cancel{Job: id, By: commands.ByCLI, DryRun: true})
+	dry, err := f.eng.Cancel(f.ctx, engine.Cancel{Job: id, By: events.ActorCLI, DryRun: true})
 	require.NoError(t, err)
 	require.Equal(t, engine.Canceled{JobID: id, Before: events.StatusQueued, Status: events.StatusQueued}, dry)
 	require.Equal(t, head, f.head(t))
 
-	res, err := f.eng.Cancel(f.ctx, engine.Cancel{Job: id[len(id)-12:], Reason: "enough", By: commands.ByAPI})
+	res, err := f.eng.Cancel(f.ctx, engine.Cancel{Job: id[len(id)-12:], Reason: "enough", By: events.ActorAPI})
 	require.NoError(t, err)
 	require.Equal(t, engine.Canceled{JobID: id, Before: events.StatusQueued, Status: events.StatusCanceled}, res)
 	require.Equal(t, events.StatusCanceled, f.job(t, id).Status)
 
-	res, err = f.eng.Cancel(f.ctx, engine.Cancel{Job: id, By: commands.ByAPI})
+	res, err = f.eng.Cancel(f.ctx, engine.Cancel{Job: id, By: events.ActorAPI})
 	require.ErrorIs(t, err, commands.ErrInvalidTransition)
 	require.Equal(t, events.StatusCanceled, res.Before)
-	_, err = f.eng.Cancel(f.ctx, engine.Cancel{Job: "0123456789ab", By: commands.ByAPI})
+	_, err = f.eng.Cancel(f.ctx, engine.Cancel{Job: "0123456789ab", By: events.ActorAPI})
 	require.Error(t, err)
 }
 
@@ -51,35 +51,35 @@ func TestRetry(t *testing.T) {
 	f := setup(t, nil)
 	queued := f.queued(t)
 	head := f.head(t)
-	res, err := f.eng.Retry(f.ctx, engine.Redo{Job: queued, By: commands.ByCLI, Check: true})
+	res, err := f.eng.Retry(f.ctx, engine.Redo{Job: queued, By: events.ActorCLI, Check: true})
 	require.ErrorIs(t, err, commands.ErrInvalidTransition)
 	require.Equal(t, events.StatusQueued, res.Old.Status)
 	require.Equal(t, head, f.head(t))
 
-	_, err = f.eng.Cancel(f.ctx, engine.Cancel{Job: queued, By: commands.ByCLI})
+	_, err = f.eng.Cancel(f.ctx, engine.Cancel{Job: queued, By: events.ActorCLI})
 	require.NoError(t, err)
-	dry, err := f.eng.Retry(f.ctx, engine.Redo{Job: queued, By: commands.ByCLI, Check: true, DryRun: true})
+	dry, err := f.eng.Retry(f.ctx, engine.Redo{Job: queued, By: events.ActorCLI, Check: true, DryRun: true})
 	require.NoError(t, err)
 	require.Empty(t, dry.JobID)
 	require.Equal(t, queued, dry.Old.JobID)
 
-	res, err = f.eng.Retry(f.ctx, engine.Redo{Job: queued, By: commands.ByAPI})
+	res, err = f.eng.Retry(f.ctx, engine.Redo{Job: queued, By: events.ActorAPI})
 	require.NoError(t, err)
 	require.Equal(t, queued, res.RetryOf)
 	j := f.job(t, res.JobID)
 	require.Equal(t, queued, j.RetryOf)
-	require.Equal(t, commands.ByAPI, j.SubmittedBy)
+	require.Equal(t, events.ActorAPI, j.SubmittedBy)
 	require.Equal(t, 7, j.MaxAttempts, "the config's budget")
 
-	again, err := f.eng.Retry(f.ctx, engine.Redo{Job: queued, By: commands.ByAPI})
+	again, err := f.eng.Retry(f.ctx, engine.Redo{Job: queued, By: events.ActorAPI})
 	require.ErrorIs(t, err, commands.ErrAlreadyRetried)
 	require.Equal(t, res.JobID, again.Old.RetriedAs, "the job as it is now")
 
-	_, err = f.eng.Cancel(f.ctx, engine.Cancel{Job: res.JobID, By: commands.ByCLI})
+	_, err = f.eng.Cancel(f.ctx, engine.Cancel{Job: res.JobID, By: events.ActorCLI})
 	require.NoError(t, err)
 	require.NoError(t, os.Chmod(f.run, 0o644))
 	head = f.head(t)
-	_, err = f.eng.Retry(f.ctx, engine.Redo{Job: res.JobID, By: commands.ByCLI, Check: true})
+	_, err = f.eng.Retry(f.ctx, engine.Redo{Job: res.JobID, By: events.ActorCLI, Check: true})
 	require.ErrorIs(t, err, commands.ErrPluginUnrunnable)
 	require.Equal(t, head, f.head(t))
 }
@@ -91,14 +91,14 @@ func TestReplay(t *testing.T) {
 	f := setup(t, nil)
 	id := f.queued(t)
 	for _, check := range []bool{true, false} {
-		res, err := f.eng.Replay(f.ctx, engine.Redo{Job: id, By: commands.ByCLI, Check: check})
+		res, err := f.eng.Replay(f.ctx, engine.Redo{Job: id, By: events.ActorCLI, Check: check})
 		require.ErrorIs(t, err, commands.ErrInvalidTransition, "check %v", check)
 		require.Equal(t, events.StatusQueued, res.Old.Status)
 	}
-	_, err := f.eng.Cancel(f.ctx, engine.Cancel{Job: id, By: commands.ByCLI})
+	_, err := f.eng.Cancel(f.ctx, engine.Cancel{Job: id, By: events.ActorCLI})
 	require.NoError(t, err)
 	for range 2 {
-		res, err := f.eng.Replay(f.ctx, engine.Redo{Job: id, By: commands.ByCLI, Check: true})
+		res, err := f.eng.Replay(f.ctx, engine.Redo{Job: id, By: events.ActorCLI, Check: true})
 		require.NoError(t, err)
 		require.Equal(t, id, res.ReplayOf)
 		j := f.job(t, res.JobID)

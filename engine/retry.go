@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/views"
 )
 
@@ -17,7 +18,7 @@ type Redo struct {
 	// Job is a job id, its short id, or a unique prefix of either
 	// (views.ResolveJobID's errors if not).
 	Job string
-	By  string // who asked: the new job's submitted_by
+	By  events.Actor // who asked: the new job's submitted_by
 	// Check refuses, before anything is appended, a job that cannot be
 	// redone (commands.CanRetry, commands.CanReplay) and one whose plugin
 	// command the Engine cannot run (a *commands.TargetError): as the CLI
@@ -83,7 +84,7 @@ func (e *Engine) Replay(ctx context.Context, req Redo) (Replayed, error) {
 // Defaults is an enqueue of plugin's command by by with the config's retry
 // and dedupe defaults (commands.JobFor): the one place a new job, a retry
 // and a replay take them from.
-func (e *Engine) Defaults(plugin, command, by string) commands.Enqueue {
+func (e *Engine) Defaults(plugin, command string, by events.Actor) commands.Enqueue {
 	return commands.JobFor(e.config, plugin, command, by)
 }
 

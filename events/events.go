@@ -153,7 +153,7 @@ type Enqueued struct {
 	Payload       json.RawMessage `json:"payload,omitempty"`
 	MaxAttempts   int             `json:"max_attempts"`
 	BackoffBaseMS int64           `json:"backoff_base_ms"`
-	SubmittedBy   string          `json:"submitted_by"`
+	SubmittedBy   Actor           `json:"submitted_by"`
 	DedupeKey     string          `json:"dedupe_key,omitempty"`
 	DedupeTTLMS   int64           `json:"dedupe_ttl_ms,omitempty"` // the per-enqueue override, if any
 	ParentJobID   string          `json:"parent_job_id,omitempty"`

@@ -40,15 +40,26 @@ const (
 // RunStatuses returns every run status, in the order of a run's life.
 func RunStatuses() []RunStatus { return []RunStatus{RunRunning, RunSucceeded, RunFailed} }
 
+// Trigger is what started a pipeline run, as pipeline.run_started records it.
+type Trigger string
+
+// Triggers.
+const (
+	TriggerAPI   Trigger = "api"   // POST /pipeline/{name}
+	TriggerCLI   Trigger = "cli"   // ductile pipeline run
+	TriggerEvent Trigger = "event" // a job's event the pipeline is on
+	TriggerHook  Trigger = "hook"  // a job's end the pipeline is on-hook for
+)
+
 // RunStartedData is the data of pipeline.run_started.
 type RunStartedData struct {
-	RunID       string `json:"run_id"`
-	Pipeline    string `json:"pipeline"`
-	Hash        string `json:"hash"`
-	Mode        string `json:"execution_mode"` // async | synchronous
-	Trigger     string `json:"trigger"`        // api | cli | event | hook
-	JobID       string `json:"job_id"`         // the run's first job
-	SubmittedBy string `json:"submitted_by"`
+	RunID       string  `json:"run_id"`
+	Pipeline    string  `json:"pipeline"`
+	Hash        string  `json:"hash"`
+	Mode        string  `json:"execution_mode"` // async | synchronous
+	Trigger     Trigger `json:"trigger"`
+	JobID       string  `json:"job_id"` // the run's first job
+	SubmittedBy Actor   `json:"submitted_by"`
 }
 
 // RunFinishedData is the data of pipeline.run_finished: nothing of the run

@@ -16,6 +16,6 @@ type LogPrunedData struct {
 	// Jobs is how many jobs' logs the pruner expected to delete; the
 	// projection decides from the event alone, not from this count.
 	Jobs int64 `json:"jobs"`
-	// By is who pruned: "daemon" or "cli".
-	By string `json:"by"`
+	// By is who pruned: ActorDaemon or ActorCLI.
+	By Actor `json:"by"`
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/ductile/ductile/events"
 )
 
 // AnyVersion as a NewEvent's ExpectedVersion appends at the stream's next
@@ -49,9 +51,9 @@ func (e *VersionConflictError) Is(target error) bool { return target == ErrVersi
 // Meta is the context every event carries: which root job or conversation it
 // belongs to (correlation), what caused it (causation), and who acted.
 type Meta struct {
-	CorrelationID string `json:"correlation_id,omitempty"`
-	CausationID   string `json:"causation_id,omitempty"`
-	Actor         string `json:"actor,omitempty"`
+	CorrelationID string       `json:"correlation_id,omitempty"`
+	CausationID   string       `json:"causation_id,omitempty"`
+	Actor         events.Actor `json:"actor,omitempty"`
 }
 
 // NewEvent is an event to append.

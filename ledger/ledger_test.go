@@ -95,7 +95,7 @@ func TestAppendAssignsSeqsAndVersions(t *testing.T) {
 	require.Equal(t, `{"plugin":"echo"}`, string(job2[0].Data), "data is stored compact")
 	meta, err := job2[0].Metadata()
 	require.NoError(t, err)
-	require.Equal(t, "test", meta.Actor)
+	require.EqualValues(t, "test", meta.Actor)
 	require.Equal(t, int64(3), b.l.Head())
 }
 

@@ -59,7 +59,7 @@ func historyLedger(b *testing.B, finished int) *ledger.Ledger {
 		}
 	}
 	enqueue := func() string {
-		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: commands.ByCLI,
+		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: events.ActorCLI,
 			MaxAttempts: 1, BackoffBase: time.Hour, Now: now})
 		must(nil, err)
 		return res.JobID
@@ -81,7 +81,7 @@ func historyLedger(b *testing.B, finished int) *ledger.Ledger {
 		Response: json.RawMessage(`{"status":"ok","result":"fine"}`)}))
 	dead := record(ended(commands.Outcome{Kind: events.OutcomeError, Error: "boom", ExitCode: 1}))
 	canceled := record(func(id string) {
-		must(commands.CancelJob(ctx, l, commands.Cancel{JobID: id, Reason: "bench", Actor: commands.ByCLI, Now: now}))
+		must(commands.CancelJob(ctx, l, commands.Cancel{JobID: id, Reason: "bench", Actor: events.ActorCLI, Now: now}))
 	})
 	var batch []ledger.NewEvent
 	flush := func() {

@@ -67,7 +67,7 @@ func openDaemon(t testing.TB, workers int) *daemon.Daemon {
 }
 
 func enqueue(t testing.TB, d *daemon.Daemon, plugin, payload string) string {
-	cmd := commands.JobFor(d.Config(), plugin, "poll", commands.ByCLI)
+	cmd := commands.JobFor(d.Config(), plugin, "poll", events.ActorCLI)
 	if payload != "" {
 		cmd.Payload = []byte(payload)
 	}
@@ -206,11 +206,11 @@ func TestQueuedAndCanceledJobsAreCounted(t *testing.T) {
 	defer func() { require.NoError(t, l.Close()) }()
 	var ids []string
 	for _, plugin := range []string{"alpha", "alpha", "beta"} {
-		res, err := commands.EnqueueJob(ctx, l, commands.JobFor(config.Default(), plugin, "poll", commands.ByCLI))
+		res, err := commands.EnqueueJob(ctx, l, commands.JobFor(config.Default(), plugin, "poll", events.ActorCLI))
 		require.NoError(t, err)
 		ids = append(ids, res.JobID)
 	}
-	_, err = commands.CancelJob(ctx, l, commands.Cancel{JobID: ids[2], Reason: "test", Actor: commands.ByCLI, Now: time.Now()})
+	_, err = commands.CancelJob(ctx, l, commands.Cancel{JobID: ids[2], Reason: "test", Actor: events.ActorCLI, Now: time.Now()})
 	require.NoError(t, err)
 	p := projections.New(l, projections.Options{})
 	m := metrics.New(metrics.Options{Ledger: l, Projector: p})

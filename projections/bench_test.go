@@ -88,7 +88,7 @@ func lifecycles(b *testing.B, l *ledger.Ledger, rng *rand.Rand, n int64) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	plugins := []string{"echo", "fetch", "notify"}
 	enqueue := func() commands.Enqueue {
-		e := commands.Enqueue{Plugin: plugins[rng.IntN(len(plugins))], Command: "poll", SubmittedBy: commands.BySchedule,
+		e := commands.Enqueue{Plugin: plugins[rng.IntN(len(plugins))], Command: "poll", SubmittedBy: events.ActorScheduler,
 			MaxAttempts: 3, BackoffBase: time.Second, DefaultDedupeTTL: time.Hour, Now: now}
 		if rng.IntN(4) == 0 {
 			e.Command = "handle"

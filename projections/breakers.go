@@ -57,7 +57,7 @@ func (CircuitBreakerTransitions) Apply(conn *sqlite.Conn, ev ledger.Event) error
 	}
 	var actor string
 	if m, err := ev.Metadata(); err == nil {
-		actor = m.Actor
+		actor = string(m.Actor)
 	}
 	return queries.InsertBreakerTransition(conn, queries.InsertBreakerTransitionParams{
 		Seq: ev.Seq, Plugin: plugin, Command: command, FromState: strPtr(string(d.From)), ToState: string(d.State),

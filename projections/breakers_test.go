@@ -29,7 +29,7 @@ func TestBreakerReplayIsExact(t *testing.T) {
 	settings := config.CircuitBreaker{Enabled: true, Threshold: 2, ResetAfter: time.Minute}
 	now := time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
 
-	run := func(plugin, id, by string, ok bool) {
+	run := func(plugin, id string, by events.Actor, ok bool) {
 		t.Helper()
 		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{JobID: id, Plugin: plugin, Command: "poll", SubmittedBy: by,
 			MaxAttempts: 1, BackoffBase: time.Second, Now: now})
@@ -58,23 +58,23 @@ func TestBreakerReplayIsExact(t *testing.T) {
 		return adm
 	}
 
-	run("a", "", commands.BySchedule, false)
-	run("a", "", commands.ByCLI, false) // counts for nothing
-	run("a", "", commands.BySchedule, true)
-	run("a", "", commands.BySchedule, false)
-	run("a", "", commands.BySchedule, false) // opens
-	run("b", "", commands.BySchedule, false)
-	run("b", "", commands.BySchedule, false) // opens
+	run("a", "", events.ActorScheduler, false)
+	run("a", "", events.ActorCLI, false) // counts for nothing
+	run("a", "", events.ActorScheduler, true)
+	run("a", "", events.ActorScheduler, false)
+	run("a", "", events.ActorScheduler, false) // opens
+	run("b", "", events.ActorScheduler, false)
+	run("b", "", events.ActorScheduler, false) // opens
 	require.False(t, admit("a", "early").Allow)
 	now = now.Add(time.Minute)
 	require.True(t, admit("a", "a-probe-1").Probe)
-	run("a", "a-probe-1", commands.BySchedule, false) // reopens
+	run("a", "a-probe-1", events.ActorScheduler, false) // reopens
 	now = now.Add(time.Minute)
 	require.True(t, admit("a", "a-probe-2").Probe)
-	run("a", "a-probe-2", commands.BySchedule, true) // closes
+	run("a", "a-probe-2", events.ActorScheduler, true) // closes
 	_, err := commands.ResetBreaker(ctx, l, commands.Reset{Plugin: "b", Command: "poll", Actor: "alice", Now: now})
 	require.NoError(t, err)
-	run("b", "", commands.BySchedule, false) // counts one after the reset
+	run("b", "", events.ActorScheduler, false) // counts one after the reset
 
 	catchUp(t, p)
 	incremental, cp := dump(t, l)

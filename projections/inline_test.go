@@ -291,7 +291,7 @@ func (pr *producer) enqueue() commands.Enqueue {
 	plugins := []string{"echo", "fetch", "notify"}
 	cmd := commands.Enqueue{
 		Plugin: plugins[pr.rng.IntN(len(plugins))], Command: []string{"poll", "handle"}[pr.rng.IntN(2)],
-		SubmittedBy: commands.ByCLI, MaxAttempts: 1 + pr.rng.IntN(3),
+		SubmittedBy: events.ActorCLI, MaxAttempts: 1 + pr.rng.IntN(3),
 		BackoffBase: time.Second, DefaultDedupeTTL: time.Hour, Now: pr.now,
 	}
 	if pr.rng.IntN(5) > 0 {

@@ -96,7 +96,7 @@ func (JobLog) apply(r *attemptRows, pg *page, i int) error {
 	}
 	at, seq := ev.RecordedAtText(), ev.Seq
 	if e, ok := d.(*events.Enqueued); ok {
-		r.jobs[id] = queries.GetJobForLogRow{Plugin: e.Plugin, Command: e.Command, SubmittedBy: e.SubmittedBy, CreatedAt: at,
+		r.jobs[id] = queries.GetJobForLogRow{Plugin: e.Plugin, Command: e.Command, SubmittedBy: string(e.SubmittedBy), CreatedAt: at,
 			ParentJobID: strPtr(e.ParentJobID), SourceEventID: strPtr(e.SourceEventID)}
 		return nil
 	}

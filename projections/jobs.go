@@ -123,7 +123,7 @@ func (JobQueue) apply(r *jobRows, pg *page, i int) error {
 		}
 		r.rows.add(id, &queries.InsertJobRowParams{
 			ID: id, Seq: ev.Seq, Plugin: e.Plugin, Command: e.Command, Payload: rawPtr(e.Payload),
-			Status: string(events.StatusQueued), Attempt: 1, MaxAttempts: int64(e.MaxAttempts), SubmittedBy: e.SubmittedBy,
+			Status: string(events.StatusQueued), Attempt: 1, MaxAttempts: int64(e.MaxAttempts), SubmittedBy: string(e.SubmittedBy),
 			DedupeKey: strPtr(e.DedupeKey), CreatedAt: at, ParentJobID: strPtr(e.ParentJobID),
 			SourceEventID: strPtr(e.SourceEventID), CorrelationID: meta.CorrelationID, UpdatedSeq: ev.Seq,
 		})

@@ -113,7 +113,7 @@ func (PipelineRuns) Apply(conn *sqlite.Conn, ev ledger.Event) error {
 			return err
 		}
 		return queries.InsertPipelineRun(conn, queries.InsertPipelineRunParams{
-			RunID: d.RunID, Pipeline: d.Pipeline, Hash: d.Hash, JobID: strPtr(d.JobID), Trigger: d.Trigger,
+			RunID: d.RunID, Pipeline: d.Pipeline, Hash: d.Hash, JobID: strPtr(d.JobID), Trigger: string(d.Trigger),
 			StartedSeq: ev.Seq, StartedAt: ev.RecordedAtText(),
 		})
 	case events.PipelineRunFinished:

@@ -64,7 +64,7 @@ func generate(t testing.TB, l *ledger.Ledger, rng *rand.Rand, n int64, between f
 	enqueue := func() commands.Enqueue {
 		cmd := commands.Enqueue{
 			Plugin: plugins[rng.IntN(len(plugins))], Command: []string{"poll", "handle"}[rng.IntN(2)],
-			Payload: randObj(), SubmittedBy: []string{commands.ByCLI, commands.BySchedule}[rng.IntN(2)], MaxAttempts: 1 + rng.IntN(3),
+			Payload: randObj(), SubmittedBy: []events.Actor{events.ActorCLI, events.ActorScheduler}[rng.IntN(2)], MaxAttempts: 1 + rng.IntN(3),
 			BackoffBase: time.Second, DefaultDedupeTTL: time.Hour, Now: now,
 		}
 		if rng.IntN(5) == 0 {

@@ -255,7 +255,7 @@ func (b *testBundle) fired(t *testing.T, sc schedule.Schedule) []time.Time {
 		require.NoError(t, json.Unmarshal(job[0].Data, &enq))
 		require.Equal(t, sc.Plugin, enq.Plugin)
 		require.Equal(t, sc.Entry.Command, enq.Command)
-		require.Equal(t, "scheduler", enq.SubmittedBy)
+		require.Equal(t, events.ActorScheduler, enq.SubmittedBy)
 		out = append(out, r.fired.Slot.Nominal)
 	}
 	return out

@@ -82,7 +82,7 @@ func New(opts Options) *Scheduler {
 	if s.opts.Job == nil {
 		cfg := config.Default()
 		s.opts.Job = func(plugin, command string) commands.Enqueue {
-			return commands.JobFor(cfg, plugin, command, commands.BySchedule)
+			return commands.JobFor(cfg, plugin, command, events.ActorScheduler)
 		}
 	}
 	return s

@@ -254,7 +254,7 @@ func TestPollGuard(t *testing.T) {
 	sc, sc2 := sched(e), sched(other)
 	b := setup(t, t0)
 	// A poll job from the CLI is queued.
-	cli, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: 1, Now: t0})
+	cli, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: events.ActorCLI, MaxAttempts: 1, Now: t0})
 	require.NoError(t, err)
 	require.NoError(t, b.p.WaitFor(b.ctx, cli.Seq))
 	b.run(t, sc, sc2) // 12:00 is due

@@ -60,7 +60,7 @@ func setup(t testing.TB, opts stream.Options) *testBundle {
 
 // enqueue appends a job (one job.enqueued event on job/<id>) and returns its id.
 func (b *testBundle) enqueue(t testing.TB, plugin string) string {
-	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: plugin, Command: "poll", SubmittedBy: commands.ByCLI,
+	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: plugin, Command: "poll", SubmittedBy: events.ActorCLI,
 		MaxAttempts: 1, BackoffBase: time.Second, Now: time.Now()})
 	if err != nil {
 		t.Error(err)
@@ -202,7 +202,7 @@ func TestFilters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, stream.Options{})
 	a := b.enqueue(t, "alpha")
-	_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: a, Reason: "test", Actor: commands.ByCLI, Now: time.Now()})
+	_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: a, Reason: "test", Actor: events.ActorCLI, Now: time.Now()})
 	require.NoError(t, err)
 	z := b.enqueue(t, "zulu")
 
@@ -254,7 +254,7 @@ func TestFilters(t *testing.T) {
 			}
 			next := events.JobStream(b.enqueue(t, "other"))
 			if strings.Contains(tc.query, "stream=") {
-				_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: z, Reason: "test", Actor: commands.ByCLI, Now: time.Now()})
+				_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: z, Reason: "test", Actor: events.ActorCLI, Now: time.Now()})
 				require.NoError(t, err)
 				next = events.JobStream(z)
 			}

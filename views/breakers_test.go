@@ -14,7 +14,7 @@ import (
 // failScheduled runs one scheduled job of plugin's poll that ends dead.
 func (b *testBundle) failScheduled(t *testing.T, plugin string) string {
 	t.Helper()
-	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: plugin, Command: "poll", SubmittedBy: commands.BySchedule,
+	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: plugin, Command: "poll", SubmittedBy: events.ActorScheduler,
 		MaxAttempts: 1, BackoffBase: time.Second, Now: now})
 	require.NoError(t, err)
 	b.start(t, res.JobID)

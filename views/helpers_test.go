@@ -54,7 +54,7 @@ func setup(t *testing.T) *testBundle {
 // maxAttempts attempts, and an id if one is given.
 func (b *testBundle) enqueue(t *testing.T, plugin string, maxAttempts int, id ...string) string {
 	t.Helper()
-	cmd := commands.Enqueue{Plugin: plugin, Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: maxAttempts,
+	cmd := commands.Enqueue{Plugin: plugin, Command: "poll", SubmittedBy: events.ActorCLI, MaxAttempts: maxAttempts,
 		BackoffBase: time.Second, Now: now}
 	if len(id) > 0 {
 		cmd.JobID = id[0]
@@ -79,7 +79,7 @@ func (b *testBundle) complete(t *testing.T, id string, attempt int, out commands
 
 func (b *testBundle) cancel(t *testing.T, id, reason string) {
 	t.Helper()
-	_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: id, Reason: reason, Actor: commands.ByCLI, Now: now})
+	_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: id, Reason: reason, Actor: events.ActorCLI, Now: now})
 	require.NoError(t, err)
 }
 

@@ -146,7 +146,7 @@ func (in *Inspection) linksFromEvents(evs []ledger.Event) {
 				continue
 			}
 			m, _ := ev.Metadata()
-			in.Cancel = &Cancel{Reason: d.Reason, By: m.Actor, RequestedAt: ev.RecordedAtText(), Pending: ev.Type == events.JobCancelRequested}
+			in.Cancel = &Cancel{Reason: d.Reason, By: string(m.Actor), RequestedAt: ev.RecordedAtText(), Pending: ev.Type == events.JobCancelRequested}
 		}
 	}
 }

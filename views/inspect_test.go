@@ -76,7 +76,7 @@ func TestInspectShowsACancelAndChildren(t *testing.T) {
 	in, err = views.Inspect(b.ctx, b.l, id)
 	require.NoError(t, err)
 	require.Equal(t, events.StatusCancelRequested, in.Job.Status)
-	require.Equal(t, &views.Cancel{Reason: "stop it", By: commands.ByCLI, RequestedAt: in.Cancel.RequestedAt, Pending: true}, in.Cancel)
+	require.Equal(t, &views.Cancel{Reason: "stop it", By: string(events.ActorCLI), RequestedAt: in.Cancel.RequestedAt, Pending: true}, in.Cancel)
 	require.NotEmpty(t, in.Cancel.RequestedAt)
 
 	b.complete(t, id, 1, commands.Outcome{Kind: events.OutcomeCanceled, Error: "plugin stopped"})

@@ -218,7 +218,7 @@ func foldJobAt(evs []ledger.Event) (JobAt, error) {
 	}
 	out := JobAt{Context: j.Context, ReplayOf: j.ReplayOf, RetryOf: j.RetryOf, Job: Job{
 		ID: j.JobID, Seq: evs[0].Seq, Plugin: j.Plugin, Command: j.Command, Payload: j.Payload, Status: j.Status,
-		Attempt: int64(j.Attempt), MaxAttempts: int64(j.MaxAttempts), SubmittedBy: j.SubmittedBy,
+		Attempt: int64(j.Attempt), MaxAttempts: int64(j.MaxAttempts), SubmittedBy: string(j.SubmittedBy),
 		DedupeKey: optional(j.DedupeKey), CreatedAt: evs[0].RecordedAtText(), LastError: optional(j.LastError),
 		ParentJobID: optional(j.ParentJobID), SourceEventID: optional(j.SourceEventID), CorrelationID: j.Correlation,
 	}}

@@ -20,7 +20,7 @@ import (
 // its baggage, and returns its id and its job.enqueued's seq.
 func (b *testBundle) child(t *testing.T, plugin, parent, root, context string, maxAttempts int) (string, int64) {
 	t.Helper()
-	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: plugin, Command: "handle", SubmittedBy: commands.ByRoute,
+	res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: plugin, Command: "handle", SubmittedBy: events.ActorRoute,
 		MaxAttempts: maxAttempts, ParentJobID: parent, Correlation: root, Depth: 1, Context: json.RawMessage(context), Now: now})
 	require.NoError(t, err)
 	return res.JobID, res.Seq

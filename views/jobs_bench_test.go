@@ -131,7 +131,7 @@ func historyLedger(b *testing.B, finished int) *ledger.Ledger {
 	b.Cleanup(func() { l.Close() })
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	enqueue := func(maxAttempts int) string {
-		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: commands.ByCLI,
+		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "echo", Command: "poll", SubmittedBy: events.ActorCLI,
 			MaxAttempts: maxAttempts, BackoffBase: time.Hour, Now: now})
 		if err != nil {
 			b.Fatal(err)
@@ -149,7 +149,7 @@ func historyLedger(b *testing.B, finished int) *ledger.Ledger {
 		}
 	}
 	cancel := func(id string) {
-		if _, err := commands.CancelJob(ctx, l, commands.Cancel{JobID: id, Reason: "bench", Actor: commands.ByCLI, Now: now}); err != nil {
+		if _, err := commands.CancelJob(ctx, l, commands.Cancel{JobID: id, Reason: "bench", Actor: events.ActorCLI, Now: now}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -24,7 +24,7 @@ type Run struct {
 	Hash        string             `json:"hash"`
 	Status      events.RunStatus   `json:"status"`
 	JobID       string             `json:"job_id,omitempty"`
-	Trigger     string             `json:"trigger"`
+	Trigger     events.Trigger     `json:"trigger"`
 	Error       string             `json:"error,omitempty"`
 	StartedSeq  int64              `json:"started_seq"`
 	StartedAt   string             `json:"started_at"`
@@ -142,7 +142,7 @@ func stepsOf(seq int64, p events.RunProgress) []RunStep {
 }
 
 func runFrom(r queries.FindPipelineRunsRow) Run {
-	run := Run{RunID: r.RunID, Pipeline: r.Pipeline, Hash: r.Hash, Status: events.RunStatus(r.Status), Trigger: r.Trigger,
+	run := Run{RunID: r.RunID, Pipeline: r.Pipeline, Hash: r.Hash, Status: events.RunStatus(r.Status), Trigger: events.Trigger(r.Trigger),
 		StartedSeq: r.StartedSeq, StartedAt: r.StartedAt}
 	if r.JobID != nil {
 		run.JobID = *r.JobID

@@ -194,7 +194,7 @@ func jobInput(data []byte) (JobInput, error) {
 	if err := json.Unmarshal(data, &d); err != nil {
 		return JobInput{}, err
 	}
-	j := JobInput{JobID: d.JobID, Plugin: d.Plugin, Command: d.Command, SubmittedBy: d.SubmittedBy, Payload: d.Payload, Context: d.Context}
+	j := JobInput{JobID: d.JobID, Plugin: d.Plugin, Command: d.Command, SubmittedBy: string(d.SubmittedBy), Payload: d.Payload, Context: d.Context}
 	if d.Pipeline != nil {
 		j.Node, j.Pipeline = d.Pipeline.Node, d.Pipeline.Pipeline
 	}

@@ -175,7 +175,7 @@ func (h *handler) handleDelivery(w http.ResponseWriter, r *http.Request, eng *en
 		return
 	}
 	job := engine.Enqueue{Plugin: endpoint.Plugin, Command: endpoint.Command, Payload: body, Kind: engine.PayloadDelivery,
-		By: commands.ByWebhook, Now: h.opts.Now()}
+		By: events.ActorWebhook, Now: h.opts.Now()}
 	if endpoint.DeliveryIDHeader != "" {
 		id := r.Header.Get(endpoint.DeliveryIDHeader)
 		job.DedupeKey, job.DedupeTTL, job.Causation = "webhook "+endpoint.Path+" "+id, DeliveryTTL, "webhook:"+id

@@ -173,7 +173,7 @@ func systemReset(c *cli.Context, e *env, l *ledger.Ledger) error {
 		} else {
 			// The command decides on the breaker's stream, not on the
 			// projection read above.
-			res, err := commands.ResetBreaker(c.Context, l, commands.Reset{Plugin: plugin, Command: b.Command, Actor: commands.ByCLI, Now: time.Now()})
+			res, err := commands.ResetBreaker(c.Context, l, commands.Reset{Plugin: plugin, Command: b.Command, Actor: events.ActorCLI, Now: time.Now()})
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 )
 
@@ -71,7 +72,7 @@ plugins:
 	require.NoError(t, err)
 	var scheduled []string
 	for range 2 {
-		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "breakable", Command: "poll", SubmittedBy: commands.BySchedule,
+		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "breakable", Command: "poll", SubmittedBy: events.ActorScheduler,
 			MaxAttempts: 1, BackoffBase: time.Second, Now: time.Now()})
 		require.NoError(t, err)
 		scheduled = append(scheduled, res.JobID)

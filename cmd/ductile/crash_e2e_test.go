@@ -82,7 +82,7 @@ func TestCrashRecovery(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := g; i < roots; i += enqueuers {
-				enq := commands.JobFor(cfg, "emit", "poll", commands.ByCLI)
+				enq := commands.JobFor(cfg, "emit", "poll", events.ActorCLI)
 				enq.Payload = json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))
 				enq.Now = time.Now()
 				res, err := commands.EnqueueJob(ctx, l, enq)
@@ -317,7 +317,7 @@ func TestCrashAtFaultPointsBeforeCommit(t *testing.T) {
 	l := openLedgerSync(t, w.state, "FULL")
 	ids := make([]string, roots)
 	for i := range ids {
-		enq := commands.JobFor(cfg, "emit", "poll", commands.ByCLI)
+		enq := commands.JobFor(cfg, "emit", "poll", events.ActorCLI)
 		enq.Payload = json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))
 		enq.Now = time.Now()
 		res, err := commands.EnqueueJob(ctx, l, enq)

@@ -365,7 +365,7 @@ func jobCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err != nil {
 		return err
 	}
-	res, err := eng.Cancel(c.Context, engine.Cancel{Job: c.Args().First(), Reason: c.String("reason"), By: commands.ByCLI, DryRun: c.Bool("dry-run")})
+	res, err := eng.Cancel(c.Context, engine.Cancel{Job: c.Args().First(), Reason: c.String("reason"), By: events.ActorCLI, DryRun: c.Bool("dry-run")})
 	id := res.JobID
 	switch {
 	case errors.Is(err, commands.ErrInvalidTransition):
@@ -430,7 +430,7 @@ func jobRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err != nil {
 		return err
 	}
-	res, err := eng.Retry(ctx, engine.Redo{Job: c.Args().First(), By: commands.ByCLI, Check: true, DryRun: c.Bool("dry-run")})
+	res, err := eng.Retry(ctx, engine.Redo{Job: c.Args().First(), By: events.ActorCLI, Check: true, DryRun: c.Bool("dry-run")})
 	j := res.Old
 	switch {
 	case j != nil && (errors.Is(err, commands.ErrInvalidTransition) || errors.Is(err, commands.ErrAlreadyRetried)):

@@ -164,7 +164,7 @@ func jobReplay(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err != nil {
 		return err
 	}
-	res, err := eng.Replay(ctx, engine.Redo{Job: c.Args().First(), By: commands.ByCLI, Check: true, DryRun: c.Bool("dry-run")})
+	res, err := eng.Replay(ctx, engine.Redo{Job: c.Args().First(), By: events.ActorCLI, Check: true, DryRun: c.Bool("dry-run")})
 	j := res.Old
 	switch {
 	case j != nil && errors.Is(err, commands.ErrInvalidTransition):

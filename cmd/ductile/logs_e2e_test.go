@@ -118,7 +118,7 @@ func TestJobLogsMergesStreamedAndRecordedStderr(t *testing.T) {
 	state := t.TempDir()
 	l := openLedger(t, state)
 	ctx := context.Background()
-	enq, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "p", Command: "poll", SubmittedBy: commands.ByCLI, MaxAttempts: 1, Now: time.Now()})
+	enq, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "p", Command: "poll", SubmittedBy: events.ActorCLI, MaxAttempts: 1, Now: time.Now()})
 	require.NoError(t, err)
 	_, err = commands.StartJob(ctx, l, commands.Start{JobID: enq.JobID, Timeout: time.Minute, Now: time.Now()})
 	require.NoError(t, err)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
@@ -118,7 +117,7 @@ func pipelineRun(c *cli.Context) error {
 	}
 	defer l.Close()
 	started, err := eng.OnLedger(l).StartPipeline(ctx, engine.StartPipeline{Pipeline: p, Payload: payload,
-		Trigger: commands.TriggerCLI, By: commands.ByCLI})
+		Trigger: events.TriggerCLI, By: events.ActorCLI})
 	if err != nil {
 		return err
 	}

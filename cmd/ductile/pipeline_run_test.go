@@ -139,5 +139,5 @@ func TestPipelineRunStartsARun(t *testing.T) {
 	require.Len(t, runs, 1, "one run: the dry run and the refused --wait started none")
 	require.Equal(t, out.RunID, runs[0].RunID)
 	require.Equal(t, out.JobID, runs[0].JobID)
-	require.Equal(t, "cli", runs[0].Trigger)
+	require.Equal(t, events.TriggerCLI, runs[0].Trigger)
 }

@@ -389,7 +389,7 @@ func TestPipelinesE2E(t *testing.T) {
 		require.Equal(t, events.RunSucceeded, out.Status, "%+v", out)
 		runs, _ := w.facts(l)
 		r := runs[out.RunID]
-		require.Equal(t, "cli", r.Started.Trigger)
+		require.Equal(t, events.TriggerCLI, r.Started.Trigger)
 		require.Equal(t, []string{"a", "b", "c"}, r.nodes())
 		a, b, c := r.node(t, "a"), r.node(t, "b"), r.node(t, "c")
 		requireInOrder(t, a, b, c)

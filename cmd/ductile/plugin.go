@@ -189,7 +189,7 @@ func pluginRun(c *cli.Context) error {
 	// enqueue is the intent, on the Engine that will run the job.
 	enqueue := func(eng cliEngine, dryRun bool) (engine.Enqueued, error) {
 		res, err := eng.Enqueue(ctx, engine.Enqueue{Plugin: name, Command: c.String("command"), Payload: payload,
-			DedupeKey: dedupeKey, DedupeTTL: dedupeTTL, By: commands.ByCLI, DryRun: dryRun,
+			DedupeKey: dedupeKey, DedupeTTL: dedupeTTL, By: events.ActorCLI, DryRun: dryRun,
 			Allow: func(events.AppliedCommand) error { return eng.resolved(name) }})
 		return res, eng.refused(err, c.String("command") == "")
 	}

@@ -44,7 +44,7 @@ func pluginHealth(c *cli.Context) error {
 	}
 	defer l.Close()
 	reports, err := daemon.CheckHealth(c.Context, daemon.HealthOptions{
-		Ledger: l, Plugins: reg, Config: e.cfg, Logger: e.quietLogger(), Names: c.Args().Slice(), Actor: "cli",
+		Ledger: l, Plugins: reg, Config: e.cfg, Logger: e.quietLogger(), Names: c.Args().Slice(), Actor: events.ActorCLI,
 	})
 	if errors.Is(err, daemon.ErrUnknownPlugin) {
 		return notFoundf("%v", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
 )
@@ -57,7 +58,7 @@ func ledgerPrune(c *cli.Context, e *env, l *ledger.Ledger) error {
 	}
 	out := pruneOutput{Before: before.UTC().Format(time.RFC3339Nano), Jobs: n, DryRun: c.Bool("dry-run")}
 	if !out.DryRun && n > 0 {
-		if out.Seq, err = commands.PruneJobLogs(c.Context, l, commands.PruneLogs{Before: before, Retention: retention, Jobs: n, By: commands.ByCLI}); err != nil {
+		if out.Seq, err = commands.PruneJobLogs(c.Context, l, commands.PruneLogs{Before: before, Retention: retention, Jobs: n, By: events.ActorCLI}); err != nil {
 			return err
 		}
 		if err := daemon.CatchUpUnlessHeld(c.Context, e.stateDir, l, e.quietLogger()); err != nil {

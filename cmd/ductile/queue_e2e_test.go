@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/projections"
 )
 
@@ -23,7 +24,7 @@ func TestQueueListsOldestFirstUpToALimit(t *testing.T) {
 	l := openLedger(t, w.state)
 	var ids []string
 	for range 6 {
-		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "sink", Command: "handle", SubmittedBy: commands.ByCLI,
+		res, err := commands.EnqueueJob(ctx, l, commands.Enqueue{Plugin: "sink", Command: "handle", SubmittedBy: events.ActorCLI,
 			MaxAttempts: 1, Now: time.Now()})
 		require.NoError(t, err)
 		ids = append(ids, res.JobID)
@@ -32,7 +33,7 @@ func TestQueueListsOldestFirstUpToALimit(t *testing.T) {
 		_, err := commands.StartJob(ctx, l, commands.Start{JobID: id, Timeout: time.Minute, PID: 1, Now: time.Now()})
 		require.NoError(t, err)
 	}
-	_, err := commands.CancelJob(ctx, l, commands.Cancel{JobID: ids[2], Reason: "test", Actor: commands.ByCLI, Now: time.Now()})
+	_, err := commands.CancelJob(ctx, l, commands.Cancel{JobID: ids[2], Reason: "test", Actor: events.ActorCLI, Now: time.Now()})
 	require.NoError(t, err)
 	_, err = projections.New(l, projections.Options{}).CatchUp(ctx)
 	require.NoError(t, err)

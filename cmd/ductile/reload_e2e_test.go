@@ -196,7 +196,7 @@ func TestReloadUnderLoadRunsEveryJobOnce(t *testing.T) {
 			write(1 + i/20%2)
 			require.NoError(t, d.cmd.Process.Signal(syscall.SIGHUP))
 		}
-		enq := commands.JobFor(cfg, "recorder", "poll", commands.ByCLI)
+		enq := commands.JobFor(cfg, "recorder", "poll", events.ActorCLI)
 		res, err := commands.EnqueueJob(ctx, l, enq)
 		require.NoError(t, err)
 		ids = append(ids, res.JobID)

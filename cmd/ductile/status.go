@@ -275,7 +275,7 @@ func runHealthChecks(ctx context.Context, e *env) error {
 		return err
 	}
 	defer l.Close()
-	if _, err := daemon.CheckHealth(ctx, daemon.HealthOptions{Ledger: l, Plugins: reg, Config: e.cfg, Logger: e.quietLogger(), Actor: "cli"}); err != nil {
+	if _, err := daemon.CheckHealth(ctx, daemon.HealthOptions{Ledger: l, Plugins: reg, Config: e.cfg, Logger: e.quietLogger(), Actor: events.ActorCLI}); err != nil {
 		return err
 	}
 	return daemon.CatchUpUnlessHeld(ctx, e.stateDir, l, e.quietLogger())

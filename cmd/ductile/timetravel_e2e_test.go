@@ -229,7 +229,7 @@ func TestJobInspectVerboseShowsBaggage(t *testing.T) {
 	l, err := ledger.Open(context.Background(), daemon.DBPath(w.state), ledger.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)
 	enqueue := func(parent, baggage string) string {
-		res, err := commands.EnqueueJob(context.Background(), l, commands.Enqueue{Plugin: "p", Command: "handle", SubmittedBy: commands.ByRoute,
+		res, err := commands.EnqueueJob(context.Background(), l, commands.Enqueue{Plugin: "p", Command: "handle", SubmittedBy: events.ActorRoute,
 			MaxAttempts: 1, ParentJobID: parent, Context: json.RawMessage(baggage), Now: time.Now()})
 		require.NoError(t, err)
 		return res.JobID
