@@ -208,3 +208,34 @@ func orNothing(names []string) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// currentEngine is the Engine an intent is checked against and made with
+// now: the running daemon's, else one of what this process discovers.
+// l is the ledger, if the caller has it open (nil: the Engine only checks,
+// as a dry run does).
+func currentEngine(ctx context.Context, e *env, l *ledger.Ledger) (cliEngine, error) {
+	h, err := daemon.Holder(e.stateDir)
+	if err != nil {
+		return cliEngine{}, err
+	}
+	if h.Daemon() {
+		if l == nil {
+			if l, err = e.openLedger(ctx); err != nil {
+				return cliEngine{}, err
+			}
+			defer l.Close()
+			eng, err := daemonEngine(ctx, e, l, h.PID)
+			if err != nil {
+				return eng, err
+			}
+			eng.Engine = eng.OnLedger(nil) // l is closed on return
+			return eng, nil
+		}
+		return daemonEngine(ctx, e, l, h.PID)
+	}
+	reg, _, err := daemon.DiscoverPlugins(e.stateDir, e.cfg, e.quietLogger())
+	if err != nil {
+		return cliEngine{}, err
+	}
+	return discoveredEngine(e, reg, l), nil
+}
