@@ -109,16 +109,19 @@ func Fold[S any](tx *Tx, stream string, apply func(*S, Event) error) (S, error) 
 			if isS {
 				s = st
 			}
+			state := e.state
 			if len(e.pending) > 0 {
 				for _, ev := range e.pending {
 					if err := apply(&s, ev); err != nil {
 						return s, err
 					}
 				}
-				// Committed events, folded: cached at once.
-				c.put(stream, folded{version: version, state: s, size: e.size})
+				// Committed events, folded: cached at once (boxed once
+				// for the cache and the decision).
+				state = s
+				c.put(stream, folded{version: version, state: state, size: e.size})
 			}
-			tx.folded(stream, folded{version: version, state: s, size: e.size}, false)
+			tx.folded(stream, folded{version: version, state: state, size: e.size}, false)
 			c.cached.Add(1)
 			return s, nil
 		}
