@@ -44,7 +44,7 @@ func (d *Daemon) startScheduler(ctx context.Context, log *slog.Logger) {
 	d.Scheduler = scheduler.New(scheduler.Options{
 		Ledger: d.Ledger, Logger: log, Start: d.started,
 		Job: func(plugin, command string) commands.Enqueue {
-			return commands.JobFor(d.Config(), plugin, command, events.ActorScheduler)
+			return d.Engine().Defaults(plugin, command, events.ActorScheduler)
 		},
 		Admit: func(tx *ledger.Tx, plugin, command, jobID string, now time.Time) (bool, string, []ledger.NewEvent, error) {
 			adm, evs, err := commands.AdmitScheduled(tx, plugin, command, d.Config().Plugin(plugin).CircuitBreaker, jobID, now)

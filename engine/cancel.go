@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
-	"github.com/ductile/ductile/views"
 )
 
 // Cancel asks for a job to stop: a queued one is canceled at once, a
@@ -35,14 +33,7 @@ type Canceled struct {
 // a job that is finished). A pipeline job's cancel moves its run on with the
 // Engine's one pipeline runtime.
 func (e *Engine) Cancel(ctx context.Context, req Cancel) (Canceled, error) {
-	if e.ledger == nil {
-		return Canceled{}, fmt.Errorf("job %s: no ledger is open", req.Job)
-	}
-	id, err := views.ResolveJobID(ctx, e.ledger, req.Job)
-	if err != nil {
-		return Canceled{}, err
-	}
-	j, err := views.JobState(ctx, e.ledger, id)
+	id, j, err := e.job(ctx, req.Job)
 	if err != nil {
 		return Canceled{JobID: id}, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/router"
+	"github.com/ductile/ductile/views"
 )
 
 // Attempt is how one attempt of a job ended, as the worker that ran it
@@ -105,11 +106,8 @@ func (e *Engine) Complete(ctx context.Context, a Attempt) (Completion, error) {
 	}
 	job := local.Job
 	if job == nil {
-		evs, err := e.ledger.ReadStream(ctx, events.JobStream(a.JobID))
-		if err != nil {
-			return Completion{}, fmt.Errorf("complete job %s: %w", a.JobID, err)
-		}
-		if job, err = commands.FoldJob(evs); err != nil {
+		var err error
+		if job, err = views.JobState(ctx, e.ledger, a.JobID); err != nil {
 			return Completion{}, fmt.Errorf("complete job %s: %w", a.JobID, err)
 		}
 	}
@@ -152,11 +150,7 @@ func (e *Engine) completion(a Attempt, job *commands.Job, response *pluginhost.R
 	if response != nil {
 		out.StateUpdates = response.StateUpdates
 	}
-	now := a.EndedAt
-	if now.IsZero() {
-		now = time.Now()
-	}
-	cmd := commands.Complete{JobID: a.JobID, Attempt: a.Attempt, Outcome: out, Now: now,
+	cmd := commands.Complete{JobID: a.JobID, Attempt: a.Attempt, Outcome: out, Now: now(a.EndedAt),
 		Breaker: e.config.Plugin(job.Plugin).CircuitBreaker, Pipelines: e.pipelines, PipelineJob: job.Pipeline != nil}
 	if out.Kind == events.OutcomeOK {
 		e.addFactsAndRouting(&cmd, startedWith, job, response)

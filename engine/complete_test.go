@@ -289,11 +289,21 @@ func TestCompleteRetriesWhileTheLedgerIsBusy(t *testing.T) {
 	require.Error(t, err, "given up when ctx ended")
 	require.False(t, errors.Is(err, commands.ErrInvalidTransition))
 
+	// The lock is freed only once the completion has met it and said it
+	// will try again, so what lands is the retry.
+	retrying := make(chan struct{}, 1)
+	a := w.ok(st, `{"status":"ok"}`)
+	a.Local = &engine.Local{Log: slog.New(onMessage{"will try again", retrying})}
 	landed := make(chan error, 1)
 	go func() {
-		_, err := w.engine.Complete(w.ctx, w.ok(st, `{"status":"ok"}`))
+		_, err := w.engine.Complete(w.ctx, a)
 		landed <- err
 	}()
+	select {
+	case <-retrying:
+	case err := <-landed:
+		t.Fatalf("the completion ended (%v) without meeting the lock", err)
+	}
 	require.NoError(t, sqlitex.ExecuteTransient(blocker, "COMMIT;", nil))
 	require.NoError(t, <-landed)
 	require.Equal(t, events.StatusSucceeded, w.job(id).Status)
@@ -397,4 +407,24 @@ func BenchmarkComplete(b *testing.B) {
 			}
 		})
 	}
+}
+
+// onMessage is a slog handler that signals once a record whose message
+// holds substr is logged.
+type onMessage struct {
+	substr string
+	seen   chan struct{}
+}
+
+func (h onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h onMessage) WithGroup(string) slog.Handler            { return h }
+func (h onMessage) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.substr) {
+		select {
+		case h.seen <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }

@@ -90,14 +90,7 @@ func (e *Engine) Defaults(plugin, command string, by events.Actor) commands.Enqu
 
 // redo reads the job req names and, with Check, refuses what can refuse it.
 func (e *Engine) redo(ctx context.Context, req Redo, can func(*commands.Job) error) (*commands.Job, error) {
-	if e.ledger == nil {
-		return nil, fmt.Errorf("job %s: no ledger is open", req.Job)
-	}
-	id, err := views.ResolveJobID(ctx, e.ledger, req.Job)
-	if err != nil {
-		return nil, err
-	}
-	j, err := views.JobState(ctx, e.ledger, id)
+	_, j, err := e.job(ctx, req.Job)
 	if err != nil {
 		return nil, err
 	}
@@ -126,4 +119,19 @@ func now(t time.Time) time.Time {
 		return time.Now()
 	}
 	return t
+}
+
+// job resolves ref (a job id, short id or unique prefix) on the Engine's
+// ledger and reads the job's state: its id once resolved, with an error
+// after that.
+func (e *Engine) job(ctx context.Context, ref string) (string, *commands.Job, error) {
+	if e.ledger == nil {
+		return "", nil, fmt.Errorf("job %s: no ledger is open", ref)
+	}
+	id, err := views.ResolveJobID(ctx, e.ledger, ref)
+	if err != nil {
+		return "", nil, err
+	}
+	j, err := views.JobState(ctx, e.ledger, id)
+	return id, j, err
 }
