@@ -33,7 +33,7 @@ func (p *Pipelines) hooks(tx *ledger.Tx, j *Job, end *jobEnd, seen map[string]bo
 	}
 	depth, eventType := j.HookDepth+1, string(signal) // the signal is the run's input event type
 	payload, err := json.Marshal(map[string]any{
-		"job_id": j.JobID, "plugin": j.Plugin, "command": j.Command, "status": end.Status, "error": end.Error, "result": rawOrNull(end.parse().Result),
+		"job_id": j.JobID, "plugin": j.Plugin, "command": j.Command, "status": end.Status, "error": end.Error, "result": pipeline.RawOrNull(end.parse().Result),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -228,13 +228,6 @@ func (p *Pipelines) afterEnd(tx *ledger.Tx, j *Job, end *jobEnd) ([]ledger.NewEv
 	return append(evs, more...), append(dropped, hookDropped...), nil
 }
 
-func rawOrNull(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return json.RawMessage("null")
-	}
-	return raw
-}
-
 // stepEnded moves j's run on from j's end: pipeline.step_ended with the
 // run's bookkeeping, the next steps' jobs, a join, and pipeline.run_finished
 // when nothing of the run is outstanding (pipeline.Stepper).
@@ -311,7 +304,7 @@ func finished(s *pipeline.Stepper, runID string, version int64, meta ledger.Meta
 // event it emitted, or one ductile.step.succeeded with its result.
 func outputs(end jobEnd, res response) []pipeline.Input {
 	if len(end.Emitted) == 0 {
-		payload, _ := json.Marshal(map[string]json.RawMessage{"result": rawOrNull(res.Result)})
+		payload, _ := json.Marshal(map[string]json.RawMessage{"result": pipeline.RawOrNull(res.Result)})
 		return []pipeline.Input{{Type: EventStepSucceeded, Payload: payload}}
 	}
 	out := make([]pipeline.Input, len(end.Emitted))
@@ -329,7 +322,7 @@ func outputs(end jobEnd, res response) []pipeline.Input {
 func emittedEvents(evs []router.Event) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	for _, ev := range evs {
-		b, err := json.Marshal(map[string]any{"type": ev.Type, "payload": rawOrNull(ev.Payload)})
+		b, err := json.Marshal(map[string]any{"type": ev.Type, "payload": pipeline.RawOrNull(ev.Payload)})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -72,10 +73,7 @@ func ReplayJob(ctx context.Context, l *ledger.Ledger, cmd Replay) (ReplayResult,
 }
 
 func (cmd Replay) actor() events.Actor {
-	if cmd.Actor == "" {
-		return events.ActorCLI
-	}
-	return cmd.Actor
+	return cmp.Or(cmd.Actor, events.ActorCLI)
 }
 
 // enqueue is the new job: the old one's step, without its dedupe key (a

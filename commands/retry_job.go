@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,10 +100,7 @@ func RetryJob(ctx context.Context, l *ledger.Ledger, cmd Retry) (RetryResult, er
 }
 
 func (cmd Retry) actor() events.Actor {
-	if cmd.Actor == "" {
-		return events.ActorCLI
-	}
-	return cmd.Actor
+	return cmp.Or(cmd.Actor, events.ActorCLI)
 }
 
 // enqueue is the new job: the old one's immutable part, with the given

@@ -135,7 +135,7 @@ func Fold[S any](tx *Tx, stream string, apply func(*S, Event) error) (S, error) 
 		if err := apply(&s, ev); err != nil {
 			return s, err
 		}
-		size += len(ev.Data)
+		size += len(ev.Data) + len(ev.Meta)
 	}
 	tx.folded(stream, folded{version: version, state: s, size: size}, true)
 	c.read.Add(1)

@@ -387,7 +387,7 @@ func (s *Stepper) close(sp events.OpenSplit) error {
 		if err != nil {
 			return err
 		}
-		entries[i].Result = rawOrNull(out.Result)
+		entries[i].Result = RawOrNull(out.Result)
 		if out.Events != nil {
 			entries[i].Events = out.Events
 		}
@@ -461,7 +461,9 @@ func (s *Stepper) Finished(runID string) (*events.RunFinishedData, error) {
 	return &events.RunFinishedData{RunID: runID, Status: status, Error: s.State.Error, Results: results}, nil
 }
 
-func rawOrNull(raw json.RawMessage) json.RawMessage {
+// RawOrNull is raw, or JSON null when raw is empty: a result or payload
+// as a JSON value.
+func RawOrNull(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return json.RawMessage("null")
 	}
