@@ -60,10 +60,8 @@ func ArchiveCut(conn *sqlite.Conn, through int64) (int64, string, error) {
 }
 
 // archiveCutRuns lowers through below the start of every pipeline run not
-// finished, and below the pipeline.compiled of the version it runs on when
-// a newer event of that pipeline's stream follows it: the runtime reads a
-// version that is not current from the ledger (commands.Pipelines), where an
-// archive would keep only the stream's newest event.
+// finished (the version a run is compiled from needs no care: each version
+// is a stream of its own, whose one event an archive carries).
 func archiveCutRuns(conn *sqlite.Conn, through int64) (int64, string, error) {
 	why := ""
 	lower := func(seq int64, reason string) {
