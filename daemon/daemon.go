@@ -171,8 +171,6 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	d.log.Info("ductile started", "state_dir", opts.StateDir, "pid", os.Getpid(),
-		"head", d.Ledger.Head(), "plugins", len(d.Plugins().List()), "max_workers", d.Config().Service.MaxWorkers)
 	if api := d.APIState(); api.Down() && opts.Alerts != nil {
 		fmt.Fprintf(opts.Alerts, "ductile: running WITHOUT the HTTP API: %s\n", api.Off)
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/ductile/ductile/dispatch"
@@ -9,9 +10,10 @@ import (
 )
 
 // startServices starts the daemon's long-running services on its Core, with
-// the config applied: metrics, the dispatcher, log retention, the
-// scheduler, the HTTP API and the webhook listener; then writes the report
-// system status reads.
+// the config applied: metrics, log retention, the scheduler, the HTTP API and
+// the webhook listener; writes the report system status reads; logs that the
+// daemon started; and last starts the dispatcher, so no job runs before that
+// line (work that arrives meanwhile waits in the queue).
 func (d *Daemon) startServices(ctx context.Context, opts Options) error {
 	log, e := d.logger, d.Engine()
 	d.Metrics = metrics.New(metrics.Options{Ledger: d.Ledger, Projector: d.Projector, Logger: log})
@@ -19,7 +21,6 @@ func (d *Daemon) startServices(ctx context.Context, opts Options) error {
 		Engine: e, Projector: d.Projector, Logger: log,
 		MaxWorkers: opts.MaxWorkers, Grace: opts.Grace, DrainTimeout: opts.DrainTimeout, Observer: d.Metrics,
 	})
-	d.Dispatcher.Start(ctx)
 	d.retention = &retention{ledger: d.Ledger, projector: d.Projector, log: d.log,
 		keep: func() time.Duration { return d.Config().Service.JobLogRetention }}
 	d.retention.start(ctx)
@@ -36,6 +37,11 @@ func (d *Daemon) startServices(ctx context.Context, opts Options) error {
 	}
 	d.report.Store(report)
 	report.update(d)
+	// Said once every door is open and before the first job starts, so the
+	// line comes before any job's in the log.
+	d.log.Info("ductile started", "state_dir", opts.StateDir, "pid", os.Getpid(),
+		"head", d.Ledger.Head(), "plugins", len(d.Plugins().List()), "max_workers", d.Config().Service.MaxWorkers)
+	d.Dispatcher.Start(ctx)
 	return nil
 }
 
