@@ -178,6 +178,16 @@ type Enqueued struct {
 	// HookDepth is how many lifecycle hooks lie between the job and a job
 	// no hook started (0).
 	HookDepth int `json:"hook_depth,omitempty"`
+	// TaskID, TraceID and IdempotencyKey are the Run protocol's
+	// correlation ids a caller gave (POST /runs, ductile run create).
+	TaskID         string `json:"task_id,omitempty"`
+	TraceID        string `json:"trace_id,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// RootJobID is the first job of the retry chain this job is in
+	// (root_run_id; empty: the job itself), and RunAttempt its place in
+	// that chain (attempt; 0 means 1). RetryOf is its parent_run_id.
+	RootJobID  string `json:"root_job_id,omitempty"`
+	RunAttempt int    `json:"run_attempt,omitempty"`
 }
 
 // Envelope is the event a job's plugin receives as request.event: what a
@@ -255,6 +265,9 @@ type AttemptEnded struct {
 	// Worker is who ran the attempt; nil in events recorded before it
 	// existed.
 	Worker *Worker `json:"worker,omitempty"`
+	// ResultRefs are the export items of the run's final result set
+	// (spec §5.2), set only on the event that ends the job (job.succeeded).
+	ResultRefs []string `json:"result_refs,omitempty"`
 }
 
 // StderrWritten is the data of job.stderr_written: lines the plugin of a
@@ -294,6 +307,8 @@ type Dead struct {
 	// DroppedHooks are the on-hook pipelines its end did not start (past
 	// service.max_hook_depth).
 	DroppedHooks []DroppedRoute `json:"dropped_hooks,omitempty"`
+	// ResultRefs are the export items of the run's final result set.
+	ResultRefs []string `json:"result_refs,omitempty"`
 }
 
 // Recovered is the data of job.recovered: the attempt that was running when
@@ -310,6 +325,9 @@ type Recovered struct {
 type Canceled struct {
 	Attempt int    `json:"attempt"`
 	Reason  string `json:"reason,omitempty"`
+	// ResultRefs are the export items of the run's final result set, on
+	// job.canceled only.
+	ResultRefs []string `json:"result_refs,omitempty"`
 }
 
 // Retried is the data of job.retried: the new job that retries this one.

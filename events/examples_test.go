@@ -10,6 +10,8 @@ import (
 // goldenExamples is a representative value of the data of every event
 // type, keyed by type: every field set that a real event sets, so that
 // each is pinned by its golden.
+func ptr[T any](v T) *T { return &v }
+
 func goldenExamples() map[string]any {
 	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
 	at := func(s string) time.Time {
@@ -51,21 +53,28 @@ func goldenExamples() map[string]any {
 			RetryOf: "01JBX0000000000000000000A9", Depth: 1,
 			Pipeline: &events.PipelineStep{Run: "01JBX0000000000000000000R1", Pipeline: "build", Hash: "blake3:ab12", Node: "fetch",
 				Splits: []string{"01JBX0000000000000000000S1"}, Branches: []int{2}},
-			Context: raw(`{"repo":"ductile"}`), ReplayOf: "01JBX0000000000000000000A8", HookDepth: 1},
+			Context: raw(`{"repo":"ductile"}`), ReplayOf: "01JBX0000000000000000000A8", HookDepth: 1,
+			TaskID: "task-42", TraceID: "trace-7", IdempotencyKey: "create-42", RootJobID: "01JBX0000000000000000000A7", RunAttempt: 3},
 		events.JobStarted: events.Started{Attempt: 2, DeadlineAt: "2026-11-28T12:00:30.000000000Z", PID: 4100,
 			Plugin: &events.PluginProcess{PGID: 4242, StartTicks: 987654, BootID: "0e1f6c2a-5b8e-4f51-9d37-2f1b0c9a7e11"}},
-		events.JobSucceeded: events.AttemptEnded{Attempt: 1, Kind: events.OutcomeOK, DurationMS: 3, Response: raw(`{"status":"ok","result":{"n":1}}`), Stderr: "hi\n"},
-		events.JobFailed:    ended,
+		events.JobSucceeded: events.AttemptEnded{Attempt: 1, Kind: events.OutcomeOK, DurationMS: 3, Response: raw(`{"status":"ok","result":{"n":1}}`), Stderr: "hi\n",
+			ResultRefs: []string{"01JBX0000000000000000000AB:1", "01JBX0000000000000000000AB:2"}},
+		events.JobFailed: ended,
 		events.JobTimedOut: events.AttemptEnded{Attempt: 1, Error: "timed out after 30s", Kind: events.OutcomeTimeout, Retryable: true, ExitCode: -1, DurationMS: 30004,
 			Stderr: "working\n"},
 		events.JobRetryScheduled: events.RetryScheduled{Attempt: 3, NextRetryAt: "2026-11-28T12:01:00.000000000Z", DelayMS: 60000, MaxAttempts: 5},
 		events.JobDead: events.Dead{Attempt: 4, Reason: "max attempts (4) reached",
-			DroppedHooks: []events.DroppedRoute{{Plugin: "notify", Command: "handle", EventType: "job.dead", Depth: 3, Limit: 2, Reason: "past service.max_hook_depth (2)"}}},
+			DroppedHooks: []events.DroppedRoute{{Plugin: "notify", Command: "handle", EventType: "job.dead", Depth: 3, Limit: 2, Reason: "past service.max_hook_depth (2)"}},
+			ResultRefs:   []string{"01JBX0000000000000000000AB:1"}},
 		events.JobCancelRequested: events.Canceled{Attempt: 1, Reason: "canceled by cli"},
-		events.JobCanceled:        events.Canceled{Attempt: 1, Reason: "canceled by cli"},
-		events.JobRecovered:       events.Recovered{Attempt: 1, NextAttempt: 2, Requeued: true, Reason: "the daemon (pid 4100) died while it ran"},
-		events.JobRetried:         events.Retried{RetryJobID: "01JBX0000000000000000000AD"},
-		events.JobReplayed:        events.Replayed{ReplayJobID: "01JBX0000000000000000000AE"},
+		events.JobCanceled:        events.Canceled{Attempt: 1, Reason: "canceled by cli", ResultRefs: []string{"01JBX0000000000000000000AB:1"}},
+		events.JobProgressed:      events.Progressed{Attempt: 1, Progress: ptr(0.4), Message: "page 4 of 10", Stage: "fetch", Lines: 12},
+		events.JobExported: events.Exported{ExportItemID: "01JBX0000000000000000000AB:2", Attempt: 1, Type: events.ExportText, Text: "4 new posts",
+			MIME: "text/plain", Description: "summary", Metadata: raw(`{"lang":"en"}`), TraceID: "trace-7"},
+		events.IdempotencyReserved: events.IdempotencyReservedData{JobID: "01JBX0000000000000000000AB", Plugin: "echo", Command: "poll"},
+		events.JobRecovered:        events.Recovered{Attempt: 1, NextAttempt: 2, Requeued: true, Reason: "the daemon (pid 4100) died while it ran"},
+		events.JobRetried:          events.Retried{RetryJobID: "01JBX0000000000000000000AD"},
+		events.JobReplayed:         events.Replayed{ReplayJobID: "01JBX0000000000000000000AE"},
 		events.JobStderrWritten: events.StderrWritten{Attempt: 1, Line: 3, Truncated: true,
 			Lines: []events.StderrLine{{At: "2026-11-28T12:00:00.123456789Z", Text: "step 3"}, {At: "2026-11-28T12:00:00.223456789Z", Text: "step 4"}}},
 		events.PluginFactRecorded: events.FactRecorded{FactType: "feed_cursor", JobID: "01JBX0000000000000000000AB", Command: "poll", Fact: raw(`{"cursor":"b"}`), View: "mirror_object"},
