@@ -138,6 +138,11 @@ type testBundle struct {
 	dir string
 }
 
+// testDeadline bounds a whole test: a guard against a hang, generous
+// because a test of several rounds of real plugin processes under the race
+// detector on a busy 2-core machine takes tens of seconds.
+const testDeadline = 2 * time.Minute
+
 func setup(t *testing.T, maxWorkers int, tune func(cfg *config.Config)) *testBundle {
 	return setupWith(t, maxWorkers, tune, daemon.Options{})
 }
@@ -146,7 +151,7 @@ func setup(t *testing.T, maxWorkers int, tune func(cfg *config.Config)) *testBun
 // defaults.
 func setupWith(t *testing.T, maxWorkers int, tune func(cfg *config.Config), opts daemon.Options) *testBundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	t.Cleanup(cancel)
 	cfg := testConfig(maxWorkers, tune)
 	dir := t.TempDir()
@@ -167,7 +172,7 @@ func setupWith(t *testing.T, maxWorkers int, tune func(cfg *config.Config), opts
 // job runs only when RunJob runs it (plugin run without a daemon).
 func setupCore(t *testing.T, tune func(cfg *config.Config), log *slog.Logger) *testBundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
 	c, err := daemon.OpenCore(ctx, daemon.CoreOptions{StateDir: dir, Config: testConfig(1, tune), Logger: log,
