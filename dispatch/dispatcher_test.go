@@ -22,6 +22,7 @@ import (
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/queries"
 )
 
@@ -82,6 +83,8 @@ func TestMain(m *testing.M) {
 		must(os.WriteFile(filepath.Join(d, "manifest.yaml"), []byte(manifest(p.name, p.safe)), 0o644))
 		must(os.WriteFile(filepath.Join(d, "run.sh"), []byte(p.script), 0o755))
 	}
+	// The bundled plugins, SDKs and examples (the examples' root: examplesRoot).
+	must(plugins.Unpack(filepath.Join(dir, ".bundled")))
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
 		os.Exit(code)
