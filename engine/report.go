@@ -109,10 +109,10 @@ func (r *RunReport) write() {
 			case <-t.C:
 			}
 		}
-		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		r.flush(ctx)
 		cancel()
+		last = time.Now() // after the commit: its recorded_at is earlier
 	}
 }
 
