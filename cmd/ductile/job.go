@@ -151,22 +151,14 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 		}
 		baggage = &b
 	}
-	run, err := readRunOf(c, l, in.Job.ID)
-	if err != nil {
-		return jobError(err)
-	}
 	if c.Bool("json") {
 		if baggage != nil {
 			return printJSON(e.stdout, struct {
 				*views.Inspection
 				*views.Baggage
-				*runOfJob
-			}{in, baggage, &run})
+			}{in, baggage})
 		}
-		return printJSON(e.stdout, struct {
-			*views.Inspection
-			*runOfJob
-		}{in, &run})
+		return printJSON(e.stdout, in)
 	}
 	j := in.Job
 	w := e.stdout
@@ -239,7 +231,7 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 			fmt.Fprintf(w, "      response %s\n", oneLine(string(a.Response), 200))
 		}
 	}
-	printRunOfJob(e, run)
+	printRunOfJob(e, in)
 	fmt.Fprintf(w, "events:\n")
 	for _, ev := range in.Events {
 		fmt.Fprintf(w, "  %8d  %s  v%-3d %s\n", ev.Seq, ev.RecordedAt, ev.Version, ev.Type)
