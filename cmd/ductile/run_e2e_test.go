@@ -173,6 +173,12 @@ func TestRunCancelRetryExportOnTheCLI(t *testing.T) {
 	require.Equal(t, "canceled", canceled["status"])
 	w.runJSON(0, &rec, "run", "get", queued, "--json")
 	require.Equal(t, "not needed", *rec.CancelReason)
+	var list struct {
+		Runs []runRecordView `json:"runs"`
+	}
+	w.runJSON(0, &list, "run", "list", "--status", "canceled", "--json")
+	require.Len(t, list.Runs, 1, "run list shows the cancel at once")
+	require.Equal(t, queued, list.Runs[0].RunID)
 	r := w.run("run", "cancel", queued)
 	require.Equal(t, 1, r.code, "%s", r)
 	require.Contains(t, r.stderr, "has ended (canceled)")
