@@ -339,7 +339,7 @@ func TestListRuns(t *testing.T) {
 	_, err := views.ListRuns(b.ctx, b.l, views.RunFilter{After: "soon"})
 	require.ErrorIs(t, err, views.ErrBadCursor)
 	_, err = views.ListRuns(b.ctx, b.l, views.RunFilter{Status: "dead"})
-	require.Error(t, err, "dead is a job's status, not a run's")
+	require.ErrorIs(t, err, views.ErrUnknownRunStatus, "dead is a job's status, not a run's")
 }
 
 // Inspect shows what a job reported as a run: its last progress, its
