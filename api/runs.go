@@ -219,7 +219,7 @@ type RunList struct {
 	Body struct {
 		Kind       string        `json:"kind" enum:"plugin,pipeline" doc:"The kind of the runs listed"`
 		Runs       []RunResource `json:"runs"`
-		NextCursor string        `json:"next_cursor,omitempty" doc:"kind plugin: pass it as cursor for the next page; absent once a page is not full (the page after a full one may be empty)"`
+		NextCursor string        `json:"next_cursor,omitempty" doc:"kind plugin: pass it as cursor for the next page; absent on the last page"`
 	}
 }
 

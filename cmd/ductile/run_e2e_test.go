@@ -101,8 +101,10 @@ func TestRunCreateWithoutADaemon(t *testing.T) {
 	require.Equal(t, short.RunID, list.Runs[0].RunID, "newest first")
 	next := list.NextCursor
 	require.NotEmpty(t, next)
+	list.NextCursor = "" // absent on the last page: Unmarshal would keep it
 	w.runJSON(0, &list, "run", "list", "--task-id", "t1", "--limit", "1", "--cursor", next, "--json")
 	require.Equal(t, created.RunID, list.Runs[0].RunID)
+	require.Empty(t, list.NextCursor, "the last page")
 	w.runJSON(0, &list, "run", "list", "--task-id", "t1", "--limit", "2", "--json")
 	require.Len(t, list.Runs, 2)
 	w.runJSON(0, &list, "run", "list", "--kind", "pipeline", "--json")
