@@ -574,7 +574,7 @@ func insertEvent(tx *Tx, head chainHead, ev NewEvent, now string) (chainHead, Ev
 	tx.remember(ev.Stream, current+1)
 	return next, Event{
 		Seq: next.seq, Stream: ev.Stream, Version: current + 1, Type: ev.Type,
-		Data: []byte(data), Meta: meta, PrevHash: head.hash, Hash: next.hash, recordedAt: now,
+		Data: []byte(data), Meta: meta, PrevHash: head.hash, Hash: next.hash, recordedAt: now, meta: decodedMeta(ev.Meta),
 	}, nil
 }
 
