@@ -80,13 +80,17 @@ func (c *foldCache) begin(trusted bool) {
 		c.epoch++
 	}
 	c.trusted = trusted
-	clear(c.moved)
 }
 
 // end closes the transaction's use of the cache.
 func (c *foldCache) end() {
 	c.trusted = false
-	clear(c.moved)
+	switch {
+	case len(c.moved) > 256:
+		c.moved = nil // clearing a map costs what it once held
+	case len(c.moved) > 0:
+		clear(c.moved)
+	}
 }
 
 // touch notes that the transaction appended to stream.
