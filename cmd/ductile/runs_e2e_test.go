@@ -1,0 +1,580 @@
+package main_test
+
+// End-to-end proof of the Run protocol (issue 22, spec
+// shared/spec/run-protocol.md) on the real binary: POST /runs, GET
+// /runs/{id}, cancel, retry, export replay (paged and SSE with
+// Last-Event-ID), idempotent creation, a daemon killed between an export
+// and the end of its run, a plugin that ignores fd 3. The fixtures are
+// testdata/runplugins (reporter: raw fd 3 lines in sh; longpy: the Python
+// SDK) and the bundled echo.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ductile/ductile/events"
+)
+
+// sdkDir is plugins/lib, where the SDKs are; it requires the Python one.
+func sdkDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", "plugins", "lib"))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "ductile.py"))
+	require.NoError(t, err, "the Python SDK plugins/lib/ductile.py")
+	return dir
+}
+
+// TestRunsPythonSDKCancelMidRun: a long Python plugin written with the SDK
+// reports progress and three export items, and is canceled while it waits:
+// the run shows cancel_requested (reason, time) at once, the plugin sees
+// the cancel, the run ends canceled (never failed) with the three items as
+// its result_refs, its process group is gone and the items stay listed.
+func TestRunsPythonSDKCancelMidRun(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the Python SDK's end-to-end test needs it")
+	}
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  longpy: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}, timeouts: {handle: 1m}}
+`, "PYTHONPATH="+sdkDir(t))
+	t.Cleanup(func() {
+		// Whatever the fixture wrote down is ended, even if the test fails.
+		if b, err := os.ReadFile(filepath.Join(w.scratch, "pids")); err == nil {
+			var leader int
+			if _, err := fmt.Sscan(string(b), &leader); err == nil {
+				_ = syscall.Kill(-leader, syscall.SIGKILL)
+			}
+		}
+	})
+
+	c := w.createRun(map[string]any{"plugin_id": "longpy", "entry_id": "work", "args": map[string]any{"n": 1},
+		"task_id": "task-py", "trace_id": "trace-py"})
+	require.Contains(t, []string{"queued", "running"}, c.Status)
+	id := c.RunID
+
+	r := w.waitRun(id, "running with three export items and progress 0.5", func(r runRecord) bool {
+		return r.Status == "running" && r.ExportsCount == 3 && r.Progress != nil && *r.Progress == 0.5
+	})
+	require.Equal(t, "plugin", r.Kind)
+	require.Equal(t, "longpy", r.PluginID)
+	require.Equal(t, "work", r.EntryID)
+	require.Equal(t, "waiting", runsDeref(r.Stage), r.raw)
+	require.Equal(t, "task-py", runsDeref(r.TaskID))
+	require.Equal(t, "trace-py", runsDeref(r.TraceID))
+	require.Equal(t, id, runsDeref(r.RootRunID), "a first run is its own root")
+	require.Nil(t, r.ParentRunID)
+	require.Equal(t, 1, runsDeref(r.Attempt))
+	require.NotNil(t, r.StartedAt)
+	require.Nil(t, r.FinishedAt)
+	require.False(t, r.CancelRequested)
+	require.Empty(t, r.ResultRefs, "result_refs only once terminal: %s", r.raw)
+
+	pids := readPIDs(t, filepath.Join(w.scratch, "pids"), 2)
+	leader, child := pids[0], pids[1]
+	require.True(t, alive(leader) && alive(child), "the plugin and its child run")
+	require.NotEmpty(t, groupMembers(leader), "the plugin leads its process group")
+
+	before := w.allExports(id, 10)
+	require.Len(t, before, 3)
+	for i, it := range before {
+		require.Equal(t, id, it.RunID)
+		require.NotEmpty(t, it.ExportItemID)
+		require.Positive(t, it.CreatedAt)
+		require.Equal(t, "trace-py", it.TraceID, "the run's trace id is on its items (spec §11)")
+		require.Equal(t, []string{"text", "url", "binary_url"}[i], it.Type)
+	}
+	require.Equal(t, "first result", before[0].Text)
+	require.Equal(t, "https://example.com/report", before[1].URL)
+	require.Equal(t, "https://example.com/blob.bin", before[2].BinaryURL)
+
+	// Cancel: cancel_requested at once, with the reason and when.
+	asked := float64(time.Now().UnixNano()) / 1e9
+	var cancel struct {
+		RunID  string `json:"run_id"`
+		Status string `json:"status"`
+	}
+	code, raw := w.do(http.MethodPost, "/runs/"+id+"/cancel", map[string]any{"reason": "e2e: no longer needed"})
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, code, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &cancel), "%s", raw)
+	require.Equal(t, id, cancel.RunID)
+	require.Equal(t, "cancel_requested", cancel.Status, "a running run asked to cancel: %s", raw)
+
+	// The plugin holds on (until let-go) once it has seen the cancel: the
+	// run is cancel_requested meanwhile.
+	waitFor(t, waitTimeout, "the plugin to see the cancel (SDK check_cancelled)", func() bool {
+		_, err := os.Stat(filepath.Join(w.scratch, "saw-cancel"))
+		return err == nil
+	})
+	r = w.getRun(id)
+	require.Equal(t, "cancel_requested", r.Status, r.raw)
+	require.True(t, r.CancelRequested)
+	require.Equal(t, "e2e: no longer needed", runsDeref(r.CancelReason))
+	require.NotNil(t, r.CancelRequestedAt)
+	require.InDelta(t, asked, *r.CancelRequestedAt, 5, "cancel_requested_at is when it was asked")
+	require.Empty(t, r.ResultRefs, "not terminal yet: %s", r.raw)
+	require.Nil(t, r.FinishedAt)
+
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "let-go"), nil, 0o644))
+	r = w.waitTerminal(id)
+	require.Equal(t, "canceled", r.Status, r.raw)
+	require.NotNil(t, r.Error, r.raw)
+	require.Equal(t, "CANCELED", r.Error.Code, r.raw)
+	require.NotNil(t, r.FinishedAt)
+	require.True(t, r.CancelRequested)
+	require.Equal(t, "e2e: no longer needed", runsDeref(r.CancelReason))
+	require.Equal(t, itemIDs(before), r.ResultRefs, "the items made before the cancel are its result set")
+
+	// Its whole process group is gone.
+	waitFor(t, waitTimeout, "the plugin's process group to be gone", func() bool {
+		return !alive(leader) && !alive(child) && len(groupMembers(leader)) == 0
+	}, func() string { return "left: " + mustJSON(groupMembers(leader)) })
+
+	// The items stay listed, unchanged; the ledger went cancel_requested
+	// then canceled, never failed.
+	require.Equal(t, before, w.allExports(id, 1))
+	types := jobEventTypes(t, w.state, id)
+	requireTypesInOrder(t, types, events.JobCancelRequested, events.JobCanceled)
+	require.NotContains(t, types, events.JobDead)
+	require.NotContains(t, types, events.JobFailed)
+	require.Equal(t, 3, countOf(types, events.JobExported))
+
+	// A terminal run is immutable: a second cancel is refused, nothing moves.
+	code, raw = w.do(http.MethodPost, "/runs/"+id+"/cancel", map[string]any{"reason": "again"})
+	require.GreaterOrEqual(t, code, 400, "%s", raw)
+	require.Less(t, code, 500, "%s", raw)
+	again := w.getRun(id)
+	require.Equal(t, "canceled", again.Status)
+	require.Equal(t, "e2e: no longer needed", runsDeref(again.CancelReason))
+	require.Equal(t, r.FinishedAt, again.FinishedAt)
+}
+
+// TestRunsTimeout: a plugin that outlives its timeout ends timeout (its
+// own terminal status, not failed) with error code TIMEOUT.
+func TestRunsTimeout(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$PLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  echo: {config: {mode: hang}, timeouts: {poll: 1s}, retry: {max_attempts: 1}}
+`)
+	id := w.createRun(map[string]any{"plugin_id": "echo", "entry_id": "poll"}).RunID
+	w.waitRun(id, "running", func(r runRecord) bool { return r.Status == "running" || runIsTerminal(r.Status) })
+	r := w.waitTerminal(id)
+	require.Equal(t, "timeout", r.Status, r.raw)
+	require.NotNil(t, r.Error, r.raw)
+	require.Equal(t, "TIMEOUT", r.Error.Code, r.raw)
+	require.Equal(t, 1, r.Error.Details.Attempt, r.raw)
+	require.NotNil(t, r.FinishedAt)
+	require.NotNil(t, r.StartedAt)
+	require.GreaterOrEqual(t, *r.FinishedAt-*r.StartedAt, 0.9, "it ran for its timeout")
+	require.False(t, r.CancelRequested)
+	require.NotNil(t, r.ResultRefs, "result_refs is a list once terminal: %s", r.raw)
+	require.Empty(t, r.ResultRefs)
+	require.Len(t, r.Attempts, 1, r.raw)
+	require.Equal(t, "timeout", r.Attempts[0].Status, r.raw)
+
+	// Listed under its status.
+	var list struct {
+		Runs []runRecord `json:"runs"`
+	}
+	w.doJSON(http.StatusOK, &list, http.MethodGet, "/runs?plugin_id=echo&status=timeout", nil)
+	require.Len(t, list.Runs, 1)
+	require.Equal(t, id, list.Runs[0].RunID)
+	w.doJSON(http.StatusOK, &list, http.MethodGet, "/runs?plugin_id=echo&status=failed", nil)
+	require.Empty(t, list.Runs, "a timeout is not a failure")
+}
+
+// TestRunsRetryChainOfThree: POST /runs/{id}/retry twice makes a chain of
+// three runs sharing a root, each the parent of the next, attempts 1, 2, 3.
+func TestRunsRetryChainOfThree(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$PLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  breakable: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
+`)
+	broken := filepath.Join(w.scratch, "broken")
+	require.NoError(t, os.WriteFile(broken, nil, 0o644))
+
+	first := w.createRun(map[string]any{"plugin_id": "breakable", "entry_id": "poll", "task_id": "chain"}).RunID
+	r1 := w.waitTerminal(first)
+	require.Equal(t, "failed", r1.Status, r1.raw)
+	require.Equal(t, "PLUGIN_ERROR", r1.Error.Code, r1.raw)
+	require.Equal(t, first, runsDeref(r1.RootRunID))
+	require.Nil(t, r1.ParentRunID)
+	require.Equal(t, 1, runsDeref(r1.Attempt))
+
+	retry := func(id string) string {
+		t.Helper()
+		var out struct {
+			RunID       string `json:"run_id"`
+			Status      string `json:"status"`
+			ParentRunID string `json:"parent_run_id"`
+		}
+		code, raw := w.do(http.MethodPost, "/runs/"+id+"/retry", nil)
+		require.Contains(t, []int{http.StatusOK, http.StatusCreated, http.StatusAccepted}, code, "%s", raw)
+		require.NoError(t, json.Unmarshal(raw, &out), "%s", raw)
+		require.NotEmpty(t, out.RunID)
+		require.NotEqual(t, id, out.RunID, "a retry is a new run")
+		require.Equal(t, id, out.ParentRunID)
+		return out.RunID
+	}
+
+	second := retry(first)
+	r2 := w.waitTerminal(second)
+	require.Equal(t, "failed", r2.Status, r2.raw)
+	require.Equal(t, first, runsDeref(r2.RootRunID), r2.raw)
+	require.Equal(t, first, runsDeref(r2.ParentRunID), r2.raw)
+	require.Equal(t, 2, runsDeref(r2.Attempt), r2.raw)
+	require.Equal(t, "chain", runsDeref(r2.TaskID), "a retry keeps the task")
+
+	require.NoError(t, os.Remove(broken))
+	third := retry(second)
+	r3 := w.waitTerminal(third)
+	require.Equal(t, "succeeded", r3.Status, r3.raw)
+	require.Nil(t, r3.Error)
+	require.Equal(t, first, runsDeref(r3.RootRunID), r3.raw)
+	require.Equal(t, second, runsDeref(r3.ParentRunID), r3.raw)
+	require.Equal(t, 3, runsDeref(r3.Attempt), r3.raw)
+
+	// The earlier runs are unchanged (terminal states are immutable).
+	require.Equal(t, "failed", w.getRun(first).Status)
+	require.Equal(t, "failed", w.getRun(second).Status)
+
+	// The three are listed by their task.
+	var list struct {
+		Runs []runRecord `json:"runs"`
+	}
+	w.doJSON(http.StatusOK, &list, http.MethodGet, "/runs?task_id=chain", nil)
+	var ids []string
+	for _, r := range list.Runs {
+		ids = append(ids, r.RunID)
+	}
+	require.ElementsMatch(t, []string{first, second, third}, ids)
+}
+
+// TestRunsExportReplayWithCursor: a run's export items read back a page of
+// one at a time with next_after, and through the SSE export stream cut
+// after its first item and resumed with Last-Event-ID after more items
+// came: every item once, in order, no gap, no double.
+func TestRunsExportReplayWithCursor(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
+`)
+	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "gated"}).RunID
+	w.waitRun(id, "running with two export items", func(r runRecord) bool { return r.Status == "running" && r.ExportsCount == 2 })
+
+	// The stream replays from the ledger; cut it after the first item.
+	s := w.openSSE("/runs/"+id+"/export/stream", "")
+	ev := s.next(t, waitTimeout)
+	first := decodeItem(t, ev)
+	require.Equal(t, "item 1", first.Text)
+	require.Equal(t, id, first.RunID)
+	require.NotEmpty(t, ev.ID, "an export event has an id to resume from")
+	s.close()
+
+	// Three more items come while nobody listens.
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate1"), nil, 0o644))
+	w.waitRun(id, "running with five export items", func(r runRecord) bool { return r.ExportsCount == 5 })
+
+	// Resumed: items 2 to 5, each once, in order.
+	s = w.openSSE("/runs/"+id+"/export/stream", ev.ID)
+	var resumed []string
+	lastID := ev.ID
+	for i := 2; i <= 5; i++ {
+		e := s.next(t, waitTimeout)
+		require.NotEqual(t, lastID, e.ID)
+		lastID = e.ID
+		resumed = append(resumed, decodeItem(t, e).Text)
+	}
+	require.Equal(t, []string{"item 2", "item 3", "item 4", "item 5"}, resumed)
+
+	// The run ends; the live stream says nothing more of the items (no
+	// double), whether it ends or stays open.
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate2"), nil, 0o644))
+	r := w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	select {
+	case e, ok := <-s.events:
+		if ok && e.Data != "" {
+			var it exportItem
+			if json.Unmarshal([]byte(e.Data), &it) == nil && it.ExportItemID != "" {
+				t.Fatalf("a resumed stream sent an item twice or out of place: %s", e.Data)
+			}
+		}
+	case <-time.After(300 * time.Millisecond):
+	}
+	s.close()
+
+	// Paged, one at a time: the same five, in order, then next_after null.
+	all := w.allExports(id, 1)
+	var texts []string
+	for _, it := range all {
+		texts = append(texts, it.Text)
+		require.Equal(t, "text", it.Type)
+		require.Equal(t, "text/plain", it.MIME)
+	}
+	require.Equal(t, []string{"item 1", "item 2", "item 3", "item 4", "item 5"}, texts)
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(itemIDs(all)))), 5, "five distinct ids")
+	require.Equal(t, first.ExportItemID, all[0].ExportItemID, "the stream and the list name an item alike")
+	require.Equal(t, itemIDs(all), r.ResultRefs, "result_refs: the ending attempt's items, in order")
+
+	// A cursor from a page, given again, starts after it.
+	p := w.exports(id, "", 2)
+	require.NotNil(t, p.NextAfter)
+	rest := w.exports(id, *p.NextAfter, 10)
+	require.Equal(t, itemIDs(all[2:]), itemIDs(rest.Items))
+	require.True(t, rest.NextAfter == nil || *rest.NextAfter == "", "the last page has no next_after")
+
+	// A fresh stream after the end replays all five, once.
+	s = w.openSSE("/runs/"+id+"/export/stream", "")
+	var replayed []string
+	for range 5 {
+		replayed = append(replayed, decodeItem(t, s.next(t, waitTimeout)).ExportItemID)
+	}
+	require.Equal(t, itemIDs(all), replayed)
+}
+
+// TestRunsExportSurvivesDaemonSIGKILL: the daemon is killed (SIGKILL)
+// after a plugin exported an item and before its run ended; after the
+// restart the item is still listed, the run is recovered and runs to its
+// end, and its result set is the items of the attempt that ended it.
+func TestRunsExportSurvivesDaemonSIGKILL(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 2}}
+`)
+	pidsFile := filepath.Join(w.scratch, "pids")
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidsFile); err == nil {
+			var pid int
+			if _, err := fmt.Sscan(string(b), &pid); err == nil {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+		}
+	})
+	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "crashgap"}).RunID
+	w.waitRun(id, "running with its export item", func(r runRecord) bool { return r.Status == "running" && r.ExportsCount == 1 })
+	before := w.allExports(id, 10)
+	require.Len(t, before, 1)
+	require.Equal(t, "before "+id, before[0].Text)
+	leader := readPIDs(t, pidsFile, 1)[0]
+	require.NoError(t, os.Remove(pidsFile))
+
+	require.NoError(t, w.daemon.cmd.Process.Signal(syscall.SIGKILL))
+	require.Equal(t, -1, w.daemon.wait(t), "killed")
+
+	w.boot()
+	// The recovery ended the old plugin; the run runs again (attempt 2 of
+	// its job), exports again and waits for the gate.
+	r := w.waitRun(id, "running again with a second item", func(r runRecord) bool {
+		return r.Status == "running" && r.ExportsCount == 2
+	})
+	require.False(t, alive(leader), "the killed daemon's plugin was ended by the recovery")
+	require.Empty(t, r.ResultRefs)
+	items := w.allExports(id, 1)
+	require.Len(t, items, 2)
+	require.Equal(t, before[0], items[0], "the item exported before the SIGKILL is kept as it was")
+	require.Equal(t, 1, items[0].Attempt)
+	require.Equal(t, 2, items[1].Attempt)
+
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate"), nil, 0o644))
+	r = w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	require.Equal(t, []string{items[1].ExportItemID}, r.ResultRefs, "the result set: the ending attempt's items")
+	require.Equal(t, items, w.allExports(id, 10))
+	require.NotEmpty(t, r.Attempts, r.raw)
+	require.Equal(t, "lost", r.Attempts[0].Status, "the attempt the SIGKILL cut: %s", r.raw)
+	require.NotNil(t, r.Attempts[0].Error, r.raw)
+	require.Equal(t, "LOST", r.Attempts[0].Error.Code, r.raw)
+	types := jobEventTypes(t, w.state, id)
+	require.Equal(t, 2, countOf(types, events.JobExported), "%v", types)
+}
+
+// TestRunsIdempotentCreation: 50 concurrent identical POST /runs with one
+// idempotency_key make one run; the key with another plugin or another
+// entry is a 409 idempotency_conflict, and makes nothing.
+func TestRunsIdempotentCreation(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$PLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  echo: {}
+  sink: {}
+`)
+	body := map[string]any{"plugin_id": "echo", "entry_id": "poll", "args": map[string]any{"k": 1}, "idempotency_key": "idem-e2e-1"}
+	const n = 50
+	type answer struct {
+		code int
+		raw  []byte
+		err  error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			a := &answers[i]
+			a.code, a.raw, a.err = w.call(http.MethodPost, "/runs", body)
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	ids := map[string]int{}
+	fresh := 0
+	for _, a := range answers {
+		require.NoError(t, a.err)
+		require.Contains(t, []int{http.StatusOK, http.StatusCreated, http.StatusAccepted}, a.code, "%s", a.raw)
+		var c runCreated
+		require.NoError(t, json.Unmarshal(a.raw, &c), "%s", a.raw)
+		ids[c.RunID]++
+		if !c.Existing {
+			fresh++
+		}
+	}
+	require.Len(t, ids, 1, "one run for one key: %v", ids)
+	require.Equal(t, 1, fresh, "one answer made it, the others name it as existing")
+	var id string
+	for k := range ids {
+		id = k
+	}
+	r := w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	require.Equal(t, "idem-e2e-1", runsDeref(r.IdempotencyKey))
+
+	// Another plugin, or another entry, with the same key: 409.
+	for _, other := range []map[string]any{
+		{"plugin_id": "sink", "entry_id": "handle", "idempotency_key": "idem-e2e-1"},
+		{"plugin_id": "echo", "entry_id": "health", "idempotency_key": "idem-e2e-1"},
+	} {
+		code, raw := w.do(http.MethodPost, "/runs", other)
+		require.Equal(t, http.StatusConflict, code, "%v: %s", other, raw)
+		var e apiError
+		require.NoError(t, json.Unmarshal(raw, &e), "%s", raw)
+		require.Equal(t, "idempotency_conflict", e.Code, "%s", raw)
+		require.NotEmpty(t, e.Message)
+	}
+
+	// Exactly one job was ever enqueued.
+	var list struct {
+		Runs []runRecord `json:"runs"`
+	}
+	w.doJSON(http.StatusOK, &list, http.MethodGet, "/runs?plugin_id=echo", nil)
+	require.Len(t, list.Runs, 1)
+	w.doJSON(http.StatusOK, &list, http.MethodGet, "/runs?plugin_id=sink", nil)
+	require.Empty(t, list.Runs)
+	require.Len(t, w.jobList(), 1)
+}
+
+// TestRunsPluginIgnoringControlChannel: the bundled echo, which knows
+// nothing of fd 3, runs unchanged through POST /runs and POST
+// /plugin/{plugin}/{command}, both runs of the one resource.
+func TestRunsPluginIgnoringControlChannel(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$PLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  echo: {}
+`)
+	id := w.createRun(map[string]any{"plugin_id": "echo", "entry_id": "poll", "args": map[string]any{"x": "y"}}).RunID
+	r := w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	require.Nil(t, r.Error)
+	require.Nil(t, r.Progress, "no progress reported: null (spec §8.3)")
+	require.Equal(t, 0, r.ExportsCount)
+	require.NotNil(t, r.ResultRefs, r.raw)
+	require.Empty(t, r.ResultRefs)
+	p := w.exports(id, "", 10)
+	require.Empty(t, p.Items)
+	require.True(t, p.NextAfter == nil || *p.NextAfter == "")
+
+	// The job behind it answered as ever.
+	in := w.inspect(id)
+	require.Equal(t, "succeeded", in.Job.Status)
+	require.NotEmpty(t, in.Attempts)
+	require.JSONEq(t, `"echo poll"`, string(mustField(t, in.Attempts[0].Response, "result")))
+
+	// The older route makes the same thing.
+	var job struct {
+		JobID string `json:"job_id"`
+	}
+	code, raw := w.do(http.MethodPost, "/plugin/echo/poll", map[string]any{})
+	require.Contains(t, []int{http.StatusOK, http.StatusCreated, http.StatusAccepted}, code, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &job), "%s", raw)
+	require.NotEmpty(t, job.JobID, "%s", raw)
+	r = w.waitTerminal(job.JobID)
+	require.Equal(t, "succeeded", r.Status)
+	require.Equal(t, "echo", r.PluginID)
+	require.Equal(t, "plugin", r.Kind)
+}
+
+func mustField(t *testing.T, raw json.RawMessage, key string) json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m), "%s", raw)
+	require.Contains(t, m, key)
+	return m[key]
+}
+
+// decodeItem decodes an export stream event's item.
+func decodeItem(t *testing.T, ev sseEvent) exportItem {
+	t.Helper()
+	var it exportItem
+	require.NoError(t, json.Unmarshal([]byte(ev.Data), &it), "%s", ev.Data)
+	require.NotEmpty(t, it.ExportItemID, "%s", ev.Data)
+	return it
+}
+
+func runsDeref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func countOf(list []string, v string) int {
+	n := 0
+	for _, s := range list {
+		if s == v {
+			n++
+		}
+	}
+	return n
+}
+
+// requireTypesInOrder requires a then b in list, each present.
+func requireTypesInOrder(t *testing.T, list []string, a, b string) {
+	t.Helper()
+	i, j := slices.Index(list, a), slices.Index(list, b)
+	require.True(t, i >= 0 && j > i, "%s then %s in %v", a, b, list)
+}
