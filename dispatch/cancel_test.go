@@ -20,7 +20,8 @@ import (
 // when it gets SIGTERM, then sets what it does on SIGTERM by its payload's
 // "mode" (answer: {"status":"error","error":"canceled"} and exit 1; exit:
 // exit 3 without a word; ignore: nothing, so only SIGKILL ends it), then
-// writes a line to the FIFO its payload names ("ready"), if any.
+// reports progress and exports a text "partial" on its control channel,
+// and writes a line to the FIFO its payload names ("ready"), if any.
 const stopperScript = `#!/bin/sh
 req=$(cat)
 get() { printf '%s' "$req" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
@@ -34,7 +35,7 @@ answer) trap 'wait; printf "%s\n" "{\"status\":\"error\",\"error\":\"canceled\"}
 exit) trap 'wait; exit 3' TERM ;;
 ignore) trap '' TERM ;;
 esac
-printf '%s\n' '{"progress":0.5,"stage":"waiting"}' >&3
+printf '%s\n' '{"progress":0.5,"stage":"waiting"}' '{"export":{"type":"text","text":"partial"}}' >&3
 [ -n "$ready" ] && echo ready >"$ready"
 while :; do sleep 1; done
 `
@@ -93,6 +94,7 @@ func TestACanceledJobEndsCanceledHoweverItsPluginStops(t *testing.T) {
 			var canceled events.Canceled
 			require.NoError(t, json.Unmarshal(evs[len(evs)-1].Data, &canceled))
 			require.Equal(t, 1, canceled.Attempt)
+			require.Equal(t, []string{id + ":1"}, canceled.ResultRefs, "the item exported before the cancel is kept, and referenced")
 
 			got, err := os.ReadFile(mark)
 			require.NoError(t, err)

@@ -75,7 +75,7 @@ func TestMain(m *testing.M) {
 		{"flood", true, floodScript},
 		{"chatty", true, "#!/bin/sh\ncat >/dev/null\necho 'an ordinary line' >&2\necho '{\"status\":\"ok\"}'\n"},
 		{"counter", false, counterScript}, {"slowcounter", false, slowCounterScript},
-		{"stopper", true, stopperScript},
+		{"stopper", true, stopperScript}, {"reporter", true, reporterScript},
 	} {
 		d := filepath.Join(dir, p.name)
 		must(os.MkdirAll(d, 0o755))

@@ -36,6 +36,10 @@ type candidate struct {
 	id, plugin, command, dedupeKey string
 	seq                            int64
 	retryAt                        time.Time
+	// traceID is the job's trace id, given to its plugin, when known
+	// before its start (RunJob knows it; the queue's projection does not
+	// hold it).
+	traceID string
 }
 
 func newSlots(max int, capacity func(plugin string) int) slots {
