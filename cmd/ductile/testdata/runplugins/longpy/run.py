@@ -25,11 +25,11 @@ def work(ctx):
         f.write("%d %d\n" % (os.getpgrp(), child.pid))
     os.rename(tmp, os.path.join(d, "pids"))
 
-    ctx.run.progress(0.1, "starting")
+    ctx.run.progress(0.1, message="starting", stage="setup")
     ctx.run.export_text("first result", description="the first result")
     ctx.run.export_url("https://example.com/report", description="the report")
     ctx.run.export_binary_url("https://example.com/blob.bin", description="the blob")
-    ctx.run.progress(0.5, "waiting for the gate", stage="waiting")
+    ctx.run.progress(0.5, message="waiting for the gate", stage="waiting")
 
     deadline = time.monotonic() + 60
     while not os.path.exists(os.path.join(d, "release")):
@@ -40,10 +40,10 @@ def work(ctx):
             wait_for(os.path.join(d, "let-go"), 30)
             raise
         if time.monotonic() > deadline:
-            return {"status": "error", "error": "longpy: never released", "retry": False}
+            return ctx.error("longpy: never released", retry=False)
         time.sleep(0.05)
-    ctx.run.progress(1.0, "released", stage="done")
-    return {"status": "ok", "result": "longpy: released"}
+    ctx.run.progress(1.0, message="released", stage="done")
+    return ctx.respond(result="longpy: released")
 
 
 if __name__ == "__main__":

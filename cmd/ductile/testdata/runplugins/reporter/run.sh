@@ -29,6 +29,15 @@ flood)
 	awk 'BEGIN { for (i = 1; i <= 1000; i++) printf "{\"progress\":%.3f,\"stage\":\"flood\",\"message\":\"line %d\"}\n", i / 1000, i }' >&3
 	export_text "flood $job"
 	;;
+trickle)
+	i=1
+	while [ "$i" -le 1000 ]; do
+		printf '{"progress":%d.%03d}\n' $((i / 1000)) $((i % 1000)) >&3
+		if [ $((i % 50)) -eq 0 ]; then sleep 0.1; fi
+		i=$((i + 1))
+	done
+	export_text "trickle $job"
+	;;
 gated)
 	export_text "item 1"
 	export_text "item 2"
