@@ -66,6 +66,8 @@ plugins:
 		"task_id": "task-py", "trace_id": "trace-py"})
 	require.Contains(t, []string{"queued", "running"}, c.Status)
 	id := c.RunID
+	// An observer of the runs channel, filtered on the server to this run.
+	obs := w.openSSE("/runs/stream?run_id="+id, "")
 
 	r := w.waitRun(id, "running with three export items and progress 0.5", func(r runRecord) bool {
 		return r.Status == "running" && r.ExportsCount == 3 && r.Progress != nil && *r.Progress == 0.5
@@ -152,6 +154,20 @@ plugins:
 	require.NotContains(t, types, events.JobDead)
 	require.NotContains(t, types, events.JobFailed)
 	require.Equal(t, 3, countOf(types, events.JobExported))
+
+	// The observer saw it go cancel_requested, then canceled, never failed.
+	var statuses []string
+	for len(statuses) == 0 || statuses[len(statuses)-1] != "canceled" {
+		var d runDelta
+		ev := obs.next(t, waitTimeout)
+		require.NoError(t, json.Unmarshal([]byte(ev.Data), &d), "%s", ev.Data)
+		require.Equal(t, id, d.RunID, "the stream is filtered to the run")
+		if len(statuses) == 0 || statuses[len(statuses)-1] != d.Status {
+			statuses = append(statuses, d.Status)
+		}
+	}
+	requireTypesInOrder(t, statuses, "cancel_requested", "canceled")
+	require.NotContains(t, statuses, "failed")
 
 	// A terminal run is immutable: a second cancel is refused, nothing moves.
 	code, raw = w.do(http.MethodPost, "/runs/"+id+"/cancel", map[string]any{"reason": "again"})
@@ -577,4 +593,79 @@ func requireTypesInOrder(t *testing.T, list []string, a, b string) {
 	t.Helper()
 	i, j := slices.Index(list, a), slices.Index(list, b)
 	require.True(t, i >= 0 && j > i, "%s then %s in %v", a, b, list)
+}
+
+// TestRunsCLIMirrorsTheAPI: ductile run create|watch|get|export|list|
+// cancel|retry against a running daemon answer what the HTTP API answers,
+// and ductile run PLUGIN COMMAND (the main spec's form) creates a run too.
+func TestRunsCLIMirrorsTheAPI(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
+  echo: {config: {mode: error}, retry: {max_attempts: 1}}
+`)
+	var created runCreated
+	w.runJSON(0, &created, "run", "create", "reporter", "gated", "--task-id", "cli-task", "--trace-id", "cli-trace", "--json")
+	id := created.RunID
+	require.NotEmpty(t, id)
+
+	// watch follows it to its end: one JSON delta per line, exit 0.
+	watch := start(t, nil, w.args("run", "watch", id, "--json")...)
+	w.waitRun(id, "running with two export items", func(r runRecord) bool { return r.ExportsCount == 2 })
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate1"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate2"), nil, 0o644))
+	r := w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	require.Equal(t, 0, watch.wait(t), "watch exits 0 once the run succeeded: %s", watch.stderr.String())
+	lines, _ := watch.snapshot()
+	require.NotEmpty(t, lines)
+	var last runDelta
+	for _, l := range lines {
+		require.NoError(t, json.Unmarshal([]byte(l), &last), "watch --json prints JSON lines: %q", l)
+		require.Equal(t, id, last.RunID)
+	}
+	require.Equal(t, "succeeded", last.Status)
+
+	// get and export print what GET answers.
+	got := w.run("run", "get", id, "--json")
+	require.Equal(t, 0, got.code, "%s", got)
+	require.JSONEq(t, w.getRun(id).raw, got.stdout)
+	_, apiExports := w.do(http.MethodGet, "/runs/"+id+"/export?limit=2", nil)
+	cliExports := w.run("run", "export", id, "--limit", "2", "--json")
+	require.Equal(t, 0, cliExports.code, "%s", cliExports)
+	require.JSONEq(t, string(apiExports), cliExports.stdout)
+
+	// list by task.
+	var list struct {
+		Runs []runRecord `json:"runs"`
+	}
+	w.runJSON(0, &list, "run", "list", "--task-id", "cli-task", "--json")
+	require.Len(t, list.Runs, 1)
+	require.Equal(t, id, list.Runs[0].RunID)
+	require.Equal(t, "cli-trace", runsDeref(list.Runs[0].TraceID))
+
+	// A terminal run cannot be canceled.
+	refused := w.run("run", "cancel", id)
+	require.NotEqual(t, 0, refused.code, "%s", refused)
+	require.Equal(t, "succeeded", w.getRun(id).Status)
+
+	// ductile run PLUGIN COMMAND creates a run; a failed one is retried as
+	// a new run of the chain.
+	var failed runCreated
+	w.runJSON(0, &failed, "run", "echo", "poll", "--json")
+	f := w.waitTerminal(failed.RunID)
+	require.Equal(t, "failed", f.Status, f.raw)
+	require.Equal(t, "PLUGIN_ERROR", f.Error.Code, f.raw)
+	var retried struct {
+		RunID       string `json:"run_id"`
+		ParentRunID string `json:"parent_run_id"`
+	}
+	w.runJSON(0, &retried, "run", "retry", failed.RunID, "--json")
+	require.Equal(t, failed.RunID, retried.ParentRunID)
+	r2 := w.waitTerminal(retried.RunID)
+	require.Equal(t, failed.RunID, runsDeref(r2.RootRunID))
+	require.Equal(t, 2, runsDeref(r2.Attempt))
 }
