@@ -25,20 +25,26 @@ const clockTicks = 100
 
 // cpuTimes reads a process's CPU time from /proc/pid/stat: its own
 // (utime+stime) and its reaped children's (cutime+cstime).
-func cpuTimes(t *testing.T, pid int) (self, children time.Duration) {
-	t.Helper()
+func cpuTimes(pid int) (self, children time.Duration, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	require.NoError(t, err)
-	i := strings.LastIndexByte(string(b), ')')
-	require.Positive(t, i)
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state): utime, stime, cutime, cstime are fields 14-17.
-	ticks := func(field int) time.Duration {
-		n, err := strconv.ParseInt(f[field-3], 10, 64)
-		require.NoError(t, err)
-		return time.Duration(n) * time.Second / clockTicks
+	if err != nil {
+		return 0, 0, err
 	}
-	return ticks(14) + ticks(15), ticks(16) + ticks(17)
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 15 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: unexpected %q", pid, b)
+	}
+	// f[0] is field 3 (state): utime, stime, cutime, cstime are fields 14-17.
+	var ticks [4]time.Duration
+	for k := range ticks {
+		n, err := strconv.ParseInt(f[14+k-3], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/stat field %d: %w", pid, 14+k, err)
+		}
+		ticks[k] = time.Duration(n) * time.Second / clockTicks
+	}
+	return ticks[0] + ticks[1], ticks[2] + ticks[3], nil
 }
 
 // runDelta is one event of GET /runs/stream (spec §6.1).
@@ -96,7 +102,8 @@ plugins:
 		}
 	}()
 
-	selfBefore, childBefore := cpuTimes(t, w.daemon.pid())
+	selfBefore, childBefore, err := cpuTimes(w.daemon.pid())
+	require.NoError(t, err)
 	began := time.Now()
 	ids := make([]string, runs)
 	entries := make([]string, runs)
@@ -144,7 +151,8 @@ plugins:
 		return true
 	}, func() string { return fmt.Sprintf("%d of %d ended", len(records), runs) })
 	elapsed := time.Since(began)
-	selfAfter, childAfter := cpuTimes(t, w.daemon.pid())
+	selfAfter, childAfter, err := cpuTimes(w.daemon.pid())
+	require.NoError(t, err)
 
 	// No export item lost; the last progress value kept.
 	for i, id := range ids {
