@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -668,4 +669,144 @@ plugins:
 	r2 := w.waitTerminal(retried.RunID)
 	require.Equal(t, failed.RunID, runsDeref(r2.RootRunID))
 	require.Equal(t, 2, runsDeref(r2.Attempt))
+}
+
+// TestRunsControlLinesRefusedNeverWedge: lines on fd 3 that are not JSON,
+// over a cap (an inline binary over 64 KiB), out of range (progress 1.5)
+// or of no known type are refused, each with a log line naming the run;
+// the good lines around them count and the run ends as its plugin answered.
+func TestRunsControlLinesRefusedNeverWedge(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
+`)
+	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "refusals"}).RunID
+	r := w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	require.Equal(t, 1, r.ExportsCount, r.raw)
+	items := w.allExports(id, 10)
+	require.Len(t, items, 1)
+	require.Equal(t, "the one good item", items[0].Text)
+	require.Equal(t, []string{items[0].ExportItemID}, r.ResultRefs)
+	require.NotNil(t, r.Progress)
+	require.Equal(t, 0.75, *r.Progress, r.raw)
+	require.Equal(t, "after refusals", runsDeref(r.Stage), r.raw)
+
+	// Each refusal is logged on the run (its job id in the line), and a
+	// summary when it ends.
+	refused, summary := 0, 0
+	waitFor(t, waitTimeout, "four refusals and their summary in the daemon's log", func() bool {
+		lines, _ := w.daemon.snapshot()
+		refused, summary = 0, 0
+		for _, l := range lines {
+			if !strings.Contains(l, id) {
+				continue
+			}
+			switch {
+			case messageIs("plugin control line refused")(l), messageIs("plugin export item not recorded")(l):
+				refused++
+			case messageIs("plugin control lines refused")(l):
+				summary++
+			}
+		}
+		return refused == 4 && summary == 1
+	}, func() string { return fmt.Sprintf("%d refusals and %d summaries logged", refused, summary) })
+}
+
+// TestRunsExportBurstLosesNothing: 100 export items written at once (well
+// under the 1,000 per attempt) are all recorded, in order, and are the
+// run's result set: an item the plugin sent is never dropped because the
+// ledger writes more slowly than a pipe fills.
+func TestRunsExportBurstLosesNothing(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
+`)
+	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "burst"}).RunID
+	r := w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	items := w.allExports(id, 1000)
+	var texts []string
+	for _, it := range items {
+		texts = append(texts, it.Text)
+	}
+	var want []string
+	for i := 1; i <= 100; i++ {
+		want = append(want, fmt.Sprintf("burst %d", i))
+	}
+	require.Equal(t, want, texts, "every item the plugin exported, in order")
+	require.Equal(t, itemIDs(items), r.ResultRefs)
+}
+
+// TestRunsQueuedCancelSyncAndUnknown: a queued run canceled ends canceled
+// at once, without ever starting; POST /runs in mode sync answers the
+// ended run; an unknown run is a 404 not_found.
+func TestRunsQueuedCancelSyncAndUnknown(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+service: {max_workers: 1}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
+  echo: {}
+`)
+	busy := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "gated"}).RunID
+	w.waitRun(busy, "running", func(r runRecord) bool { return r.Status == "running" })
+	queued := w.createRun(map[string]any{"plugin_id": "echo", "entry_id": "poll"})
+	require.Equal(t, "queued", queued.Status)
+	require.Equal(t, "queued", w.getRun(queued.RunID).Status, "the one worker is busy")
+
+	var cancel struct {
+		Status string `json:"status"`
+	}
+	code, raw := w.do(http.MethodPost, "/runs/"+queued.RunID+"/cancel", map[string]any{"reason": "not now"})
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, code, "%s", raw)
+	require.NoError(t, json.Unmarshal(raw, &cancel))
+	require.Equal(t, "canceled", cancel.Status, "a queued run is canceled at once: %s", raw)
+	r := w.getRun(queued.RunID)
+	require.Equal(t, "canceled", r.Status, r.raw)
+	require.Nil(t, r.StartedAt, "it never started")
+	require.NotNil(t, r.FinishedAt)
+	require.Equal(t, "not now", runsDeref(r.CancelReason))
+	require.Equal(t, "CANCELED", r.Error.Code)
+	require.NotNil(t, r.ResultRefs)
+	require.Empty(t, r.ResultRefs)
+
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate1"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate2"), nil, 0o644))
+	require.Equal(t, "succeeded", w.waitTerminal(busy).Status)
+	require.Equal(t, "canceled", w.getRun(queued.RunID).Status, "terminal stays terminal")
+
+	// Sync: answered once the run ended, with it.
+	var sync struct {
+		RunID  string     `json:"run_id"`
+		Status string     `json:"status"`
+		Run    *runRecord `json:"run"`
+	}
+	w.doJSON(http.StatusOK, &sync, http.MethodPost, "/runs", map[string]any{"plugin_id": "echo", "entry_id": "poll", "mode": "sync"})
+	require.Equal(t, "succeeded", sync.Status)
+	require.NotNil(t, sync.Run)
+	require.Equal(t, sync.RunID, sync.Run.RunID)
+	require.Equal(t, "succeeded", sync.Run.Status)
+
+	// Unknown: 404 not_found, on every run route.
+	for _, route := range []struct{ method, path string }{
+		{http.MethodGet, "/runs/01a1fea5-702c-7dc3-96a5-3a1e80ffba81"},
+		{http.MethodGet, "/runs/01a1fea5-702c-7dc3-96a5-3a1e80ffba81/export"},
+		{http.MethodPost, "/runs/01a1fea5-702c-7dc3-96a5-3a1e80ffba81/cancel"},
+		{http.MethodPost, "/runs/01a1fea5-702c-7dc3-96a5-3a1e80ffba81/retry"},
+	} {
+		code, raw := w.do(route.method, route.path, nil)
+		require.Equal(t, http.StatusNotFound, code, "%s %s: %s", route.method, route.path, raw)
+		var e apiError
+		require.NoError(t, json.Unmarshal(raw, &e))
+		require.Equal(t, "not_found", e.Code, "%s", raw)
+	}
 }

@@ -38,6 +38,17 @@ trickle)
 	done
 	export_text "trickle $job"
 	;;
+burst)
+	awk 'BEGIN { for (i = 1; i <= 100; i++) printf "{\"export\":{\"type\":\"text\",\"text\":\"burst %d\"}}\n", i }' >&3
+	;;
+refusals)
+	printf '%s\n' 'not json' >&3
+	printf '{"export":{"type":"binary","binary":"%s"}}\n' "$(head -c 70000 /dev/zero | base64 | tr -d '\n')" >&3
+	printf '%s\n' '{"progress":1.5}' >&3
+	printf '%s\n' '{"export":{"type":"carrier-pigeon","text":"x"}}' >&3
+	export_text "the one good item"
+	printf '%s\n' '{"progress":0.75,"stage":"after refusals"}' >&3
+	;;
 gated)
 	export_text "item 1"
 	export_text "item 2"
