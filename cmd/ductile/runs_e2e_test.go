@@ -299,8 +299,24 @@ api: {listen: 127.0.0.1:0}
 plugins:
   reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
 `)
-	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "gated"}).RunID
+	// An observer of the runs channel, by task, from before the run exists.
+	runs := w.openSSE("/runs/stream?task_id=replay", "")
+	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "gated", "task_id": "replay"}).RunID
 	w.waitRun(id, "running with two export items", func(r runRecord) bool { return r.Status == "running" && r.ExportsCount == 2 })
+
+	// It saw the run added; cut it there.
+	added := runs.next(t, waitTimeout)
+	var d runDelta
+	require.NoError(t, json.Unmarshal([]byte(added.Data), &d), "%s", added.Data)
+	require.Equal(t, runDelta{Op: "add", RunID: id, Status: "queued", UpdatedAt: d.UpdatedAt}, d)
+	require.NotEmpty(t, added.ID)
+	runs.close()
+
+	// A live export stream, from the start, kept open.
+	live := w.openSSE("/runs/"+id+"/export/stream", "")
+	for i := 1; i <= 2; i++ {
+		require.Equal(t, fmt.Sprintf("item %d", i), decodeItem(t, live.next(t, waitTimeout)).Text)
+	}
 
 	// The stream replays from the ledger; cut it after the first item.
 	s := w.openSSE("/runs/"+id+"/export/stream", "")
@@ -314,6 +330,11 @@ plugins:
 	// Three more items come while nobody listens.
 	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate1"), nil, 0o644))
 	w.waitRun(id, "running with five export items", func(r runRecord) bool { return r.ExportsCount == 5 })
+
+	// The live stream got them as they came.
+	for i := 3; i <= 5; i++ {
+		require.Equal(t, fmt.Sprintf("item %d", i), decodeItem(t, live.next(t, waitTimeout)).Text)
+	}
 
 	// Resumed: items 2 to 5, each once, in order.
 	s = w.openSSE("/runs/"+id+"/export/stream", ev.ID)
@@ -343,6 +364,25 @@ plugins:
 	case <-time.After(300 * time.Millisecond):
 	}
 	s.close()
+
+	// The runs channel resumed after the add: the run's changes that
+	// followed, each once, in order, to its end.
+	runs = w.openSSE("/runs/stream?task_id=replay", added.ID)
+	var statuses []string
+	seen := map[string]bool{added.ID: true}
+	for len(statuses) == 0 || statuses[len(statuses)-1] != "succeeded" {
+		ev := runs.next(t, waitTimeout)
+		require.False(t, seen[ev.ID], "delta %s sent twice", ev.ID)
+		seen[ev.ID] = true
+		var d runDelta
+		require.NoError(t, json.Unmarshal([]byte(ev.Data), &d), "%s", ev.Data)
+		require.Equal(t, id, d.RunID)
+		require.Equal(t, "change", d.Op, "%s", ev.Data)
+		if len(statuses) == 0 || statuses[len(statuses)-1] != d.Status {
+			statuses = append(statuses, d.Status)
+		}
+	}
+	require.Equal(t, []string{"running", "succeeded"}, statuses)
 
 	// Paged, one at a time: the same five, in order, then next_after null.
 	all := w.allExports(id, 1)

@@ -167,6 +167,15 @@ plugins:
 		require.Equal(t, 1.0, *r.Progress, "the last progress value is kept: %s", r.raw)
 	}
 
+	// GET /runs pages through them all by task, each once.
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	waitFor(t, waitTimeout, "GET /runs?task_id=load&status=succeeded to list every run once", func() bool {
+		return equalSets(want, w.listRunIDs("task_id=load&status=succeeded", 50))
+	})
+
 	// The ledger: at most one job.progressed per second per run, plus the last.
 	l := openLedger(t, w.state)
 	stored := map[string]int{}
@@ -242,4 +251,45 @@ plugins:
 	t.Logf("%d runs × 1,000 progress lines + 1 export item (%d of them over 2s or more) in %v: daemon CPU %v (%v per run), its plugins' CPU %v (%v per run); "+
 		"at most %d job.progressed stored and %d progress changes observed for a run",
 		runs, trickles, elapsed.Round(time.Millisecond), self, self/runs, children, children/runs, maxStored, maxSeen)
+}
+
+// listRunIDs pages through GET /runs?query, limit at a time, and returns
+// the ids listed, failing the test if one is listed twice.
+func (w *runsWorld) listRunIDs(query string, limit int) map[string]bool {
+	w.t.Helper()
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(w.t, pages, 10000, "run pages never end")
+		path := fmt.Sprintf("/runs?%s&limit=%d", query, limit)
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		var page struct {
+			Runs       []runRecord `json:"runs"`
+			NextCursor string      `json:"next_cursor"`
+		}
+		w.doJSON(http.StatusOK, &page, http.MethodGet, path, nil)
+		require.LessOrEqual(w.t, len(page.Runs), limit)
+		for _, r := range page.Runs {
+			require.False(w.t, seen[r.RunID], "run %s listed twice", r.RunID)
+			seen[r.RunID] = true
+		}
+		if page.NextCursor == "" {
+			return seen
+		}
+		cursor = page.NextCursor
+	}
+}
+
+func equalSets(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
 }
