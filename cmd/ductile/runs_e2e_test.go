@@ -170,6 +170,26 @@ plugins:
 	requireTypesInOrder(t, statuses, "cancel_requested", "canceled")
 	require.NotContains(t, statuses, "failed")
 
+	// Time travel: as of its last stored progress before the cancel, the
+	// job was running at 0.5, stage waiting, with its three items.
+	var before05 int64
+	for _, ev := range jobEvents(t, w.state, id) {
+		if ev.Type == events.JobCancelRequested {
+			break
+		}
+		if ev.Type == events.JobProgressed {
+			before05 = ev.Seq
+		}
+	}
+	require.Positive(t, before05, "a job.progressed before the cancel")
+	then := w.jobAt(id, before05)
+	require.Equal(t, "running", then.Status)
+	require.NotNil(t, then.Progress)
+	require.NotNil(t, then.Progress.Progress)
+	require.Equal(t, 0.5, *then.Progress.Progress)
+	require.Equal(t, "waiting", then.Progress.Stage)
+	require.Equal(t, itemIDs(before), then.Exports)
+
 	// A terminal run is immutable: a second cancel is refused, nothing moves.
 	code, raw = w.do(http.MethodPost, "/runs/"+id+"/cancel", map[string]any{"reason": "again"})
 	require.GreaterOrEqual(t, code, 400, "%s", raw)
@@ -403,6 +423,22 @@ plugins:
 	rest := w.exports(id, *p.NextAfter, 10)
 	require.Equal(t, itemIDs(all[2:]), itemIDs(rest.Items))
 	require.True(t, rest.NextAfter == nil || *rest.NextAfter == "", "the last page has no next_after")
+
+	// Time travel: as of its second item, the job was running with two.
+	var second int64
+	for _, ev := range jobEvents(t, w.state, id) {
+		if ev.Type == events.JobExported {
+			var d events.Exported
+			require.NoError(t, json.Unmarshal(ev.Data, &d))
+			if d.ExportItemID == all[1].ExportItemID {
+				second = ev.Seq
+			}
+		}
+	}
+	require.Positive(t, second)
+	then := w.jobAt(id, second)
+	require.Equal(t, "running", then.Status)
+	require.Equal(t, itemIDs(all[:2]), then.Exports)
 
 	// A fresh stream after the end replays all five, once.
 	s = w.openSSE("/runs/"+id+"/export/stream", "")

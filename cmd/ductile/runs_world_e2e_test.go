@@ -24,6 +24,8 @@ import (
 
 	"github.com/ductile/ductile/events"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ductile/ductile/ledger"
 )
 
 // runsWorld is a jobWorld whose daemon serves the API on 127.0.0.1:0.
@@ -486,16 +488,53 @@ func groupMembers(pgid int) []int {
 	return out
 }
 
-// eventTypes are the types of a job's stream, oldest first, read from the
-// ledger file (read-only use of a second connection).
-func jobEventTypes(t *testing.T, stateDir, jobID string) []string {
+// jobEvents are the events of a job's stream, oldest first, read from the
+// ledger file (a second connection, as another process would).
+func jobEvents(t *testing.T, stateDir, jobID string) []ledger.Event {
 	t.Helper()
 	l := openLedger(t, stateDir)
 	evs, err := l.ReadStream(context.Background(), events.JobStream(jobID))
 	require.NoError(t, err)
+	return evs
+}
+
+// jobEventTypes are the types of jobEvents.
+func jobEventTypes(t *testing.T, stateDir, jobID string) []string {
+	t.Helper()
 	var out []string
-	for _, ev := range evs {
+	for _, ev := range jobEvents(t, stateDir, jobID) {
 		out = append(out, ev.Type)
 	}
 	return out
+}
+
+// treeJobAt is a job of `job tree --at SEQ --json`: as it was then, with
+// its progress and export items.
+type treeJobAt struct {
+	ID       string `json:"job_id"`
+	Status   string `json:"status"`
+	Progress *struct {
+		Progress *float64 `json:"progress"`
+		Stage    string   `json:"stage"`
+		Message  string   `json:"message"`
+	} `json:"progress"`
+	Exports []string `json:"exports"`
+}
+
+// jobAt is run id's job as `job tree ID --at SEQ --json` shows it (time travel).
+func (w *runsWorld) jobAt(id string, seq int64) treeJobAt {
+	w.t.Helper()
+	var tree struct {
+		AtSeq int64       `json:"at_seq"`
+		Jobs  []treeJobAt `json:"jobs"`
+	}
+	w.runJSON(0, &tree, "job", "tree", id, "--at", strconv.FormatInt(seq, 10), "--json")
+	require.Equal(w.t, seq, tree.AtSeq)
+	for _, j := range tree.Jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	w.t.Fatalf("job tree %s --at %d lists no job %s", id, seq, id)
+	return treeJobAt{}
 }
