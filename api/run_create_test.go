@@ -75,6 +75,13 @@ func TestCreateRun(t *testing.T) {
 	}
 	// The job is the run: GET /job/{id} reads the same, with the args as payload.
 	require.Equal(t, http.StatusOK, f.do("GET", "/job/"+id, "jobs-ro", nil).status)
+	// POST /plugin makes the same thing, with a task and a trace too.
+	r = f.do("POST", "/plugin/echo/handle?task_id=task-2&trace_id=trace-2", "plugin-rw", []byte(`{}`))
+	require.Equal(t, http.StatusAccepted, r.status, string(r.raw))
+	r = f.do("GET", "/runs/"+r.body["job_id"].(string), "jobs-ro", nil)
+	require.Equal(t, "task-2", r.body["task_id"])
+	require.Equal(t, "trace-2", r.body["trace_id"])
+	require.Equal(t, "plugin", r.body["kind"])
 	// By its short id too.
 	require.Equal(t, id, f.do("GET", "/runs/"+id[len(id)-12:], "jobs-ro", nil).body["run_id"])
 

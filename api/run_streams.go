@@ -58,7 +58,7 @@ func (s *Server) documentRunStreams() {
 	s.addMounted(secured(huma.Operation{
 		OperationID: "stream-runs", Method: http.MethodGet, Path: "/runs/stream", Summary: "The runs channel: plugin runs' changes, live (Server-Sent Events)",
 		Description: "Each change of a plugin run is an SSE message: id the seq of the ledger event it comes from, event run, data a delta " +
-			"{op: add (the run was created) or change, run_id, status, progress, stage, message, updated_at}: the run as of that event. " +
+			"{op: add (the run was created) or change (its status or progress changed), run_id, status, progress, updated_at, seq}: the run as of that event (views.FollowRuns). " +
 			"Read from the ledger and filtered on the server (every filter given must match); progress changes come as the ledger records them " +
 			"(at most one per second per run). It starts after the seq given by Last-Event-ID or after (none: at the head, new changes only), " +
 			"writes ': ping' when idle, and follows the ledger until the client goes away; with run_id it ends after the run's terminal change " +

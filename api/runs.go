@@ -209,7 +209,7 @@ type ListRunsInput struct {
 	PluginID string `query:"plugin_id" maxLength:"128" doc:"kind plugin: only this plugin's runs"`
 	Pipeline string `query:"pipeline" maxLength:"128" doc:"kind pipeline: only this pipeline's runs (alone, it implies kind=pipeline)"`
 	Status   string `query:"status" enum:"queued,running,cancel_requested,succeeded,failed,timeout,canceled" doc:"Only runs with this status (kind pipeline: running, succeeded or failed)"`
-	Limit    int    `query:"limit" minimum:"1" maximum:"1000" default:"50"`
+	Limit    int    `query:"limit" minimum:"1" maximum:"1000" default:"50" doc:"The most runs a page holds (kind plugin: 500 at most, a larger limit is 500)"`
 	Cursor   string `query:"cursor" maxLength:"512" doc:"kind plugin: where to go on, the next_cursor of the previous page (with the same filters)"`
 }
 
@@ -218,7 +218,7 @@ type RunList struct {
 	Body struct {
 		Kind       string        `json:"kind" enum:"plugin,pipeline" doc:"The kind of the runs listed"`
 		Runs       []RunResource `json:"runs"`
-		NextCursor string        `json:"next_cursor,omitempty" doc:"kind plugin: pass it as cursor for the next page; absent on the last page"`
+		NextCursor string        `json:"next_cursor,omitempty" doc:"kind plugin: pass it as cursor for the next page; absent once a page is not full (the page after a full one may be empty)"`
 	}
 }
 

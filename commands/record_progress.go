@@ -3,9 +3,17 @@ package commands
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+)
+
+// The caps of a progress report: a longer message or stage is refused here
+// (engine.RunReport cuts a plugin's to fit).
+const (
+	MaxProgressMessage = 4 << 10
+	MaxProgressStage   = 256
 )
 
 // Progress records a running attempt's progress, stage or message
@@ -42,8 +50,8 @@ func (cmd Progress) decide(j *Job) ([]ledger.NewEvent, error) {
 	}
 	p := cmd.Progress
 	p.Attempt = cmd.Attempt
-	if p.Progress != nil && (*p.Progress < 0 || *p.Progress > 1) {
-		return nil, fmt.Errorf("%w: progress %v is outside [0, 1]", ErrInvalidCommand, *p.Progress)
+	if err := CheckProgress(p); err != nil {
+		return nil, err
 	}
 	return []ledger.NewEvent{j.next(events.JobProgressed, p, "", events.ActorDispatcher)}, nil
 }
@@ -53,6 +61,20 @@ func (cmd Progress) decide(j *Job) ([]ledger.NewEvent, error) {
 func runningAttempt(j *Job, attempt int, action string) error {
 	if (j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested) || j.Attempt != attempt {
 		return &TransitionError{JobID: j.JobID, Status: j.Status, Attempt: j.Attempt, Action: fmt.Sprintf("%s of attempt %d", action, attempt)}
+	}
+	return nil
+}
+
+// CheckProgress refuses a progress outside [0, 1] (or not a number), a
+// message or a stage over its cap, wrapping ErrInvalidCommand.
+func CheckProgress(p events.Progressed) error {
+	switch {
+	case p.Progress != nil && (math.IsNaN(*p.Progress) || *p.Progress < 0 || *p.Progress > 1):
+		return fmt.Errorf("%w: progress %v is outside [0, 1]", ErrInvalidCommand, *p.Progress)
+	case len(p.Message) > MaxProgressMessage:
+		return fmt.Errorf("%w: progress message is %d bytes; at most %d", ErrInvalidCommand, len(p.Message), MaxProgressMessage)
+	case len(p.Stage) > MaxProgressStage:
+		return fmt.Errorf("%w: progress stage is %d bytes; at most %d", ErrInvalidCommand, len(p.Stage), MaxProgressStage)
 	}
 	return nil
 }

@@ -52,6 +52,11 @@ func endAttempt(t *testing.T, b *testBundle, id string, attempt int, out command
 func TestRecordProgress(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	queued, err := commands.EnqueueJob(b.ctx, b.l, enqueue())
+	require.NoError(t, err)
+	require.ErrorIs(t, reportProgress(b, queued.JobID, 1, 0.1, ""), commands.ErrInvalidTransition, "a queued job runs no attempt")
+	_, err = exportText(b, queued.JobID, 1, "early")
+	require.ErrorIs(t, err, commands.ErrInvalidTransition)
 	id := runningJob(t, b, 1)
 	mark := b.mark(t)
 	require.NoError(t, reportProgress(b, id, 1, 0.25, "fetch"))
@@ -68,7 +73,7 @@ func TestRecordProgress(t *testing.T) {
 
 	endAttempt(t, b, id, 1, outOK)
 	mark = b.mark(t)
-	err := reportProgress(b, id, 1, 1, "")
+	err = reportProgress(b, id, 1, 1, "")
 	var te *commands.TransitionError
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, events.StatusSucceeded, te.Status)

@@ -56,6 +56,7 @@ type attemptControl struct {
 	lost   int
 	logged int // refusals logged one by one
 	last   string
+	closed bool
 }
 
 // take handles one control line.
@@ -135,8 +136,12 @@ func (c *attemptControl) record(items <-chan events.Exported) {
 
 // close waits until every queued export item is recorded, then closes the
 // report (writing the last progress), and logs how many lines were refused
-// and export items not recorded, if any.
+// and export items not recorded, if any. Later calls do nothing.
 func (c *attemptControl) close(ctx context.Context) {
+	if c.closed {
+		return
+	}
+	c.closed = true
 	if c.exports != nil {
 		close(c.exports)
 		<-c.done

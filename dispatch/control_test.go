@@ -39,7 +39,11 @@ func TestWhatAPluginReportsIsRecordedBeforeItsOutcome(t *testing.T) {
 	t.Parallel()
 	var logs syncBuffer
 	b := setupWith(t, 1, nil, daemon.Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	id := b.enqueue("reporter")
+	enq := commands.JobFor(b.d.Config(), "reporter", "poll", events.ActorCLI)
+	enq.TraceID = "trace-7"
+	res, err := commands.EnqueueJob(b.ctx, b.d.Ledger, enq)
+	require.NoError(t, err)
+	id := res.JobID
 	b.waitFor(map[string]string{id: "succeeded"})
 
 	evs, err := b.d.Ledger.ReadStream(b.ctx, events.JobStream(id))
@@ -61,9 +65,9 @@ func TestWhatAPluginReportsIsRecordedBeforeItsOutcome(t *testing.T) {
 		}
 	}
 	require.Len(t, items, 3, "the text over its cap is not stored")
-	require.Equal(t, events.Exported{ExportItemID: id + ":1", Attempt: 1, Type: events.ExportText, Text: "first", Description: "one"}, items[0])
-	require.Equal(t, events.Exported{ExportItemID: id + ":2", Attempt: 1, Type: events.ExportURL, URL: "https://example.com/2"}, items[1])
-	require.Equal(t, "run="+id+" trace=", items[2].Text, "the dispatcher gives the plugin its run id")
+	require.Equal(t, events.Exported{ExportItemID: id + ":1", Attempt: 1, Type: events.ExportText, Text: "first", Description: "one", TraceID: "trace-7"}, items[0])
+	require.Equal(t, events.Exported{ExportItemID: id + ":2", Attempt: 1, Type: events.ExportURL, URL: "https://example.com/2", TraceID: "trace-7"}, items[1])
+	require.Equal(t, "run="+id+" trace=trace-7", items[2].Text, "the dispatcher gives the plugin its run and trace ids")
 	require.Equal(t, []string{id + ":1", id + ":2", id + ":3"}, succeeded.ResultRefs)
 
 	require.NotNil(t, last, "progress was recorded")

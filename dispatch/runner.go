@@ -164,6 +164,11 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 			control.take(m)
 		}})
 	}
+	defer func() {
+		if control != nil {
+			control.close(r.stopped) // should the completion panic, its goroutines still end
+		}
+	}()
 	if !started && startErr == nil {
 		// No process got a request: the plugin cannot run here (problem),
 		// or its process could not be spawned (a missing interpreter, no

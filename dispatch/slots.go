@@ -36,9 +36,7 @@ type candidate struct {
 	id, plugin, command, dedupeKey string
 	seq                            int64
 	retryAt                        time.Time
-	// traceID is the job's trace id, given to its plugin, when known
-	// before its start (RunJob knows it; the queue's projection does not
-	// hold it).
+	// traceID is the job's trace id, given to its plugin.
 	traceID string
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
@@ -73,17 +74,22 @@ func (r *RunReport) Progress(p events.Progressed) {
 	}
 }
 
-// merge folds a line into state.
+// merge folds a line into state: a progress outside [0, 1] is dropped
+// (logged), a message or stage over its cap cut to fit.
 func (r *RunReport) merge(p events.Progressed) {
 	if p.Progress != nil {
 		v := *p.Progress
-		r.state.Progress = &v
+		if commands.CheckProgress(events.Progressed{Progress: &v}) != nil {
+			r.log.Warn("progress line refused: progress must be a number in [0, 1]", "progress", v)
+		} else {
+			r.state.Progress = &v
+		}
 	}
 	if p.Message != "" {
-		r.state.Message = p.Message
+		r.state.Message = cut(p.Message, commands.MaxProgressMessage)
 	}
 	if p.Stage != "" {
-		r.state.Stage = p.Stage
+		r.state.Stage = cut(p.Stage, commands.MaxProgressStage)
 	}
 	r.lines += max(p.Lines, 1)
 	r.dirty = true
@@ -164,4 +170,15 @@ func (r *RunReport) Close(ctx context.Context) {
 		<-r.done
 	}
 	r.flush(ctx)
+}
+
+// cut is s cut to at most n bytes, on a character boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -3,8 +3,10 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -171,4 +173,25 @@ func TestEnqueueIdempotencyKey(t *testing.T) {
 	var conflict *engine.IdempotencyConflictError
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, first.JobID, conflict.JobID)
+}
+
+// A progress outside [0, 1] is dropped and the rest of the line kept; a
+// message over its cap is cut to fit: the next write is not refused.
+func TestRunReportCleansLines(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	id := f.running(t)
+	r := f.eng.Report(id, 1)
+	r.Progress(events.Progressed{Progress: pct(0.4)})
+	r.Progress(events.Progressed{Progress: pct(7), Stage: "é" + strings.Repeat("x", commands.MaxProgressStage)})
+	r.Progress(events.Progressed{Message: strings.Repeat("é", commands.MaxProgressMessage)})
+	r.Close(f.ctx)
+	_, data := f.progressed(t, id)
+	require.NotEmpty(t, data)
+	last := data[len(data)-1]
+	require.Equal(t, 0.4, *last.Progress)
+	require.LessOrEqual(t, len(last.Stage), commands.MaxProgressStage)
+	require.True(t, strings.HasPrefix(last.Stage, "é"))
+	require.LessOrEqual(t, len(last.Message), commands.MaxProgressMessage)
+	require.True(t, utf8.ValidString(last.Message))
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -103,6 +104,15 @@ func ParseControlLine(line []byte) (ControlMessage, error) {
 	if !utf8.Valid(line) {
 		return ControlMessage{}, errors.New("not valid UTF-8: JSON text must be UTF-8 (encode bytes as base64 in an export of type binary)")
 	}
+	if m, ok := parseSimpleProgress(line); ok {
+		return m, nil
+	}
+	return decodeControlLine(line)
+}
+
+// decodeControlLine is ParseControlLine's reading of a JSON object through
+// encoding/json.
+func decodeControlLine(line []byte) (ControlMessage, error) {
 	var cl controlLine
 	if err := json.Unmarshal(line, &cl); err != nil {
 		return ControlMessage{}, fmt.Errorf("not a control object: %w", err)
@@ -315,4 +325,112 @@ func (c *controlReader) refuse(n int, why string, text []byte) {
 	}
 	c.refused++
 	c.deliver(ControlMessage{Line: n, Refused: fmt.Sprintf("control line %d refused: %s: %s", n, why, quote(bytes.TrimSpace(text)))})
+}
+
+// parseSimpleProgress reads the line most plugins write most often, a
+// progress line in compact JSON with plain strings
+// ({"progress":0.4,"message":"4 of 10","stage":"upload"}), without
+// reflection; anything else is not simple (false) and is left to
+// encoding/json, which reads a simple line the same way. The line is valid
+// UTF-8 (ParseControlLine checked).
+func parseSimpleProgress(line []byte) (ControlMessage, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte{'{'})
+	var p events.Progressed
+	var seen [3]bool
+	for ok {
+		var key []byte
+		if key, rest, ok = plainControlString(rest); !ok {
+			break
+		}
+		if rest, ok = bytes.CutPrefix(rest, []byte{':'}); !ok {
+			break
+		}
+		switch string(key) {
+		case "progress":
+			var num []byte
+			if num, rest, ok = jsonNumber(rest); !ok || seen[0] {
+				return ControlMessage{}, false
+			}
+			v, err := strconv.ParseFloat(string(num), 64)
+			if err != nil || v < 0 || v > 1 {
+				return ControlMessage{}, false // encoding/json says why
+			}
+			p.Progress, seen[0] = &v, true
+		case "message", "stage":
+			var text []byte
+			if text, rest, ok = plainControlString(rest); !ok {
+				return ControlMessage{}, false
+			}
+			field, cap, i := &p.Message, MaxProgressMessage, 1
+			if key[0] == 's' {
+				field, cap, i = &p.Stage, MaxProgressStage, 2
+			}
+			if seen[i] || len(text) > cap {
+				return ControlMessage{}, false
+			}
+			*field, seen[i] = string(text), true
+		default:
+			return ControlMessage{}, false
+		}
+		if string(rest) == "}" {
+			return ControlMessage{Progress: &p}, true
+		}
+		rest, ok = bytes.CutPrefix(rest, []byte{','})
+	}
+	return ControlMessage{}, false
+}
+
+// plainControlString cuts a JSON string without escapes or control
+// characters off the start of b: its text and what follows it.
+func plainControlString(b []byte) (text, rest []byte, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, nil, false
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return b[1:i], b[i+1:], true
+		case c < 0x20 || c == '\\':
+			return nil, nil, false
+		}
+	}
+	return nil, nil, false
+}
+
+// jsonNumber cuts a JSON number (RFC 8259: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?)
+// off the start of b.
+func jsonNumber(b []byte) (num, rest []byte, ok bool) {
+	i := 0
+	digits := func() int {
+		start := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		return i - start
+	}
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return nil, nil, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return nil, nil, false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return nil, nil, false
+		}
+	}
+	return b[:i], b[i:], true
 }

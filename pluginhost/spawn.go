@@ -140,12 +140,13 @@ func startProcess(p *Plugin, onStderr func(StderrLines), runID, traceID string) 
 		closeAll()
 		return nil, fmt.Errorf("start %s: %w", p.Entrypoint, err)
 	}
-	env = runEnv(env, runID, traceID)
+	env, pooledEnv := runEnv(env, runID, traceID)
 	before := bootTime()
 	pid, err := syscall.ForkExec(p.Entrypoint, []string{p.Entrypoint}, &syscall.ProcAttr{
 		Dir: p.Dir, Env: env, Files: []uintptr{uintptr(inR), uintptr(outW), uintptr(errW), uintptr(ctlW)}, Sys: sys,
 	})
 	after := bootTime()
+	releaseEnv(pooledEnv)
 	if err != nil {
 		closeAll()
 		err = &os.PathError{Op: "fork/exec", Path: p.Entrypoint, Err: err}
@@ -251,21 +252,36 @@ func childEnv(dir string) ([]string, error) {
 var controlFDEnv = EnvControlFD + "=" + strconv.Itoa(ControlFD)
 
 // runEnv is env with the run's id and trace id added (each if set), in a
-// new slice: env is shared by every run of its plugin.
-func runEnv(env []string, runID, traceID string) []string {
+// slice of envs (env is shared by every run of its plugin), held by pooled
+// (nil: none) until releaseEnv gives it back, once the process is spawned.
+func runEnv(env []string, runID, traceID string) (run []string, pooled *[]string) {
 	if runID == "" && traceID == "" {
-		return env
+		return env, nil
 	}
-	out := make([]string, len(env), len(env)+2)
-	copy(out, env)
+	pooled = envs.Get().(*[]string)
+	run = append((*pooled)[:0], env...)
 	if runID != "" {
-		out = append(out, EnvRunID+"="+runID)
+		run = append(run, EnvRunID+"="+runID)
 	}
 	if traceID != "" {
-		out = append(out, EnvTraceID+"="+traceID)
+		run = append(run, EnvTraceID+"="+traceID)
 	}
-	return out
+	*pooled = run
+	return run, pooled
 }
+
+// releaseEnv gives back a slice of runEnv.
+func releaseEnv(pooled *[]string) {
+	if pooled != nil {
+		clear(*pooled) // holds no strings while pooled
+		*pooled = (*pooled)[:0]
+		envs.Put(pooled)
+	}
+}
+
+// envs are the slices of runEnv, reused: the environment is copied for
+// each run, and is read only until the process is spawned.
+var envs = sync.Pool{New: func() any { return new([]string) }}
 
 // childEnvs are the environments childEnv made, by plugin directory.
 var childEnvs struct {

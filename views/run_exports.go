@@ -42,6 +42,9 @@ func ExportItemOf(ev ledger.Event) (ExportItem, error) {
 		MIME: d.MIME, Metadata: d.Metadata, TraceID: d.TraceID, Seq: ev.Seq}, nil
 }
 
+// exportReadPage is how many job.exported events RunExports reads at once.
+const exportReadPage = 256
+
 // MaxExportPage is the most items one page of RunExports holds, and
 // DefaultExportPage how many it holds when the caller gives no limit.
 const (
@@ -78,31 +81,46 @@ func RunExports(ctx context.Context, l *ledger.Ledger, id, after string, limit i
 		limit = DefaultExportPage
 	}
 	limit = min(limit, MaxExportPage)
-	evs, err := l.ReadStream(ctx, events.JobStream(id))
-	if err != nil {
-		return nil, "", err
-	}
-	if len(evs) == 0 {
-		return nil, "", &JobNotFoundError{ID: id}
-	}
+	// The k-th job.exported of the stream is item k: the first from are
+	// skipped undecoded.
 	items = []ExportItem{}
-	more := false
-	for _, ev := range evs {
-		if ev.Type != events.JobExported {
-			continue
-		}
-		item, err := ExportItemOf(ev)
+	more, seen, afterSeq := false, 0, int64(0)
+	stream := ledger.Filter{Stream: events.JobStream(id), Type: events.JobExported}
+	for !more {
+		last, err := l.ReadFrom(ctx, afterSeq, exportReadPage, stream, func(ev ledger.Event) error {
+			seen++
+			if seen <= from || more {
+				return nil
+			}
+			if len(items) == limit {
+				more = true
+				return nil
+			}
+			item, err := ExportItemOf(ev)
+			if err != nil {
+				return err
+			}
+			items = append(items, item)
+			return nil
+		})
 		if err != nil {
 			return nil, "", err
 		}
-		if events.ExportItemNumber(item.ExportItemID) <= from {
-			continue
+		if last == afterSeq {
+			break // read them all
 		}
-		if len(items) == limit {
-			more = true
-			break
+		afterSeq = last
+	}
+	if seen == 0 {
+		found := false
+		_, err := l.ReadFrom(ctx, 0, 1, ledger.Filter{Stream: events.JobStream(id), Type: events.JobEnqueued},
+			func(ledger.Event) error { found = true; return nil })
+		if err != nil {
+			return nil, "", err
 		}
-		items = append(items, item)
+		if !found {
+			return nil, "", &JobNotFoundError{ID: id}
+		}
 	}
 	if more {
 		nextAfter = strconv.Itoa(events.ExportItemNumber(items[len(items)-1].ExportItemID))

@@ -116,11 +116,7 @@ func ReadRunRecord(ctx context.Context, l *ledger.Ledger, id string) (RunRecord,
 // its events up to seq. A seq before the run was created is a
 // *JobNotFoundError.
 func ReadRunRecordAt(ctx context.Context, l *ledger.Ledger, id string, seq int64) (RunRecord, error) {
-	var evs []ledger.Event
-	err := l.Read(ctx, func(conn *sqlite.Conn) (err error) {
-		evs, err = ledger.ReadStreamThrough(conn, events.JobStream(id), seq)
-		return err
-	})
+	evs, err := readStreamThrough(ctx, l, id, seq)
 	if err != nil {
 		return RunRecord{}, err
 	}
@@ -301,4 +297,13 @@ func (f *runFold) finished(at float64, refs []string) {
 	if refs != nil {
 		f.r.ResultRefs = refs
 	}
+}
+
+// readStreamThrough is job id's events up to seq.
+func readStreamThrough(ctx context.Context, l *ledger.Ledger, id string, seq int64) (evs []ledger.Event, err error) {
+	err = l.Read(ctx, func(conn *sqlite.Conn) error {
+		evs, err = ledger.ReadStreamThrough(conn, events.JobStream(id), seq)
+		return err
+	})
+	return evs, err
 }

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ductile/ductile/events"
@@ -43,14 +44,18 @@ func (s RunStatus) Terminal() bool {
 	return false
 }
 
-// ParseRunStatus checks a status a caller gave (a filter).
+// ErrUnknownRunStatus means a status a caller gave is not a run status.
+var ErrUnknownRunStatus = errors.New("unknown run status")
+
+// ParseRunStatus checks a status a caller gave (a filter): one that is not
+// a run status is an error wrapping ErrUnknownRunStatus.
 func ParseRunStatus(s string) (RunStatus, error) {
 	for _, st := range RunStatuses() {
 		if string(st) == s {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("no run status %q (one of %v)", s, RunStatuses())
+	return "", fmt.Errorf("%w: %q (one of %v)", ErrUnknownRunStatus, s, RunStatuses())
 }
 
 // RunStatusOf is the run status of a job in status, whose last attempt

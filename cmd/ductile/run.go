@@ -74,7 +74,7 @@ func runCommand() *cli.Command {
 					&cli.StringFlag{Name: "plugin", Usage: "plugin runs of this `PLUGIN` only"},
 					&cli.StringFlag{Name: "pipeline", Usage: "pipeline runs of this `PIPELINE` only (implies --kind pipeline)"},
 					&cli.StringFlag{Name: "status", Usage: "runs in this `STATUS` only (plugin: " + runStatusNames() + "; pipeline: running, succeeded, failed)"},
-					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` runs (1-1000)"},
+					&cli.IntFlag{Name: "limit", Value: 50, Usage: "at most `N` runs (1-1000; plugin runs: 500 a page)"},
 					&cli.StringFlag{Name: "cursor", Usage: "plugin runs: the page after this `CURSOR` (the next_cursor a page printed)"},
 					jsonFlag(),
 				},

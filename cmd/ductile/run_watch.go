@@ -33,15 +33,20 @@ func runWatch(c *cli.Context, e *env, l *ledger.Ledger) error {
 		return runError(err)
 	}
 	draw := watchDrawer(e, c.Bool("json"))
-	now := stream.RunDelta{Op: stream.OpChange, RunID: id, Status: rec.Status, Progress: rec.Progress, Stage: rec.Stage,
-		Message: rec.Message, UpdatedAt: rec.UpdatedAt}
-	if err := draw(now); err != nil {
+	now := views.RunDelta{Op: views.RunChanged, RunID: id, Status: rec.Status, Progress: rec.Progress, UpdatedAt: rec.UpdatedAt, Seq: rec.Seq}
+	if err := draw(now, rec); err != nil {
 		return err
 	}
 	if !rec.Status.Terminal() {
 		err = stream.FollowRuns(ctx, l, stream.RunQuery{After: rec.Seq, RunID: id}, func(m stream.Message) error {
-			d, _ := m.Data.(stream.RunDelta)
-			return draw(d)
+			d, _ := m.Data.(views.RunDelta)
+			// The delta has the status and progress; the stage and message
+			// are the record's now.
+			now, err := views.ReadRunRecord(ctx, l, id)
+			if err != nil {
+				return err
+			}
+			return draw(d, now)
 		})
 		if err != nil {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -69,22 +74,23 @@ func runWatch(c *cli.Context, e *env, l *ledger.Ledger) error {
 	return nil
 }
 
-// watchDrawer returns what run watch does with each change: a JSON line,
-// a redrawn bar on a terminal, or a line of text.
-func watchDrawer(e *env, asJSON bool) func(stream.RunDelta) error {
+// watchDrawer returns what run watch does with each change: a JSON line
+// (the delta, as GET /runs/stream sends it), a redrawn bar on a terminal,
+// or a line of text; rec is the run now, for its stage and message.
+func watchDrawer(e *env, asJSON bool) func(d views.RunDelta, rec views.RunRecord) error {
 	if asJSON {
-		return func(d stream.RunDelta) error { return printJSONLine(e, d) }
+		return func(d views.RunDelta, _ views.RunRecord) error { return printJSONLine(e, d) }
 	}
 	if !daemon.IsTerminal(e.stdout) {
-		return func(d stream.RunDelta) error {
-			line := strings.TrimSpace(fmt.Sprintf("%s %-16s %s", epochText(d.UpdatedAt), d.Status, progressText(d.Progress, d.Stage, d.Message)))
+		return func(d views.RunDelta, rec views.RunRecord) error {
+			line := strings.TrimSpace(fmt.Sprintf("%s %-16s %s", epochText(d.UpdatedAt), d.Status, progressText(d.Progress, rec.Stage, rec.Message)))
 			_, err := fmt.Fprintln(e.stdout, line)
 			return err
 		}
 	}
-	return func(d stream.RunDelta) error {
+	return func(d views.RunDelta, rec views.RunRecord) error {
 		line := progressBar(d.Progress) + " " + string(d.Status)
-		if text := progressText(nil, d.Stage, d.Message); text != "" {
+		if text := progressText(nil, rec.Stage, rec.Message); text != "" {
 			line += " " + text
 		}
 		end := ""
