@@ -53,15 +53,8 @@ api: {listen: 127.0.0.1:0}
 plugins:
   longpy: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}, timeouts: {handle: 1m}}
 `, "PYTHONPATH="+sdkDir(t))
-	t.Cleanup(func() {
-		// Whatever the fixture wrote down is ended, even if the test fails.
-		if b, err := os.ReadFile(filepath.Join(w.scratch, "pids")); err == nil {
-			var leader int
-			if _, err := fmt.Sscan(string(b), &leader); err == nil {
-				_ = syscall.Kill(-leader, syscall.SIGKILL)
-			}
-		}
-	})
+	// Whatever the fixture wrote down is ended, even if the test fails.
+	t.Cleanup(func() { killRecordedGroup(filepath.Join(w.scratch, "pids")) })
 
 	c := w.createRun(map[string]any{"plugin_id": "longpy", "entry_id": "work", "args": map[string]any{"n": 1},
 		"task_id": "task-py", "trace_id": "trace-py"})
@@ -235,6 +228,36 @@ plugins:
 	require.Equal(t, id, list.Runs[0].RunID)
 	w.doJSON(http.StatusOK, &list, http.MethodGet, "/runs?plugin_id=echo&status=failed", nil)
 	require.Empty(t, list.Runs, "a timeout is not a failure")
+}
+
+// TestRunsPythonSDKTimeoutIsNotACancel: the SDK answers "canceled" to the
+// SIGTERM of a timeout as to a cancel's; the run still ends timeout, with
+// error code TIMEOUT, and the items it made are its result set.
+func TestRunsPythonSDKTimeoutIsNotACancel(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the Python SDK's end-to-end test needs it")
+	}
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  longpy: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}, timeouts: {handle: 2s}}
+`, "PYTHONPATH="+sdkDir(t))
+	t.Cleanup(func() { killRecordedGroup(filepath.Join(w.scratch, "pids")) })
+	id := w.createRun(map[string]any{"plugin_id": "longpy", "entry_id": "work", "args": map[string]any{"linger": false}}).RunID
+	r := w.waitTerminal(id)
+	require.Equal(t, "timeout", r.Status, r.raw)
+	require.Equal(t, "TIMEOUT", r.Error.Code, r.raw)
+	require.False(t, r.CancelRequested, "nobody asked to cancel: %s", r.raw)
+	_, err := os.Stat(filepath.Join(w.scratch, "saw-cancel"))
+	require.NoError(t, err, "the SDK turned the timeout's SIGTERM into RunCancelled")
+	items := w.allExports(id, 10)
+	require.Len(t, items, 3)
+	require.Equal(t, itemIDs(items), r.ResultRefs)
+	types := jobEventTypes(t, w.state, id)
+	require.NotContains(t, types, events.JobCanceled)
+	require.NotContains(t, types, events.JobCancelRequested)
 }
 
 // TestRunsRetryChainOfThree: POST /runs/{id}/retry twice makes a chain of
@@ -460,16 +483,10 @@ plugin_roots: ["$RUNPLUGINS"]
 api: {listen: 127.0.0.1:0}
 plugins:
   reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 2}}
+  echo: {retry: {max_attempts: 2}}
 `)
 	pidsFile := filepath.Join(w.scratch, "pids")
-	t.Cleanup(func() {
-		if b, err := os.ReadFile(pidsFile); err == nil {
-			var pid int
-			if _, err := fmt.Sscan(string(b), &pid); err == nil {
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
-	})
+	t.Cleanup(func() { killRecordedGroup(pidsFile) })
 	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "crashgap"}).RunID
 	w.waitRun(id, "running with its export item", func(r runRecord) bool { return r.Status == "running" && r.ExportsCount == 1 })
 	before := w.allExports(id, 10)
@@ -477,7 +494,11 @@ plugins:
 	require.Equal(t, "before "+id, before[0].Text)
 	leader := readPIDs(t, pidsFile, 1)[0]
 	require.NoError(t, os.Remove(pidsFile))
+	t.Cleanup(func() { _ = syscall.Kill(-leader, syscall.SIGKILL) })
 
+	// A run is durable once POST /runs answered: killed right after, the
+	// daemon still has it when it comes back.
+	accepted := w.createRun(map[string]any{"plugin_id": "echo", "entry_id": "poll", "task_id": "accepted"}).RunID
 	require.NoError(t, w.daemon.cmd.Process.Signal(syscall.SIGKILL))
 	require.Equal(t, -1, w.daemon.wait(t), "killed")
 
@@ -506,6 +527,7 @@ plugins:
 	require.Equal(t, "LOST", r.Attempts[0].Error.Code, r.raw)
 	types := jobEventTypes(t, w.state, id)
 	require.Equal(t, 2, countOf(types, events.JobExported), "%v", types)
+	require.Equal(t, "succeeded", w.waitTerminal(accepted).Status, "the run accepted before the SIGKILL")
 }
 
 // TestRunsIdempotentCreation: 50 concurrent identical POST /runs with one
@@ -585,6 +607,14 @@ plugins:
 	w.doJSON(http.StatusOK, &list, http.MethodGet, "/runs?plugin_id=sink", nil)
 	require.Empty(t, list.Runs)
 	require.Len(t, w.jobList(), 1)
+
+	// The key holds across a restart: it is in the ledger.
+	w.stopDaemon(w.daemon)
+	w.boot()
+	again := w.createRun(body)
+	require.Equal(t, id, again.RunID, "the same key after a restart answers the same run")
+	require.True(t, again.Existing)
+	require.Len(t, w.jobList(), 1)
 }
 
 // TestRunsPluginIgnoringControlChannel: the bundled echo, which knows
@@ -636,6 +666,19 @@ func mustField(t *testing.T, raw json.RawMessage, key string) json.RawMessage {
 	require.NoError(t, json.Unmarshal(raw, &m), "%s", raw)
 	require.Contains(t, m, key)
 	return m[key]
+}
+
+// killRecordedGroup kills the process group led by the first pid in file,
+// if a fixture wrote one there.
+func killRecordedGroup(file string) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	var leader int
+	if _, err := fmt.Sscan(string(b), &leader); err == nil && leader > 1 {
+		_ = syscall.Kill(-leader, syscall.SIGKILL)
+	}
 }
 
 // decodeItem decodes an export stream event's item.

@@ -19,6 +19,7 @@ def wait_for(path, seconds):
 
 def work(ctx):
     d = ctx.config["dir"]
+    linger = ((ctx.event or {}).get("payload") or {}).get("linger", True)
     child = subprocess.Popen(["sleep", "600"])  # in this process group
     tmp = os.path.join(d, "pids.tmp")
     with open(tmp, "w") as f:
@@ -37,7 +38,8 @@ def work(ctx):
             ctx.run.check_cancelled()
         except ductile.RunCancelled:
             open(os.path.join(d, "saw-cancel"), "w").close()
-            wait_for(os.path.join(d, "let-go"), 30)
+            if linger:
+                wait_for(os.path.join(d, "let-go"), 30)
             raise
         if time.monotonic() > deadline:
             return ctx.error("longpy: never released", retry=False)
