@@ -193,6 +193,46 @@ plugins:
 	require.Equal(t, r.FinishedAt, again.FinishedAt)
 }
 
+// TestRunsCancelOfAPluginIgnoringSIGTERM: a plugin that ignores the
+// cancel's SIGTERM runs on through the grace period, its run
+// cancel_requested; then SIGKILL ends its group and the run ends canceled,
+// never failed, its item kept.
+func TestRunsCancelOfAPluginIgnoringSIGTERM(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 2}}
+`)
+	pidsFile := filepath.Join(w.scratch, "pids")
+	t.Cleanup(func() { killRecordedGroup(pidsFile) })
+	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "deaf"}).RunID
+	w.waitRun(id, "running with its item", func(r runRecord) bool { return r.Status == "running" && r.ExportsCount == 1 })
+	leader := readPIDs(t, pidsFile, 1)[0]
+
+	var cancel struct {
+		Status string `json:"status"`
+	}
+	w.doJSON(http.StatusOK, &cancel, http.MethodPost, "/runs/"+id+"/cancel", map[string]any{"reason": "stop"})
+	require.Equal(t, "cancel_requested", cancel.Status)
+	asked := time.Now()
+	require.True(t, alive(leader), "it ignores SIGTERM")
+	r := w.getRun(id)
+	require.Equal(t, "cancel_requested", r.Status, "during the grace period: %s", r.raw)
+
+	r = w.waitRunFor(waitTimeout+5*time.Second, id, "terminal", func(r runRecord) bool { return runIsTerminal(r.Status) })
+	t.Logf("canceled %v after the request (the grace period, then SIGKILL)", time.Since(asked).Round(time.Millisecond))
+	require.Equal(t, "canceled", r.Status, r.raw)
+	require.Equal(t, "CANCELED", r.Error.Code, r.raw)
+	require.Len(t, r.Attempts, 1, "a canceled run is not retried: %s", r.raw)
+	waitFor(t, waitTimeout, "the plugin's group to be gone", func() bool { return len(groupMembers(leader)) == 0 })
+	items := w.allExports(id, 10)
+	require.Len(t, items, 1)
+	require.Equal(t, "deaf "+id, items[0].Text)
+	require.Equal(t, itemIDs(items), r.ResultRefs)
+}
+
 // TestRunsTimeout: a plugin that outlives its timeout ends timeout (its
 // own terminal status, not failed) with error code TIMEOUT.
 func TestRunsTimeout(t *testing.T) {

@@ -58,6 +58,12 @@ gated)
 	export_text "item 5"
 	await gate2
 	;;
+deaf)
+	trap '' TERM
+	echo $$ >"$dir/pids"
+	export_text "deaf $job"
+	await gate
+	;;
 crashgap)
 	echo $$ >"$dir/pids"
 	export_text "before $job"
