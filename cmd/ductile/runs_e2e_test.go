@@ -969,3 +969,64 @@ plugins:
 		require.Equal(t, "not_found", e.Code, "%s", raw)
 	}
 }
+
+// TestRunsOneResourceForPipelineAndPluginRuns: GET /runs/{id} answers a
+// pipeline run (kind pipeline, its steps' runs as child_run_ids) and the
+// plugin run of its step (kind plugin); GET /runs lists plugin runs by
+// default and pipeline runs with kind=pipeline; no id means two things.
+func TestRunsOneResourceForPipelineAndPluginRuns(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$PLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  sink: {}
+pipelines:
+  - name: quick
+    execution_mode: synchronous
+    timeout: 1m
+    steps:
+      - uses: sink.handle
+`)
+	var p struct {
+		RunID  string `json:"run_id"`
+		JobID  string `json:"job_id"`
+		Status string `json:"status"`
+	}
+	w.doJSON(http.StatusOK, &p, http.MethodPost, "/pipeline/quick", map[string]any{"n": 1})
+	require.NotEmpty(t, p.RunID)
+	require.NotEmpty(t, p.JobID)
+	require.NotEqual(t, p.RunID, p.JobID)
+
+	var pipe struct {
+		Kind        string   `json:"kind"`
+		RunID       string   `json:"run_id"`
+		Pipeline    string   `json:"pipeline"`
+		Status      string   `json:"status"`
+		ChildRunIDs []string `json:"child_run_ids"`
+	}
+	w.doJSON(http.StatusOK, &pipe, http.MethodGet, "/runs/"+p.RunID, nil)
+	require.Equal(t, "pipeline", pipe.Kind)
+	require.Equal(t, p.RunID, pipe.RunID)
+	require.Equal(t, "quick", pipe.Pipeline)
+	require.Equal(t, []string{p.JobID}, pipe.ChildRunIDs, "a pipeline run's steps are its child runs")
+
+	step := w.getRun(p.JobID)
+	require.Equal(t, "plugin", step.Kind)
+	require.Equal(t, "sink", step.PluginID)
+	require.Equal(t, "handle", step.EntryID)
+	require.Equal(t, "succeeded", step.Status)
+
+	var plugins, pipelines struct {
+		Kind string            `json:"kind"`
+		Runs []json.RawMessage `json:"runs"`
+	}
+	w.doJSON(http.StatusOK, &plugins, http.MethodGet, "/runs", nil)
+	require.Equal(t, "plugin", plugins.Kind)
+	require.Len(t, plugins.Runs, 1)
+	require.Contains(t, string(plugins.Runs[0]), p.JobID)
+	w.doJSON(http.StatusOK, &pipelines, http.MethodGet, "/runs?kind=pipeline", nil)
+	require.Equal(t, "pipeline", pipelines.Kind)
+	require.Len(t, pipelines.Runs, 1)
+	require.Contains(t, string(pipelines.Runs[0]), p.RunID)
+}
