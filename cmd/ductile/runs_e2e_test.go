@@ -484,9 +484,19 @@ plugins:
 	require.Equal(t, itemIDs(all[2:]), itemIDs(rest.Items))
 	require.True(t, rest.NextAfter == nil || *rest.NextAfter == "", "the last page has no next_after")
 
+	// result_refs were committed with the terminal event itself.
+	evs := jobEvents(t, w.state, id)
+	last := evs[len(evs)-1]
+	require.Equal(t, events.JobSucceeded, last.Type)
+	var ended struct {
+		ResultRefs []string `json:"result_refs"`
+	}
+	require.NoError(t, json.Unmarshal(last.Data, &ended))
+	require.Equal(t, itemIDs(all), ended.ResultRefs, "the terminal event carries result_refs")
+
 	// Time travel: as of its second item, the job was running with two.
 	var second int64
-	for _, ev := range jobEvents(t, w.state, id) {
+	for _, ev := range evs {
 		if ev.Type == events.JobExported {
 			var d events.Exported
 			require.NoError(t, json.Unmarshal(ev.Data, &d))
@@ -1026,4 +1036,48 @@ pipelines:
 	require.Equal(t, "pipeline", pipelines.Kind)
 	require.Len(t, pipelines.Runs, 1)
 	require.Contains(t, string(pipelines.Runs[0]), p.RunID)
+}
+
+// TestRunsRefusesBadRequests: bad input to the run routes is a 4xx with a
+// stable code and a message, makes no run, and leaves the daemon serving.
+func TestRunsRefusesBadRequests(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
+`)
+	running := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "gated"}).RunID
+	w.waitRun(running, "running", func(r runRecord) bool { return r.Status == "running" })
+
+	for _, c := range []struct {
+		name, method, path string
+		body               any
+	}{
+		{"unknown plugin", http.MethodPost, "/runs", map[string]any{"plugin_id": "nope", "entry_id": "poll"}},
+		{"unknown entry", http.MethodPost, "/runs", map[string]any{"plugin_id": "reporter", "entry_id": "nope"}},
+		{"no entry", http.MethodPost, "/runs", map[string]any{"plugin_id": "reporter"}},
+		{"args not an object", http.MethodPost, "/runs", map[string]any{"plugin_id": "reporter", "entry_id": "flood", "args": []int{1}}},
+		{"unknown mode", http.MethodPost, "/runs", map[string]any{"plugin_id": "reporter", "entry_id": "flood", "mode": "eventually"}},
+		{"retry of a running run", http.MethodPost, "/runs/" + running + "/retry", nil},
+		{"unknown status filter", http.MethodGet, "/runs?status=sleeping", nil},
+		{"bad export cursor", http.MethodGet, "/runs/" + running + "/export?after=not-a-cursor", nil},
+		{"bad run id on the stream", http.MethodGet, "/runs/stream?run_id=a/b", nil},
+	} {
+		code, raw := w.do(c.method, c.path, c.body)
+		require.GreaterOrEqual(t, code, 400, "%s: %d %s", c.name, code, raw)
+		require.Less(t, code, 500, "%s: %d %s", c.name, code, raw)
+		var e apiError
+		require.NoError(t, json.Unmarshal(raw, &e), "%s: %s", c.name, raw)
+		require.NotEmpty(t, e.Code, "%s: %s", c.name, raw)
+		require.NotEmpty(t, e.Message, "%s: %s", c.name, raw)
+	}
+
+	// Nothing was made; the running run runs on and ends as it would.
+	require.Equal(t, map[string]bool{running: true}, w.listRunIDs("plugin_id=reporter", 50))
+	require.Equal(t, "running", w.getRun(running).Status)
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate1"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate2"), nil, 0o644))
+	require.Equal(t, "succeeded", w.waitTerminal(running).Status)
 }
