@@ -158,6 +158,8 @@ func errorOf(err error) *Error {
 	case errors.As(err, &idempotent):
 		return &Error{Status: http.StatusConflict, Code: errcode.IdempotencyConflict, Message: idempotent.Error(),
 			Hint: "give another idempotency_key for another plugin or entry; the key's run: GET /runs/" + idempotent.JobID}
+	case errors.Is(err, views.ErrUnknownRunStatus):
+		return newError(http.StatusBadRequest, "give a run status: queued, running, cancel_requested, succeeded, failed, timeout or canceled", err.Error())
 	case errors.Is(err, views.ErrBadCursor):
 		return newError(http.StatusBadRequest, "pass the cursor the previous page gave, as it was, or none for the first page", err.Error())
 	case errors.As(err, &badPayload):

@@ -176,6 +176,12 @@ func TestRunStream(t *testing.T) {
 	require.Equal(t, whole[2].ID, rest[0].ID)
 	require.Equal(t, "succeeded", rest[1].Data["status"])
 
+	// Resumed after its end (or without a start, at the head), it ends at once.
+	for _, last := range []int64{whole[3].ID, -1} {
+		done, _ := f.openStream("/runs/stream?run_id="+id, "jobs-ro", last)
+		require.Empty(t, done.all())
+	}
+
 	// A live one-run stream ends when the run does.
 	live := f.newRun("live")
 	follow, _ := f.openStream("/runs/stream?run_id="+live, "jobs-ro", -1)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -218,7 +219,7 @@ type RunList struct {
 	Body struct {
 		Kind       string        `json:"kind" enum:"plugin,pipeline" doc:"The kind of the runs listed"`
 		Runs       []RunResource `json:"runs"`
-		NextCursor string        `json:"next_cursor,omitempty" doc:"kind plugin: pass it as cursor for the next page; absent once a page is not full (the page after a full one may be empty)"`
+		NextCursor string        `json:"next_cursor,omitempty" doc:"kind plugin: pass it as cursor for the next page; absent on the last page"`
 	}
 }
 
@@ -238,7 +239,7 @@ func (s *Server) handleListRuns(ctx context.Context, in *ListRunsInput) (*RunLis
 				"task_id, plugin_id and cursor are filters of kind plugin")
 		}
 		status := events.RunStatus(in.Status)
-		if status != "" && !isPipelineStatus(status) {
+		if status != "" && !slices.Contains(events.RunStatuses(), status) {
 			return nil, newError(http.StatusBadRequest, "give running, succeeded or failed", "status "+strconv.Quote(in.Status)+" is not a pipeline run's")
 		}
 		runs, err := views.FindRuns(ctx, s.opts.Ledger, views.RunQuery{Pipeline: in.Pipeline, Status: status, Limit: in.Limit})
@@ -263,16 +264,6 @@ func (s *Server) handleListRuns(ctx context.Context, in *ListRunsInput) (*RunLis
 	}
 	out.Body.NextCursor = page.Next
 	return out, nil
-}
-
-// isPipelineStatus reports whether status is a pipeline run's.
-func isPipelineStatus(status events.RunStatus) bool {
-	for _, s := range events.RunStatuses() {
-		if s == status {
-			return true
-		}
-	}
-	return false
 }
 
 // Run is GET /runs/{id}'s answer.

@@ -87,7 +87,7 @@ func CheckExport(item events.Exported) error {
 			return refuse("metadata is %d bytes; at most %d", len(item.Metadata), MaxExportMetadata)
 		}
 		var obj map[string]json.RawMessage
-		if json.Unmarshal(item.Metadata, &obj) != nil || bytes.TrimSpace(item.Metadata)[0] != '{' {
+		if trimmed := bytes.TrimSpace(item.Metadata); len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &obj) != nil {
 			return refuse("metadata is not a JSON object")
 		}
 	}

@@ -36,6 +36,7 @@ type RunReport struct {
 	lines   int               // lines merged since the last write
 	dirty   bool              // state has changed since the last write
 	ended   bool              // the job refused a write: it no longer runs this attempt
+	refused bool              // a bad progress value was logged (once per attempt)
 	closed  bool
 	started bool          // the writer goroutine runs
 	wake    chan struct{} // one pending signal for the writer
@@ -43,13 +44,20 @@ type RunReport struct {
 	done    chan struct{} // closed when the writer returns
 }
 
-// Report is the reporter of attempt of job jobID, which is running.
+// Report is the reporter of attempt of job jobID, which is running. Its
+// writer goroutine starts with the first progress line; Close stops it.
 func (e *Engine) Report(jobID string, attempt int) *RunReport {
-	return &RunReport{
+	return (&RunReport{
 		e: e, jobID: jobID, attempt: attempt,
-		log:  slog.Default().With("job_id", jobID, "attempt", attempt),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-	}
+	}).WithLogger(slog.Default())
+}
+
+// WithLogger makes the report log to l (with the job id and attempt); the
+// default is slog.Default(). Call it before the first line.
+func (r *RunReport) WithLogger(l *slog.Logger) *RunReport {
+	r.log = l.With("job_id", r.jobID, "attempt", r.attempt)
+	return r
 }
 
 // Progress takes one progress line of the plugin. It never blocks on the
@@ -80,7 +88,10 @@ func (r *RunReport) merge(p events.Progressed) {
 	if p.Progress != nil {
 		v := *p.Progress
 		if commands.CheckProgress(events.Progressed{Progress: &v}) != nil {
-			r.log.Warn("progress line refused: progress must be a number in [0, 1]", "progress", v)
+			if !r.refused {
+				r.refused = true
+				r.log.Warn("progress line refused: progress must be a number in [0, 1] (further ones are dropped silently)", "progress", v)
+			}
 		} else {
 			r.state.Progress = &v
 		}

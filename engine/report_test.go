@@ -17,7 +17,7 @@ import (
 )
 
 // running enqueues a job of echo poll and starts its first attempt.
-func (f *fixture) running(t *testing.T) string {
+func (f *fixture) running(t testing.TB) string {
 	t.Helper()
 	res, err := f.eng.Enqueue(f.ctx, engine.Enqueue{Plugin: "echo", Command: "poll", By: events.ActorAPI})
 	require.NoError(t, err)

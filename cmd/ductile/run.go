@@ -13,6 +13,7 @@ import (
 
 	"github.com/ductile/ductile/api"
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
@@ -384,6 +385,12 @@ func runCancel(c *cli.Context, e *env, l *ledger.Ledger) error {
 		return runError(err)
 	}
 	out := map[string]any{"run_id": res.JobID, "status_before": res.Before, "status": res.Status, "dry_run": dryRun}
+	if !dryRun {
+		// So that run list and queue show the cancel at once.
+		if err := daemon.CatchUpUnlessHeld(c.Context, e.stateDir, l, e.quietLogger()); err != nil {
+			return err
+		}
+	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
@@ -434,6 +441,10 @@ func runRetry(c *cli.Context, e *env, l *ledger.Ledger) error {
 		return nil
 	}
 	out.RunID, out.Status = cmp.Or(res.ExistingJobID, res.JobID), string(views.RunQueued)
+	// So that run list and queue show the new run at once.
+	if err := daemon.CatchUpUnlessHeld(ctx, e.stateDir, l, e.quietLogger()); err != nil {
+		return err
+	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}

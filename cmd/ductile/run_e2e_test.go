@@ -101,8 +101,10 @@ func TestRunCreateWithoutADaemon(t *testing.T) {
 	require.Equal(t, short.RunID, list.Runs[0].RunID, "newest first")
 	next := list.NextCursor
 	require.NotEmpty(t, next)
+	list.NextCursor = "" // absent on the last page: Unmarshal would keep it
 	w.runJSON(0, &list, "run", "list", "--task-id", "t1", "--limit", "1", "--cursor", next, "--json")
 	require.Equal(t, created.RunID, list.Runs[0].RunID)
+	require.Empty(t, list.NextCursor, "the last page")
 	w.runJSON(0, &list, "run", "list", "--task-id", "t1", "--limit", "2", "--json")
 	require.Len(t, list.Runs, 2)
 	w.runJSON(0, &list, "run", "list", "--kind", "pipeline", "--json")
@@ -173,6 +175,12 @@ func TestRunCancelRetryExportOnTheCLI(t *testing.T) {
 	require.Equal(t, "canceled", canceled["status"])
 	w.runJSON(0, &rec, "run", "get", queued, "--json")
 	require.Equal(t, "not needed", *rec.CancelReason)
+	var list struct {
+		Runs []runRecordView `json:"runs"`
+	}
+	w.runJSON(0, &list, "run", "list", "--status", "canceled", "--json")
+	require.Len(t, list.Runs, 1, "run list shows the cancel at once")
+	require.Equal(t, queued, list.Runs[0].RunID)
 	r := w.run("run", "cancel", queued)
 	require.Equal(t, 1, r.code, "%s", r)
 	require.Contains(t, r.stderr, "has ended (canceled)")
@@ -315,4 +323,50 @@ func TestRunCreateWithADaemon(t *testing.T) {
 	w.runJSON(0, &rec, "run", "get", async.RunID, "--json")
 	require.Equal(t, "succeeded", rec.Status)
 	require.Equal(t, "later", *rec.TaskID)
+}
+
+// TestRunGetAPipelineRun: a pipeline run is a run of kind pipeline: run get
+// shows it with its steps' plugin runs, and run list --kind pipeline (or
+// --pipeline) lists it.
+func TestRunGetAPipelineRun(t *testing.T) {
+	t.Parallel()
+	w := newJobWorld(t, sinkWorld+"pipelines:\n  - name: relay\n    steps:\n      - uses: sink.handle\n")
+	w.startDaemon()
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	w.runJSON(0, &started, "pipeline", "run", "relay", "--wait", "--timeout", "1m", "--json")
+	var run struct {
+		Kind        string   `json:"kind"`
+		RunID       string   `json:"run_id"`
+		Pipeline    string   `json:"pipeline"`
+		Status      string   `json:"status"`
+		ChildRunIDs []string `json:"child_run_ids"`
+	}
+	w.runJSON(0, &run, "run", "get", started.RunID, "--json")
+	require.Equal(t, "pipeline", run.Kind)
+	require.Equal(t, "relay", run.Pipeline)
+	require.Equal(t, "succeeded", run.Status)
+	require.Len(t, run.ChildRunIDs, 1)
+	var step runRecordView
+	w.runJSON(0, &step, "run", "get", run.ChildRunIDs[0], "--json")
+	require.Equal(t, "plugin", step.Kind)
+	require.Equal(t, "sink", step.PluginID)
+	r := w.run("run", "get", started.RunID)
+	require.Equal(t, 0, r.code, "%s", r)
+	require.Contains(t, r.stdout, "(pipeline relay)")
+
+	var list struct {
+		Kind string `json:"kind"`
+		Runs []struct {
+			RunID string `json:"run_id"`
+			Kind  string `json:"kind"`
+		} `json:"runs"`
+	}
+	w.runJSON(0, &list, "run", "list", "--pipeline", "relay", "--json")
+	require.Equal(t, "pipeline", list.Kind)
+	require.Len(t, list.Runs, 1)
+	require.Equal(t, started.RunID, list.Runs[0].RunID)
+	require.Equal(t, "pipeline", list.Runs[0].Kind)
+	require.Equal(t, 2, w.run("run", "list", "--kind", "pipeline", "--task-id", "x").code)
 }
