@@ -1081,3 +1081,52 @@ plugins:
 	require.NoError(t, os.WriteFile(filepath.Join(w.scratch, "gate2"), nil, 0o644))
 	require.Equal(t, "succeeded", w.waitTerminal(running).Status)
 }
+
+// TestRunsBundledSDKExamples: the SDKs' bundled examples, loaded from
+// where the daemon unpacks them (<state>/plugins/examples), run through
+// POST /runs: countdown-sh (the shell SDK) to its end with progress and
+// items, and canceled mid-run; countdown (the Python SDK) to its end.
+func TestRunsBundledSDKExamples(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$STATE/plugins/examples"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  countdown: {retry: {max_attempts: 1}}
+  countdown-sh: {retry: {max_attempts: 1}}
+`)
+	// The shell SDK, to its end.
+	id := w.createRun(map[string]any{"plugin_id": "countdown-sh", "entry_id": "count", "args": map[string]any{"from": 3, "interval": 0}}).RunID
+	r := w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	require.NotNil(t, r.Progress, r.raw)
+	require.Equal(t, 1.0, *r.Progress, r.raw)
+	items := w.allExports(id, 10)
+	require.Len(t, items, 2, "a text item first, a url at the end")
+	require.Equal(t, "text", items[0].Type)
+	require.JSONEq(t, `{"from":3}`, string(items[0].Metadata))
+	require.Equal(t, "url", items[1].Type)
+	require.Equal(t, "https://example.com/countdown/"+id, items[1].URL, "DUCTILE_RUN_ID is the run id")
+	require.Equal(t, itemIDs(items), r.ResultRefs)
+
+	// The shell SDK, canceled mid-run.
+	id = w.createRun(map[string]any{"plugin_id": "countdown-sh", "entry_id": "count", "args": map[string]any{"from": 600, "interval": 1}}).RunID
+	w.waitRun(id, "running with its first item", func(r runRecord) bool { return r.Status == "running" && r.ExportsCount == 1 })
+	w.doJSON(http.StatusOK, &struct{}{}, http.MethodPost, "/runs/"+id+"/cancel", map[string]any{"reason": "enough"})
+	r = w.waitTerminal(id)
+	require.Equal(t, "canceled", r.Status, r.raw)
+	require.Equal(t, "enough", runsDeref(r.CancelReason))
+	require.Len(t, r.ResultRefs, 1, r.raw)
+
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed: the Python example is not run")
+	}
+	id = w.createRun(map[string]any{"plugin_id": "countdown", "entry_id": "count", "args": map[string]any{"from": 3, "interval": 0}}).RunID
+	r = w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	require.Equal(t, 1.0, *r.Progress, r.raw)
+	items = w.allExports(id, 10)
+	require.Len(t, items, 3, "text, url, binary_url")
+	require.Equal(t, []string{"text", "url", "binary_url"}, []string{items[0].Type, items[1].Type, items[2].Type})
+	require.Equal(t, itemIDs(items), r.ResultRefs)
+}

@@ -47,8 +47,9 @@ func runPluginsDir(t *testing.T) string {
 }
 
 // newRunsWorld writes the config (yaml as newJobWorld takes it, plus
-// $RUNPLUGINS for testdata/runplugins), makes a token with every scope and
-// starts the daemon with the extra environment variables env.
+// $RUNPLUGINS for testdata/runplugins and $STATE for the state directory),
+// makes a token with every scope and starts the daemon with the extra
+// environment variables env.
 func newRunsWorld(t *testing.T, yaml string, env ...string) *runsWorld {
 	t.Helper()
 	yaml = strings.ReplaceAll(yaml, "$RUNPLUGINS", runPluginsDir(t))
@@ -56,6 +57,11 @@ func newRunsWorld(t *testing.T, yaml string, env ...string) *runsWorld {
 		jobWorld: newJobWorld(t, yaml),
 		env:      cleanEnv(t, env...),
 		client:   &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: procTimeout},
+	}
+	if strings.Contains(yaml, "$STATE") {
+		b, err := os.ReadFile(w.config)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(w.config, []byte(strings.ReplaceAll(string(b), "$STATE", w.state)), 0o600))
 	}
 	t.Cleanup(w.client.CloseIdleConnections)
 	w.key = lastLine(mustRun(t, nil, w.args("config", "token", "create", "runs-e2e", "--scopes", "*")...).stdout)
