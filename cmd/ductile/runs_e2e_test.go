@@ -697,7 +697,7 @@ plugins:
 	var job struct {
 		JobID string `json:"job_id"`
 	}
-	code, raw := w.do(http.MethodPost, "/plugin/echo/poll", map[string]any{})
+	code, raw := w.do(http.MethodPost, "/plugin/echo/poll?task_id=old-route&trace_id=old-trace", map[string]any{})
 	require.Contains(t, []int{http.StatusOK, http.StatusCreated, http.StatusAccepted}, code, "%s", raw)
 	require.NoError(t, json.Unmarshal(raw, &job), "%s", raw)
 	require.NotEmpty(t, job.JobID, "%s", raw)
@@ -705,6 +705,8 @@ plugins:
 	require.Equal(t, "succeeded", r.Status)
 	require.Equal(t, "echo", r.PluginID)
 	require.Equal(t, "plugin", r.Kind)
+	require.Equal(t, "old-route", runsDeref(r.TaskID))
+	require.Equal(t, "old-trace", runsDeref(r.TraceID))
 }
 
 func mustField(t *testing.T, raw json.RawMessage, key string) json.RawMessage {
