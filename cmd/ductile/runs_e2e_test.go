@@ -622,7 +622,7 @@ plugins:
 			fresh++
 		}
 	}
-	require.Len(t, ids, 1, "one run for one key: %v", ids)
+	require.Equal(t, 1, len(ids), "one run for one key, not %d", len(ids))
 	require.Equal(t, 1, fresh, "one answer made it, the others name it as existing")
 	var id string
 	for k := range ids {
