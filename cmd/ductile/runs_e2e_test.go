@@ -9,6 +9,7 @@ package main_test
 // SDK) and the bundled echo.
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -1130,5 +1131,32 @@ plugins:
 	items = w.allExports(id, 10)
 	require.Len(t, items, 3, "text, url, binary_url")
 	require.Equal(t, []string{"text", "url", "binary_url"}, []string{items[0].Type, items[1].Type, items[2].Type})
+	require.Equal(t, itemIDs(items), r.ResultRefs)
+}
+
+// TestRunsExportCapsAtTheByte: an item exactly at its cap (text 256 KiB,
+// inline binary 64 KiB decoded, url 8 KiB) is stored whole; one byte more
+// is refused, alone: the items after it still count.
+func TestRunsExportCapsAtTheByte(t *testing.T) {
+	t.Parallel()
+	w := newRunsWorld(t, `
+plugin_roots: ["$RUNPLUGINS"]
+api: {listen: 127.0.0.1:0}
+plugins:
+  reporter: {config: {dir: "$SCRATCH"}, retry: {max_attempts: 1}}
+`)
+	id := w.createRun(map[string]any{"plugin_id": "reporter", "entry_id": "caps"}).RunID
+	r := w.waitTerminal(id)
+	require.Equal(t, "succeeded", r.Status, r.raw)
+	items := w.allExports(id, 10)
+	var described []string
+	for _, it := range items {
+		described = append(described, it.Description)
+	}
+	require.Equal(t, []string{"text at the cap", "binary at the cap", "url at the cap", ""}, described)
+	require.Equal(t, strings.Repeat("a", 256<<10), items[0].Text)
+	require.Equal(t, bytes.Repeat([]byte("c"), 64<<10), items[1].Binary)
+	require.Equal(t, "https://example.com/"+strings.Repeat("e", 8<<10-len("https://example.com/")), items[2].URL)
+	require.Equal(t, "last", items[3].Text)
 	require.Equal(t, itemIDs(items), r.ResultRefs)
 }

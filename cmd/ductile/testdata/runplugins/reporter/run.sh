@@ -49,6 +49,17 @@ refusals)
 	export_text "the one good item"
 	printf '%s\n' '{"progress":0.75,"stage":"after refusals"}' >&3
 	;;
+caps)
+	# repeat N C prints C N times.
+	repeat() { head -c "$1" /dev/zero | tr '\0' "$2"; }
+	printf '{"export":{"type":"text","text":"%s","description":"text at the cap"}}\n' "$(repeat 262144 a)" >&3
+	printf '{"export":{"type":"text","text":"%s","description":"text over the cap"}}\n' "$(repeat 262145 b)" >&3
+	printf '{"export":{"type":"binary","binary":"%s","description":"binary at the cap"}}\n' "$(repeat 65536 c | base64 | tr -d '\n')" >&3
+	printf '{"export":{"type":"binary","binary":"%s","description":"binary over the cap"}}\n' "$(repeat 65537 d | base64 | tr -d '\n')" >&3
+	printf '{"export":{"type":"url","url":"https://example.com/%s","description":"url at the cap"}}\n' "$(repeat 8172 e)" >&3
+	printf '{"export":{"type":"url","url":"https://example.com/%s","description":"url over the cap"}}\n' "$(repeat 8173 f)" >&3
+	export_text "last"
+	;;
 gated)
 	export_text "item 1"
 	export_text "item 2"
