@@ -12,6 +12,7 @@ import (
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
+	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
 )
 
@@ -75,7 +76,9 @@ func TestACanceledJobEndsCanceledHoweverItsPluginStops(t *testing.T) {
 	for _, mode := range []string{"answer", "exit", "ignore"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, 1, nil)
+			// A grace long enough for the group's child to write its mark on
+			// a busy machine before any SIGKILL.
+			b := setupWith(t, 1, nil, daemon.Options{Grace: 5 * time.Second})
 			id, mark, ready := b.stopper(mode, true)
 			ready()
 			status, err := commands.CancelJob(b.ctx, b.d.Ledger, commands.Cancel{JobID: id, Reason: "test", Now: time.Now()})

@@ -159,7 +159,10 @@ func setupWith(t *testing.T, maxWorkers int, tune func(cfg *config.Config), opts
 	t.Cleanup(cancel)
 	cfg := testConfig(maxWorkers, tune)
 	dir := t.TempDir()
-	opts.StateDir, opts.Config, opts.Grace, opts.DrainTimeout = dir, cfg, 200*time.Millisecond, drainTimeout
+	opts.StateDir, opts.Config, opts.DrainTimeout = dir, cfg, drainTimeout
+	if opts.Grace == 0 {
+		opts.Grace = 200 * time.Millisecond
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -261,9 +261,9 @@ FROM job_log WHERE job_id = CAST(@job_id AS TEXT) ORDER BY attempt;
 -- name: ListReadyJobs :many
 -- Dispatch candidates that are not waiting for a retry, oldest first,
 -- leaving out plugins at their parallelism cap (a JSON array of names),
--- with the trace id their plugin is given (runs, by primary key).
-SELECT job_queue.id, job_queue.seq, job_queue.plugin, job_queue.command, job_queue.dedupe_key, runs.trace_id
-FROM job_queue LEFT JOIN runs ON runs.job_id = job_queue.id
+-- with the trace id their plugin is given.
+SELECT id, seq, plugin, command, dedupe_key, trace_id
+FROM job_queue
 WHERE job_queue.status = 'queued' AND job_queue.next_retry_at IS NULL
   AND job_queue.plugin NOT IN (SELECT value FROM json_each(CAST(@capped_plugins AS TEXT)))
 ORDER BY job_queue.seq
@@ -273,8 +273,8 @@ LIMIT @max_jobs;
 -- Queued jobs waiting for their retry time (few: one per failing job). The
 -- unary + keeps the planner on the small partial index job_queue_waiting_retry
 -- instead of scanning every queued job through job_queue_active.
-SELECT job_queue.id, job_queue.seq, job_queue.plugin, job_queue.command, job_queue.dedupe_key, job_queue.next_retry_at, runs.trace_id
-FROM job_queue LEFT JOIN runs ON runs.job_id = job_queue.id
+SELECT id, seq, plugin, command, dedupe_key, next_retry_at, trace_id
+FROM job_queue
 WHERE job_queue.next_retry_at IS NOT NULL AND +job_queue.status = 'queued'
 ORDER BY job_queue.seq;
 

@@ -2518,8 +2518,8 @@ func ListJobAttempts(conn *sqlite.Conn, jobID string, fn func(ListJobAttemptsRow
 	}
 }
 
-const listReadyJobs = `SELECT job_queue.id, job_queue.seq, job_queue.plugin, job_queue.command, job_queue.dedupe_key, runs.trace_id
-FROM job_queue LEFT JOIN runs ON runs.job_id = job_queue.id
+const listReadyJobs = `SELECT id, seq, plugin, command, dedupe_key, trace_id
+FROM job_queue
 WHERE job_queue.status = 'queued' AND job_queue.next_retry_at IS NULL
   AND job_queue.plugin NOT IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY job_queue.seq
@@ -2541,7 +2541,7 @@ type ListReadyJobsRow struct {
 
 // Dispatch candidates that are not waiting for a retry, oldest first,
 // leaving out plugins at their parallelism cap (a JSON array of names),
-// with the trace id their plugin is given (runs, by primary key).
+// with the trace id their plugin is given.
 func ListReadyJobs(conn *sqlite.Conn, arg ListReadyJobsParams, fn func(ListReadyJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listReadyJobs)
 	if err != nil {
@@ -2581,8 +2581,8 @@ func ListReadyJobs(conn *sqlite.Conn, arg ListReadyJobsParams, fn func(ListReady
 	}
 }
 
-const listWaitingRetries = `SELECT job_queue.id, job_queue.seq, job_queue.plugin, job_queue.command, job_queue.dedupe_key, job_queue.next_retry_at, runs.trace_id
-FROM job_queue LEFT JOIN runs ON runs.job_id = job_queue.id
+const listWaitingRetries = `SELECT id, seq, plugin, command, dedupe_key, next_retry_at, trace_id
+FROM job_queue
 WHERE job_queue.next_retry_at IS NOT NULL AND +job_queue.status = 'queued'
 ORDER BY job_queue.seq`
 
