@@ -172,6 +172,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	d.Dispatcher.Apply(e)
 	d.engine.Store(e)
 	d.applySchedules(time.Now())
+	d.reloadAPICertificate(cfg)
 	for _, e := range a.Errors {
 		d.log.Error("config reloaded with an error (forced)", "error", e)
 	}
