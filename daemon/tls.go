@@ -65,8 +65,9 @@ func ipStrings(ips []net.IP) []string {
 }
 
 // checkTLS is what config check and a reload find of api.tls: an error
-// when the pair does not load, a warning when the certificate is outside
-// its validity period now, or names none of api.hosts.
+// when the pair does not load; a warning when the certificate is outside
+// its validity period now, does not name one of api.hosts, or its key is
+// readable by others.
 func checkTLS(cfg *config.Config, now time.Time) (errs, warnings []string) {
 	s := cfg.APIServer
 	if !s.Enabled || !s.TLS.On() {
@@ -84,6 +85,10 @@ func checkTLS(cfg *config.Config, now time.Time) (errs, warnings []string) {
 	case now.Before(leaf.NotBefore):
 		warnings = append(warnings, fmt.Sprintf("api.tls.cert_file: the certificate is valid only from %s: clients refuse it until then (check this machine's clock)",
 			leaf.NotBefore.UTC().Format(time.RFC3339)))
+	}
+	if fi, err := os.Stat(s.TLS.KeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		warnings = append(warnings, fmt.Sprintf("api.tls.key_file: %s is readable by other users (mode %04o): whoever reads it can pose as the daemon; chmod 600 %s",
+			s.TLS.KeyFile, fi.Mode().Perm(), s.TLS.KeyFile))
 	}
 	for _, h := range s.Hosts {
 		if leaf.VerifyHostname(h) != nil {

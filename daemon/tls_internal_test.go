@@ -3,6 +3,7 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,11 @@ func TestCheckTLS(t *testing.T) {
 	errs, warnings = checkTLS(cfg, time.Now().Add(48*time.Hour))
 	require.Empty(t, errs)
 	require.Contains(t, warnings[0], "the certificate expired at")
+
+	require.NoError(t, os.Chmod(keyFile, 0o640))
+	_, warnings = checkTLS(cfg, time.Now())
+	require.Contains(t, strings.Join(warnings, "\n"), "api.tls.key_file: "+keyFile+" is readable by other users (mode 0640)")
+	require.NoError(t, os.Chmod(keyFile, 0o600))
 
 	// Another certificate's key.
 	_, otherKey := ca.Issue(t, "x").Write(t, dir, "other")
