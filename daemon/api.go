@@ -87,7 +87,11 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	d.api = &apiServer{server: s, served: make(chan error, 1), certificate: certificate}
 	go func() { d.api.served <- s.Serve(ln) }()
 	d.apiState.Listening = ln.Addr().String()
-	d.log.Info("api: listening", "addr", ln.Addr().String(), "tls", certificate != nil)
+	listening := []any{"addr", ln.Addr().String()}
+	if certificate != nil {
+		listening = append(listening, "tls", true)
+	}
+	d.log.Info("api: listening", listening...)
 	return nil
 }
 
