@@ -3,7 +3,9 @@ package daemon
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"sync/atomic"
@@ -33,15 +35,21 @@ func (c *servedCertificate) tlsConfig() *tls.Config {
 // loadCertificate reads api.tls's pair. Its errors say which file is wrong
 // and what to give instead.
 func loadCertificate(t config.APITLS) (*tls.Certificate, error) {
-	for _, f := range []struct{ key, path, what string }{
+	var pem [2][]byte
+	for i, f := range []struct{ key, path, what string }{
 		{"cert_file", t.CertFile, "the certificate, then its intermediates"},
 		{"key_file", t.KeyFile, "the certificate's private key"},
 	} {
-		if _, err := os.Stat(f.path); err != nil {
+		data, err := os.ReadFile(f.path)
+		switch {
+		case errors.Is(err, fs.ErrPermission):
+			return nil, fmt.Errorf("api.tls.%s: %w: the daemon's user must be able to read it (run config check as that user)", f.key, err)
+		case err != nil:
 			return nil, fmt.Errorf("api.tls.%s: %w: give the PEM file of %s", f.key, err, f.what)
 		}
+		pem[i] = data
 	}
-	pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	pair, err := tls.X509KeyPair(pem[0], pem[1])
 	if err != nil {
 		return nil, fmt.Errorf("api.tls: %s and %s do not load as a certificate and its key (%w): give PEM files, the certificate (then its intermediates) in cert_file and its own private key in key_file",
 			t.CertFile, t.KeyFile, err)

@@ -45,7 +45,7 @@ func TestCheckTLS(t *testing.T) {
 
 	cfg.APIServer.TLS.KeyFile = filepath.Join(dir, "missing.key")
 	errs, _ = checkTLS(cfg, time.Now())
-	require.Contains(t, errs[0], "api.tls.key_file: stat "+cfg.APIServer.TLS.KeyFile)
+	require.Contains(t, errs[0], "api.tls.key_file: open "+cfg.APIServer.TLS.KeyFile)
 	require.Contains(t, errs[0], "give the PEM file of the certificate's private key")
 
 	require.NoError(t, os.WriteFile(certFile, []byte("junk"), 0o600))
