@@ -8,6 +8,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/ductile/ductile/auth"
+	"github.com/ductile/ductile/config"
 )
 
 // document completes the OpenAPI document with what huma does not derive
@@ -18,14 +19,14 @@ import (
 // client knows every route, where it is and what to send.
 func (s *Server) document() {
 	doc := s.api.OpenAPI()
-	doc.Servers = []*huma.Server{{URL: serverURL(s.opts.Settings.Listen),
+	doc.Servers = []*huma.Server{{URL: serverURL(s.opts.Settings),
 		Description: "This daemon, at its api.listen"}}
 	doc.Security = []map[string][]string{{bearerScheme: {}}}
 	for _, item := range doc.Paths {
 		for _, op := range []*huma.Operation{item.Get, item.Post} {
 			if op != nil && op.Metadata[scopeKey] == nil {
 				op.Security = []map[string][]string{} // no token needed
-				op.Responses["403"] = &huma.Response{Description: "The Host is not a loopback name while the API listens on loopback",
+				op.Responses["403"] = &huma.Response{Description: "The Host is not a name the API serves (a loopback name, or one of api.hosts)",
 					Content: errorContent()}
 			}
 		}
@@ -79,15 +80,23 @@ func errorContent() map[string]*huma.MediaType {
 	return map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: "#/components/schemas/Error"}}}
 }
 
-// serverURL is the base URL of a listener on listen (host:port); an
-// unspecified host (all interfaces) is called as localhost.
-func serverURL(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
+// serverURL is the base URL of the API with settings set: https with
+// api.tls; the host is the first of api.hosts, else api.listen's (an
+// unspecified one, all interfaces, is called as localhost).
+func serverURL(set config.APIServer) string {
+	scheme := "http://"
+	if set.TLS.On() {
+		scheme = "https://"
+	}
+	host, port, err := net.SplitHostPort(set.Listen)
 	if err != nil {
-		return "http://" + listen
+		return scheme + set.Listen
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "localhost"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	if len(set.Hosts) > 0 {
+		host = set.Hosts[0]
+	}
+	return scheme + net.JoinHostPort(host, port)
 }

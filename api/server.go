@@ -55,9 +55,8 @@ type Server struct {
 	http    *http.Server
 	streams context.Context // canceled when Shutdown begins: ends long streams
 	stop    context.CancelFunc
-	// loopbackOnly: Serve's listener is on loopback, so only loopback
-	// Host names are served.
-	loopbackOnly bool
+	// hosts are the Host names served, set by Serve (api/hosts.go).
+	hosts hostPolicy
 	// syncSlots holds one token per synchronous pipeline caller waiting
 	// (api.max_concurrent_sync).
 	syncSlots chan struct{}
@@ -260,21 +259,18 @@ func (s *Server) capBody(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// allowHosts sets the Host names served: on a loopback listener only
-// loopback names, so a page whose name resolves to 127.0.0.1 (DNS
-// rebinding) cannot reach the API.
+// allowHosts sets the Host names served by a listener on addr: loopback
+// names and api.hosts (hostPolicy).
 func (s *Server) allowHosts(addr net.Addr) {
-	tcp, ok := addr.(*net.TCPAddr)
-	s.loopbackOnly = ok && tcp.IP.IsLoopback()
+	s.hosts = newHostPolicy(addr, s.opts.Settings.Hosts)
 }
 
-// checkHost refuses a request whose Host is not a loopback name when the
-// API listens on loopback.
+// checkHost refuses a request whose Host is not served (hostPolicy).
 func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.loopbackOnly && !loopbackHost(c.Request().Host) {
-			return newError(http.StatusForbidden, "call the API as localhost or 127.0.0.1",
-				"host "+c.Request().Host+" is not served: the API listens on loopback")
+		if !s.hosts.serves(c.Request().Host) {
+			return newError(http.StatusForbidden, "call the API as localhost or 127.0.0.1, or by a name in api.hosts (add it there and restart the daemon to serve it)",
+				"host "+c.Request().Host+" is not served: it is not a loopback name nor in api.hosts")
 		}
 		return next(c)
 	}

@@ -43,6 +43,14 @@ type APIServer struct {
 	// MaxStreamsPerToken is how many event streams (GET /events) one token
 	// may hold open at once; one more is answered 429.
 	MaxStreamsPerToken int
+	// TLS is api.tls: off unless both files are given (config/api_tls.go).
+	TLS APITLS
+	// InsecurePlaintext (api.insecure_plaintext) lets a non-loopback
+	// Listen serve without TLS; without it such a config is refused.
+	InsecurePlaintext bool
+	// Hosts (api.hosts) are the names the API answers to beyond loopback
+	// ones, lower case; see api's Host check.
+	Hosts []string
 }
 
 // DefaultAPIServer returns the API's settings with every default, enabled.
@@ -60,9 +68,11 @@ func DefaultAPIServer() APIServer {
 func (l *loader) apiServer(n *yaml.Node, path string, cfg *Config) {
 	cfg.API = n
 	s := DefaultAPIServer()
+	var listen *yaml.Node
 	l.object(n, path, "",
 		field{"enabled", func(v *yaml.Node, path string) { l.boolean(v, path, &s.Enabled) }},
 		field{"listen", func(v *yaml.Node, path string) {
+			listen = v
 			addr, ok := l.str(v, path)
 			if !ok {
 				return
@@ -108,6 +118,10 @@ func (l *loader) apiServer(n *yaml.Node, path string, cfg *Config) {
 				s.MaxStreamsPerToken = i
 			}
 		}},
+		field{"tls", func(v *yaml.Node, path string) { l.apiTLS(v, path, &s) }},
+		field{"insecure_plaintext", func(v *yaml.Node, path string) { l.boolean(v, path, &s.InsecurePlaintext) }},
+		field{"hosts", func(v *yaml.Node, path string) { l.apiHosts(v, path, &s) }},
 	)
+	l.checkPlaintext(listen, s)
 	cfg.APIServer = s
 }

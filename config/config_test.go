@@ -545,7 +545,7 @@ plugin_roots: [plugins]
 service: {max_workers: 2, job_log_retention: 30d, max_route_depth: 5}
 plugins: {echo: {retry: {backoff_base: 90s}, config: {b: 1, a: x}}}
 routes: [{from: echo, event_type: e, to: sink}]
-api: {listen: ":8080"}
+api: {listen: ":8080", insecure_plaintext: true}
 `), 0o600))
 	c, err := config.Load(path)
 	require.NoError(t, err)
@@ -557,7 +557,7 @@ api: {listen: ":8080"}
 		`"plugins":{"echo":{"enabled":true,"parallelism":0,"max_outstanding_polls":1,"retry":{"max_attempts":4,"backoff_base":"1m30s"},`+
 		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"circuit_breaker":{"enabled":true,"threshold":3,"reset_after":"30m"},"notify_on_complete":false,"config":{"a":"x","b":1}}},`+
 		`"routes":[{"from":"echo","event_type":"e","to":"sink","command":"handle"}],`+
-		`"api":{"listen":":8080"}}`, string(js))
+		`"api":{"insecure_plaintext":true,"listen":":8080"}}`, string(js))
 
 	y, err := yaml.Marshal(c)
 	require.NoError(t, err)
@@ -597,6 +597,7 @@ routes:
       to: sink
       command: handle
 api:
+    insecure_plaintext: true
     listen: :8080
 `, string(y))
 }

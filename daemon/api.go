@@ -37,6 +37,9 @@ const apiShutdownTimeout = 10 * time.Second
 type apiServer struct {
 	server *api.Server
 	served chan error
+	// certificate is the one served with api.tls (nil: plaintext); a
+	// reload swaps it (daemon/tls.go).
+	certificate *servedCertificate
 }
 
 // startAPI listens on api.listen and serves the API, when the config has
@@ -59,6 +62,11 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	case err != nil:
 		return fmt.Errorf("api: listen on %s (api.listen): %w", settings.Listen, err)
 	}
+	plain := ln
+	ln, certificate, err := d.secureAPI(ln, settings)
+	if err != nil {
+		return errors.Join(err, plain.Close())
+	}
 	if opts.Guard == nil {
 		opts.Guard = appliedGuard{d}
 		if d.Engine().Auth().Len() == 0 {
@@ -76,10 +84,14 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 		Events: opts.Events, Metrics: opts.Metrics, Logger: d.log, Started: d.started,
 		Engine: d.Engine,
 	})
-	d.api = &apiServer{server: s, served: make(chan error, 1)}
+	d.api = &apiServer{server: s, served: make(chan error, 1), certificate: certificate}
 	go func() { d.api.served <- s.Serve(ln) }()
 	d.apiState.Listening = ln.Addr().String()
-	d.log.Info("api: listening", "addr", ln.Addr().String())
+	listening := []any{"addr", ln.Addr().String()}
+	if certificate != nil {
+		listening = append(listening, "tls", true)
+	}
+	d.log.Info("api: listening", listening...)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/pipeline"
@@ -38,10 +39,11 @@ func (f *Findings) warn(warnings ...config.FieldError) {
 // config check reports beyond the file's own errors, and what refuses a
 // reload: a plugin skipped, a route, webhook or schedule naming a plugin or
 // command that is not there, a pipeline that does not compile against the
-// plugins (config.Check, pipeline.Compile). Warnings: a shadowed plugin,
-// config.Check's and the pipelines' warnings, the integrity warnings, and
-// each ${VAR} this process's environment does not set (config.LoadDeferred:
-// only the daemon needs it).
+// plugins (config.Check, pipeline.Compile), api.tls files that do not load
+// as a pair (checkTLS). Warnings: a shadowed plugin, a certificate out of
+// date or not naming api.hosts, config.Check's and the pipelines'
+// warnings, the integrity warnings, and each ${VAR} this process's
+// environment does not set (config.LoadDeferred: only the daemon needs it).
 func CheckConfig(cfg *config.Config, reg *pluginhost.Registry, problems []error) (Findings, error) {
 	f := Findings{Errors: []string{}, Warnings: []string{}}
 	installed := map[string]config.InstalledPlugin{}
@@ -66,6 +68,8 @@ func CheckConfig(cfg *config.Config, reg *pluginhost.Registry, problems []error)
 		return Findings{}, err
 	}
 	f.add(append(errs, pipelineErrs...)...)
+	tlsErrs, tlsWarnings := checkTLS(cfg, time.Now())
+	f.Errors, f.Warnings = append(f.Errors, tlsErrs...), append(f.Warnings, tlsWarnings...)
 	f.warn(cfg.Unused()...)
 	f.warn(cfg.IntegrityWarnings...)
 	f.warn(warnings...)

@@ -164,6 +164,9 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	if _, err := InitPlugins(ctx, InitOptions{Ledger: d.Ledger, Plugins: reg, Config: cfg, Logger: d.log, Grace: d.grace}); err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: recording plugin inits failed: %w", err)
 	}
+	// Before the record, so a system reload that sees it sees the new
+	// certificate served too.
+	d.reloadAPICertificate(cfg)
 	seq, err := commands.RecordApplied(ctx, d.Ledger, a)
 	if err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
