@@ -20,8 +20,8 @@ const (
 	// after it are refused.
 	MaxExportsPerAttempt = 1000
 	// ExportQueue is how many export items may wait to be recorded: the
-	// plugin's lines are read without waiting for the ledger, and an item
-	// that finds the queue full is refused.
+	// plugin's lines are read without waiting for the ledger until the
+	// queue is full, then at the pace the ledger records them.
 	ExportQueue = 64
 	// LoggedRefusals is how many refused control lines of one attempt are
 	// logged one by one; the rest are counted in the attempt's summary line.
@@ -34,7 +34,7 @@ const (
 // control channel (pluginhost.RunOptions.Control) to the attempt's
 // engine.RunReport: progress at once (it never blocks), export items
 // through a queue that one goroutine records in order, durably, so the
-// plugin's lines are never held up by the ledger. Its report and its
+// plugin's lines are held up by the ledger only when the queue is full. Its report and its
 // goroutine are made at the first line that needs them: a plugin that
 // writes nothing costs nothing. take is called from the run's goroutine
 // only; close once the plugin has exited, before the attempt is completed.
@@ -85,8 +85,18 @@ func (c *attemptControl) take(m pluginhost.ControlMessage) {
 	select {
 	case c.exports <- *m.Export:
 		c.queued++
+		return
 	default:
-		c.refuse("control line " + strconv.Itoa(m.Line) + " refused: " + strconv.Itoa(ExportQueue) + " export items already wait to be recorded (the ledger is slow): export fewer, larger items")
+	}
+	// The queue is full: wait for room. Meanwhile the plugin's writes to
+	// fd 3 wait too once the pipe is full (backpressure: an export item is
+	// never dropped for being quick). The recorder frees a place within a
+	// few tries of the ledger, so the wait is bounded.
+	select {
+	case c.exports <- *m.Export:
+		c.queued++
+	case <-c.stopped.Done():
+		c.refuse("control line " + strconv.Itoa(m.Line) + " refused: the daemon is stopping")
 	}
 }
 

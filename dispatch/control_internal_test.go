@@ -14,13 +14,15 @@ import (
 	"github.com/ductile/ductile/pluginhost"
 )
 
-// An export item that finds the queue full, or comes past the cap of an
-// attempt, is refused and logged, without waiting: the plugin's lines are
-// never held up by the ledger.
-func TestExportItemsPastTheQueueOrTheCapAreRefused(t *testing.T) {
+// An export item that finds the queue full waits for room (it is never
+// dropped for coming quickly), unless the daemon stops; one past the cap of
+// an attempt is refused and logged.
+func TestExportItemsWaitForRoomAndPastTheCapAreRefused(t *testing.T) {
 	var logs bytes.Buffer
+	stopped, stop := context.WithCancel(context.Background())
+	defer stop()
 	c := &attemptControl{
-		jobID: "job-1", attempt: 1, stopped: context.Background(),
+		jobID: "job-1", attempt: 1, stopped: stopped,
 		log:    slog.New(slog.NewTextHandler(&logs, nil)).With("job_id", "job-1"),
 		report: new(engine.Engine).Report("job-1", 1), // never written: nothing is recorded here
 	}
@@ -34,10 +36,26 @@ func TestExportItemsPastTheQueueOrTheCapAreRefused(t *testing.T) {
 	require.Equal(t, ExportQueue, c.queued)
 	require.Zero(t, c.refused)
 
+	// The next one waits until the recorder takes one.
 	item.Line = ExportQueue + 1
+	taken := make(chan struct{})
+	go func() { c.take(item); close(taken) }()
+	select {
+	case <-taken:
+		t.Fatal("an item took a place in a full queue")
+	default:
+	}
+	<-c.exports
+	<-taken
+	require.Equal(t, ExportQueue+1, c.queued)
+	require.Zero(t, c.refused)
+
+	// With the queue full and the daemon stopping, it is refused.
+	stop()
+	item.Line++
 	c.take(item)
 	require.Equal(t, 1, c.refused)
-	require.Contains(t, c.last, "export items already wait to be recorded")
+	require.Contains(t, c.last, "the daemon is stopping")
 
 	c.queued = MaxExportsPerAttempt
 	item.Line++
