@@ -49,6 +49,9 @@ func (cmd Cancel) decide(j *Job) ([]ledger.NewEvent, events.Status, error) {
 		actor = events.ActorCLI
 	}
 	data := events.Canceled{Attempt: j.Attempt, Reason: cmd.Reason}
+	if j.Status == events.StatusQueued {
+		data.ResultRefs = j.ResultRefs() // it ends here
+	}
 	switch j.Status {
 	case events.StatusQueued:
 		evs := []ledger.NewEvent{j.next(events.JobCanceled, data, "", actor)}

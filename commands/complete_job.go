@@ -163,7 +163,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	var evs []ledger.NewEvent
 	switch {
 	case out.Kind == events.OutcomeOK:
-		ended.Retryable, ended.DroppedRoutes = false, cmd.dropped
+		ended.Retryable, ended.DroppedRoutes, ended.ResultRefs = false, cmd.dropped, j.ResultRefs()
 		evs = append(evs, j.next(events.JobSucceeded, ended, "", events.ActorDispatcher))
 		evs = append(evs, stateEvs...)
 		evs = append(evs, cmd.release(j, events.StatusSucceeded)...)
@@ -191,7 +191,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			evs = append(evs, j.next(failedType(out.Kind), ended, "", events.ActorDispatcher))
 			reason = "canceled (its last attempt failed: " + out.Error + ")"
 		}
-		evs = append(evs, j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: reason}, "", events.ActorDispatcher))
+		evs = append(evs, j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: reason, ResultRefs: j.ResultRefs()}, "", events.ActorDispatcher))
 		evs = append(evs, cmd.release(j, events.StatusCanceled)...)
 		res.Status = events.StatusCanceled
 	case out.Kind == events.OutcomeInterrupted:
@@ -215,7 +215,7 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			if !out.Retryable {
 				reason = fmt.Sprintf("not retryable: %s", out.Error)
 			}
-			evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: reason}, "", events.ActorDispatcher))
+			evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: reason, ResultRefs: j.ResultRefs()}, "", events.ActorDispatcher))
 			evs = append(evs, cmd.release(j, events.StatusDead)...)
 			res.Status = events.StatusDead
 		}

@@ -43,7 +43,22 @@ type Enqueue struct {
 	Context   json.RawMessage
 	ReplayOf  string
 	HookDepth int
-	Now       time.Time
+	// TaskID and TraceID are the caller's correlation ids (the Run
+	// protocol's task_id, trace_id), recorded as given.
+	TaskID  string
+	TraceID string
+	// IdempotencyKey, if set, makes the enqueue idempotent: within the
+	// window (IdempotencyTTL, else DefaultDedupeTTL) of the first enqueue
+	// with the key, another one with it is answered with that job
+	// (EnqueueResult.Existing), however it ended, and appends nothing; one
+	// for another plugin or command is an *IdempotencyConflictError.
+	IdempotencyKey string
+	IdempotencyTTL time.Duration
+	// RootJobID and RunAttempt place the job in a retry chain
+	// (events.Enqueued): a retry sets them.
+	RootJobID  string
+	RunAttempt int
+	Now        time.Time
 
 	prepared *preparedEnqueue // set by prepare
 }
@@ -60,7 +75,10 @@ type EnqueueResult struct {
 	Deduped bool   `json:"deduped"`
 	// ExistingJobID is the job that made this one a duplicate.
 	ExistingJobID string `json:"existing_job_id,omitempty"`
-	Seq           int64  `json:"seq,omitempty"`
+	// Existing means the idempotency key named a job already: JobID is that
+	// job, and nothing was appended.
+	Existing bool  `json:"existing,omitempty"`
+	Seq      int64 `json:"seq,omitempty"`
 }
 
 // JobFor is an Enqueue for plugin and command with the config's retry and
@@ -120,6 +138,10 @@ func (cmd *Enqueue) validate() error {
 		return fmt.Errorf("%w: dedupe TTL must not be negative", ErrInvalidCommand)
 	case cmd.Depth < 0:
 		return fmt.Errorf("%w: depth must not be negative", ErrInvalidCommand)
+	case cmd.IdempotencyTTL < 0:
+		return fmt.Errorf("%w: idempotency window must not be negative", ErrInvalidCommand)
+	case len(cmd.IdempotencyKey) > MaxIdempotencyKey:
+		return fmt.Errorf("%w: idempotency key is %d bytes; at most %d", ErrInvalidCommand, len(cmd.IdempotencyKey), MaxIdempotencyKey)
 	}
 	return nil // the JSON is checked as prepare encodes it
 }
@@ -183,6 +205,7 @@ func (cmd *Enqueue) prepare() error {
 		SubmittedBy: cmd.SubmittedBy, DedupeKey: cmd.DedupeKey, DedupeTTLMS: cmd.DedupeTTL.Milliseconds(),
 		ParentJobID: cmd.ParentJobID, SourceEventID: cmd.SourceEventID, Event: cmd.Event, RetryOf: cmd.RetryOf,
 		Depth: cmd.Depth, Pipeline: cmd.Pipeline, Context: storedContext(cmd.Context), ReplayOf: cmd.ReplayOf, HookDepth: cmd.HookDepth,
+		TaskID: cmd.TaskID, TraceID: cmd.TraceID, IdempotencyKey: cmd.IdempotencyKey, RootJobID: cmd.RootJobID, RunAttempt: cmd.RunAttempt,
 	}
 	encoded, err := ledger.EncodeData(data)
 	if err != nil {
@@ -204,6 +227,13 @@ func (cmd Enqueue) decide(tx *ledger.Tx, reserved reservations) ([]ledger.NewEve
 	meta := ledger.Meta{CorrelationID: correlation, CausationID: cmd.Causation, Actor: cmd.SubmittedBy}
 
 	var evs []ledger.NewEvent
+	if cmd.IdempotencyKey != "" {
+		existing, reserve, err := cmd.idempotent(tx, meta)
+		if err != nil || existing != "" {
+			return nil, EnqueueResult{JobID: existing, Existing: existing != ""}, err
+		}
+		evs = append(evs, reserve)
+	}
 	if cmd.DedupeKey != "" {
 		stream := events.DedupeStream(cmd.Plugin, cmd.Command, cmd.DedupeKey)
 		pending, touched := reserved[stream]

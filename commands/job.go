@@ -52,6 +52,16 @@ type Job struct {
 	NextRetryAt time.Time // zero unless waiting for a retry
 	RetriedAs   string    // the job that retries this one (job.retried), if any
 	ReplayedAs  []string  // the jobs that replay this one (job.replayed), oldest first
+	// Exports is how many export items (job.exported) the job has, every
+	// attempt's: the next item is numbered Exports+1.
+	Exports int
+	// AttemptExports are the export item ids of the attempt ExportsAttempt,
+	// in order: the run's result_refs when that attempt ends the job.
+	AttemptExports []string
+	ExportsAttempt int
+	// Progress is the running attempt's last job.progressed (nil: none
+	// since it started).
+	Progress *events.Progressed
 }
 
 // Terminal reports whether the job can no longer change.
@@ -139,6 +149,18 @@ func (j *Job) apply(ev ledger.Event) error {
 		}
 	case events.JobStderrWritten:
 		// Output of the running attempt: nothing a decision needs.
+	case events.JobProgressed:
+		var d events.Progressed
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		j.Progress = &d
+	case events.JobExported:
+		var d exportedID
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		j.exported(d.ExportItemID, d.Attempt)
 	case events.JobCancelRequested:
 		j.Status = events.StatusCancelRequested
 	case events.JobCanceled:
@@ -170,7 +192,33 @@ func (j *Job) apply(ev ledger.Event) error {
 
 // started is what job.started does to a job.
 func (j *Job) started() {
-	j.Status, j.NextRetryAt = events.StatusRunning, time.Time{}
+	j.Status, j.NextRetryAt, j.Progress = events.StatusRunning, time.Time{}, nil
+}
+
+// exportedID is what the fold reads of job.exported (not the item's body,
+// which may be 64 KiB of binary).
+type exportedID struct {
+	ExportItemID string `json:"export_item_id"`
+	Attempt      int    `json:"attempt"`
+}
+
+// exported is what job.exported does to a job.
+func (j *Job) exported(id string, attempt int) {
+	j.Exports++
+	if attempt != j.ExportsAttempt {
+		j.AttemptExports, j.ExportsAttempt = nil, attempt
+	}
+	j.AttemptExports = append(slices.Clip(j.AttemptExports), id) // an earlier fold may share it
+}
+
+// ResultRefs are the run's final result set if the job ended now (spec
+// §5.2): the export items of its current attempt, the one that ends it, in
+// order; nil if it has none. Every event that ends a job carries them.
+func (j *Job) ResultRefs() []string {
+	if j.ExportsAttempt != j.Attempt || len(j.AttemptExports) == 0 {
+		return nil
+	}
+	return slices.Clone(j.AttemptExports)
 }
 
 // LoadJob is a job as its stream folds, inside a decision.

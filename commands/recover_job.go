@@ -80,7 +80,7 @@ func (cmd Recover) decide(j *Job) ([]ledger.NewEvent, RecoverResult) {
 		reason = OrphanReason
 	}
 	if j.Status == events.StatusCancelRequested {
-		evs := []ledger.NewEvent{j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: "cancel requested; " + reason}, "", events.ActorRecovery)}
+		evs := []ledger.NewEvent{j.next(events.JobCanceled, events.Canceled{Attempt: j.Attempt, Reason: "cancel requested; " + reason, ResultRefs: j.ResultRefs()}, "", events.ActorRecovery)}
 		evs = append(evs, releaseKey(j, events.StatusCanceled, cmd.Now, events.ActorRecovery)...)
 		return evs, RecoverResult{Recovered: true, Status: events.StatusCanceled, Attempt: j.Attempt, NextAttempt: j.Attempt}
 	}
@@ -89,7 +89,7 @@ func (cmd Recover) decide(j *Job) ([]ledger.NewEvent, RecoverResult) {
 	evs := []ledger.NewEvent{j.next(events.JobRecovered, events.Recovered{Attempt: j.Attempt, NextAttempt: next, Requeued: requeued, Reason: reason}, "", events.ActorRecovery)}
 	res := RecoverResult{Recovered: true, Status: events.StatusQueued, Attempt: j.Attempt, NextAttempt: next}
 	if !requeued {
-		evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: fmt.Sprintf("%s, and it had used all %d attempts", reason, j.MaxAttempts)}, "", events.ActorRecovery))
+		evs = append(evs, j.next(events.JobDead, events.Dead{Attempt: j.Attempt, Reason: fmt.Sprintf("%s, and it had used all %d attempts", reason, j.MaxAttempts), ResultRefs: j.ResultRefs()}, "", events.ActorRecovery))
 		evs = append(evs, releaseKey(j, events.StatusDead, cmd.Now, events.ActorRecovery)...)
 		res.Status = events.StatusDead
 	}

@@ -29,7 +29,8 @@ func (e *RetriedError) Unwrap() error { return ErrAlreadyRetried }
 
 // Retry enqueues a dead or canceled job again as a new job: the same
 // plugin, command, payload, event envelope, dedupe key, parent and tree,
-// context (baggage) and hook depth, but not its pipeline step (a retry of a
+// context (baggage), hook depth, task and trace ids, one step further along
+// its retry chain (root_run_id, attempt), but not its pipeline step (a retry of a
 // pipeline job runs that one step, as a replay does), with the attempt
 // budget the caller gives (the config's today). The new job's job.enqueued
 // names the old one (retry_of); the old one's stream gets job.retried
@@ -112,6 +113,7 @@ func (cmd Retry) enqueue(j *Job) Enqueue {
 		DedupeKey: j.DedupeKey, DedupeTTL: time.Duration(j.DedupeTTLMS) * time.Millisecond, DefaultDedupeTTL: cmd.DefaultDedupeTTL,
 		ParentJobID: j.ParentJobID, SourceEventID: j.SourceEventID, Correlation: j.Correlation, Depth: j.Depth,
 		Context: j.Context, HookDepth: j.HookDepth, RetryOf: j.JobID, Now: cmd.Now,
+		TaskID: j.TaskID, TraceID: j.TraceID, RootJobID: cmp.Or(j.RootJobID, j.JobID), RunAttempt: max(j.RunAttempt, 1) + 1,
 	}
 }
 

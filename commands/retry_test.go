@@ -35,7 +35,8 @@ func routedChild() *jobStream {
 
 // TestRetryJob: given a dead routed child, when retried, then one
 // transaction appends the new job (the old one's plugin, command, payload,
-// event, dedupe key, parent and tree; the given attempt budget; retry_of),
+// event, dedupe key, parent and tree; the given attempt budget; retry_of,
+// and the retry chain: root job-1, attempt 2),
 // its dedupe reservation, and job.retried on the old job's stream.
 func TestRetryJob(t *testing.T) {
 	t.Parallel()
@@ -52,7 +53,8 @@ func TestRetryJob(t *testing.T) {
 		{Stream: "job/job-2", Version: 1, Type: events.JobEnqueued,
 			Data: `{"job_id":"job-2","plugin":"greet","command":"handle","payload":{"name":"Ada"},"max_attempts":2,"backoff_base_ms":10000,` +
 				`"submitted_by":"cli","dedupe_key":"invoice-42","dedupe_ttl_ms":60000,"parent_job_id":"root-0","source_event_id":"ev-1",` +
-				`"event":{"type":"echo.poll","payload":{"name":"Ada"},"event_id":"ev-1","source":"echo","timestamp":"2026-03-01T11:00:00Z"},"retry_of":"job-1","depth":1}`,
+				`"event":{"type":"echo.poll","payload":{"name":"Ada"},"event_id":"ev-1","source":"echo","timestamp":"2026-03-01T11:00:00Z"},"retry_of":"job-1","depth":1,` +
+				`"root_job_id":"job-1","run_attempt":2}`,
 			Meta: `{"correlation_id":"root-0","actor":"cli"}`},
 		{Stream: "dedupe/greet/handle/invoice-42", Version: 3, Type: events.DedupeReserved, Data: `{"job_id":"job-2"}`},
 		{Stream: jobStreamName, Version: 5, Type: events.JobRetried, Data: `{"retry_job_id":"job-2"}`,

@@ -23,6 +23,14 @@ type Enqueue struct {
 	DedupeKey string
 	DedupeTTL time.Duration
 	Causation string
+	// TaskID and TraceID are the Run protocol's correlation ids, recorded
+	// on the job. IdempotencyKey makes the enqueue idempotent within the
+	// service's dedupe window (service.dedupe_ttl): the same key answers
+	// the job it made (Enqueued.Existing), however that job ended; with
+	// another plugin or command it is an *IdempotencyConflictError.
+	TaskID         string
+	TraceID        string
+	IdempotencyKey string
 	// By is who asked: the job's submitted_by (events.ActorAPI, events.ActorCLI,
 	// events.ActorWebhook).
 	By events.Actor
@@ -37,8 +45,9 @@ type Enqueue struct {
 	Now    time.Time
 }
 
-// Enqueued is what an Enqueue did: the job queued, or the one that made it
-// a duplicate (Deduped, ExistingJobID); nothing with DryRun.
+// Enqueued is what an Enqueue did: the job queued, the one that made it a
+// duplicate (Deduped, ExistingJobID), or the one its idempotency key named
+// (Existing, JobID); nothing with DryRun.
 type Enqueued struct {
 	commands.EnqueueResult
 	Command string // the command the job runs
@@ -76,6 +85,7 @@ func (e *Engine) Enqueue(ctx context.Context, req Enqueue) (Enqueued, error) {
 	}
 	job := e.Defaults(req.Plugin, command, req.By)
 	job.Payload, job.DedupeKey, job.DedupeTTL, job.Causation = payload, req.DedupeKey, req.DedupeTTL, req.Causation
+	job.TaskID, job.TraceID, job.IdempotencyKey = req.TaskID, req.TraceID, req.IdempotencyKey
 	if !req.Now.IsZero() {
 		job.Now = req.Now
 	}
@@ -89,3 +99,10 @@ func (e *Engine) Enqueue(ctx context.Context, req Enqueue) (Enqueued, error) {
 	out.EnqueueResult, err = commands.EnqueueJob(ctx, e.ledger, job)
 	return out, err
 }
+
+// IdempotencyConflictError is an idempotency key given with another plugin
+// or command than the job it names (HTTP 409, code idempotency_conflict).
+type IdempotencyConflictError = commands.IdempotencyConflictError
+
+// ErrIdempotencyConflict is what an *IdempotencyConflictError unwraps to.
+var ErrIdempotencyConflict = commands.ErrIdempotencyConflict

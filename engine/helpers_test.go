@@ -34,7 +34,7 @@ type fixture struct {
 	run string // echo's entrypoint
 }
 
-func setup(t *testing.T, pipelines *pipeline.Set) *fixture {
+func setup(t testing.TB, pipelines *pipeline.Set) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	dir := filepath.Join(root, "echo")

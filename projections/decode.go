@@ -79,6 +79,16 @@ func decodeFast(data []byte, d any) bool {
 				return raw(val, &d.Event)
 			case "depth":
 				return integer(val, &d.Depth)
+			case "task_id":
+				return plainString(val, &d.TaskID)
+			case "trace_id":
+				return plainString(val, &d.TraceID)
+			case "idempotency_key":
+				return plainString(val, &d.IdempotencyKey)
+			case "root_job_id":
+				return plainString(val, &d.RootJobID)
+			case "run_attempt":
+				return integer(val, &d.RunAttempt)
 			}
 			return false
 		})

@@ -54,6 +54,7 @@ func sameAsEncodingJSON(t *testing.T, data []byte) (fast int) {
 func TestFastDecodeIsEncodingJSON(t *testing.T) {
 	mustFast := []string{
 		`{"job_id":"01a1","plugin":"echo","command":"poll","payload":{"a":[1,2,{"b":"}]"}]},"max_attempts":4,"backoff_base_ms":30000,"submitted_by":"cli","dedupe_key":"k","dedupe_ttl_ms":60000,"parent_job_id":"p","source_event_id":"e","event":{"type":"x","payload":"\"quoted\" \\ \u00e9"}}`,
+		`{"job_id":"01a2","plugin":"echo","command":"poll","max_attempts":1,"submitted_by":"api","task_id":"t","trace_id":"tr","idempotency_key":"k","root_job_id":"01a0","run_attempt":3}`,
 		`{"attempt":1,"deadline_at":"2026-11-25T10:44:22.029509766Z","pid":31704}`,
 		`{"attempt":1,"deadline_at":"2026-11-25T10:44:22.029509766Z","pid":31704,"plugin":{"pgid":31790,"start_ticks":123456789,"boot_id":"0e1f6c2a-5b8e-4f51-9d37-2f1b0c9a7e11"}}`,
 		`{"attempt":1,"deadline_at":"2026-11-25T10:44:22.029509766Z","pid":31704,"worker":{"name":"box/local","pid":31704},"plugin":{"pgid":31790,"start_ticks":1,"boot_id":"b"}}`,

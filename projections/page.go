@@ -44,6 +44,8 @@ func (pg *page) decode(i int) (any, error) {
 		d = new(events.Recovered)
 	case events.JobCancelRequested, events.JobCanceled:
 		d = new(events.Canceled)
+	case events.JobProgressed:
+		d = new(events.Progressed)
 	case events.PluginFactRecorded:
 		d = new(events.FactRecorded)
 	case events.PluginStateMerged:

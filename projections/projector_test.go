@@ -22,6 +22,7 @@ import (
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
+	"github.com/ductile/ductile/views"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -66,6 +67,9 @@ func generate(t testing.TB, l *ledger.Ledger, rng *rand.Rand, n int64, between f
 			Plugin: plugins[rng.IntN(len(plugins))], Command: []string{"poll", "handle"}[rng.IntN(2)],
 			Payload: randObj(), SubmittedBy: []events.Actor{events.ActorCLI, events.ActorScheduler}[rng.IntN(2)], MaxAttempts: 1 + rng.IntN(3),
 			BackoffBase: time.Second, DefaultDedupeTTL: time.Hour, Now: now,
+		}
+		if rng.IntN(4) == 0 {
+			cmd.TaskID, cmd.TraceID = fmt.Sprintf("task-%d", rng.IntN(30)), "trace"
 		}
 		if rng.IntN(5) == 0 {
 			cmd.DedupeKey = fmt.Sprintf("key-%d", rng.IntN(20))
@@ -126,7 +130,19 @@ func generate(t testing.TB, l *ledger.Ledger, rng *rand.Rand, n int64, between f
 					children = append(children, enqueue())
 				}
 			}
-			res, err := commands.CompleteJob(ctx, l, commands.Complete{JobID: id, Attempt: attemptOf(t, l, id), Outcome: out, Facts: facts, Children: children, Now: now})
+			attempt := attemptOf(t, l, id)
+			if rng.IntN(3) == 0 { // the Run protocol's reports
+				p := float64(rng.IntN(101)) / 100
+				err := commands.RecordProgress(ctx, l, commands.Progress{JobID: id, Attempt: attempt, Progress: events.Progressed{Progress: &p, Stage: "s", Lines: 1}})
+				if err != nil && !errors.Is(err, commands.ErrInvalidTransition) {
+					require.NoError(t, err)
+				}
+				_, _, err = commands.RecordExport(ctx, l, commands.Export{JobID: id, Attempt: attempt, Item: events.Exported{Type: events.ExportText, Text: "out"}})
+				if err != nil && !errors.Is(err, commands.ErrInvalidTransition) {
+					require.NoError(t, err)
+				}
+			}
+			res, err := commands.CompleteJob(ctx, l, commands.Complete{JobID: id, Attempt: attempt, Outcome: out, Facts: facts, Children: children, Now: now})
 			if errors.Is(err, commands.ErrInvalidTransition) {
 				continue // canceled meanwhile
 			}
@@ -277,10 +293,14 @@ func checkAgainstLog(t *testing.T, l, src *ledger.Ledger, until int64) {
 	}
 	wantJobs := map[string]string{}
 	wantTotals := map[string]int64{}
+	wantRuns := map[string]string{}
 	for id, evs := range jobEvents {
 		j, err := commands.FoldJob(evs)
 		require.NoError(t, err)
 		wantJobs[id] = fmt.Sprintf("%s/%d", j.Status, j.Attempt)
+		r, err := views.FoldRunRecord(evs)
+		require.NoError(t, err)
+		wantRuns[id] = runLine(string(r.Status), r.TaskID, r.Progress, r.ExportsCount)
 		if j.Terminal() {
 			wantTotals[j.Plugin+"/"+string(j.Status)]++
 		}
@@ -288,6 +308,7 @@ func checkAgainstLog(t *testing.T, l, src *ledger.Ledger, until int64) {
 
 	out, _ := dump(t, l)
 	jobs := map[string]string{}
+	runs := map[string]string{}
 	totals := map[string]int64{}
 	section := ""
 	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte("\n")) {
@@ -304,6 +325,17 @@ func checkAgainstLog(t *testing.T, l, src *ledger.Ledger, until int64) {
 			totals[row.Plugin+"/"+row.Status] = row.N
 			continue
 		}
+		if section == "runs" {
+			var row struct {
+				JobID, Status string
+				TaskID        *string
+				Progress      *float64
+				ExportsCount  int
+			}
+			require.NoError(t, json.Unmarshal(line, &row))
+			runs[row.JobID] = runLine(row.Status, row.TaskID, row.Progress, row.ExportsCount)
+			continue
+		}
 		if section != "job_queue" {
 			continue
 		}
@@ -316,6 +348,7 @@ func checkAgainstLog(t *testing.T, l, src *ledger.Ledger, until int64) {
 		jobs[row.ID] = fmt.Sprintf("%s/%d", row.Status, row.Attempt)
 	}
 	require.Equal(t, wantJobs, jobs)
+	require.Equal(t, wantRuns, runs, "runs holds each job's run status, task, progress and export count")
 	// Every job that ended counts once in job_totals (nothing is archived).
 	require.Equal(t, wantTotals, totals)
 	require.Contains(t, totals, "echo/succeeded")
@@ -426,4 +459,16 @@ func TestReachedAndSeenChanged(t *testing.T) {
 	require.True(t, isClosed(p.Reached(ctx, "t.counted", 2)), "already reached")
 	appendOne("t.other")
 	require.True(t, isClosed(other))
+}
+
+// runLine is what checkAgainstLog compares of a run.
+func runLine(status string, task *string, progress *float64, exports int) string {
+	p, tk := "-", "-"
+	if progress != nil {
+		p = fmt.Sprint(*progress)
+	}
+	if task != nil {
+		tk = *task
+	}
+	return fmt.Sprintf("%s/%s/%s/%d", status, tk, p, exports)
 }

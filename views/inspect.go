@@ -3,6 +3,7 @@ package views
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"zombiezen.com/go/sqlite"
 
@@ -43,6 +44,12 @@ type Inspection struct {
 	Attempts      []Attempt             `json:"attempts"`
 	Events        []Event               `json:"events"`
 	Children      []Job                 `json:"children"`
+	// Progress is the last progress its running (or last) attempt reported
+	// (nil: none), Exports its export items, every attempt's, in order, and
+	// ResultRefs the ones its end committed as its result set.
+	Progress   *events.Progressed `json:"progress,omitempty"`
+	Exports    []ExportItem       `json:"exports,omitempty"`
+	ResultRefs []string           `json:"result_refs,omitempty"`
 }
 
 // Cancel is a job's cancel, from its stream: who asked, when and why, and
@@ -105,6 +112,9 @@ func Inspect(ctx context.Context, l *ledger.Ledger, id string) (*Inspection, err
 		in.Events = append(in.Events, EventOf(ev))
 	}
 	in.linksFromEvents(evs)
+	if err := in.runFromEvents(evs); err != nil {
+		return nil, err
+	}
 	return in, nil
 }
 
@@ -149,4 +159,36 @@ func (in *Inspection) linksFromEvents(evs []ledger.Event) {
 			in.Cancel = &Cancel{Reason: d.Reason, By: string(m.Actor), RequestedAt: ev.RecordedAtText(), Pending: ev.Type == events.JobCancelRequested}
 		}
 	}
+}
+
+// runFromEvents fills in what the job reported as a run: its progress, its
+// export items and its result set.
+func (in *Inspection) runFromEvents(evs []ledger.Event) error {
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.JobStarted:
+			in.Progress = nil // a new attempt reports anew
+		case events.JobProgressed:
+			var d events.Progressed
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return fmt.Errorf("read %s (seq %d): %w", ev.Type, ev.Seq, err)
+			}
+			in.Progress = &d
+		case events.JobExported:
+			item, err := ExportItemOf(ev)
+			if err != nil {
+				return err
+			}
+			in.Exports = append(in.Exports, item)
+		case events.JobSucceeded, events.JobDead, events.JobCanceled:
+			var d struct {
+				ResultRefs []string `json:"result_refs"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return fmt.Errorf("read %s (seq %d): %w", ev.Type, ev.Seq, err)
+			}
+			in.ResultRefs = d.ResultRefs
+		}
+	}
+	return nil
 }

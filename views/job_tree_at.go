@@ -85,6 +85,10 @@ type JobAt struct {
 	Context  json.RawMessage `json:"context,omitempty"`   // the baggage its plugin receives
 	ReplayOf string          `json:"replay_of,omitempty"` // the job this one replays
 	RetryOf  string          `json:"retry_of,omitempty"`  // the job this one retries
+	// Progress is the running attempt's last reported progress (nil: none).
+	Progress *events.Progressed `json:"progress,omitempty"`
+	// Exports are the ids of the job's export items, every attempt's.
+	Exports []string `json:"exports,omitempty"`
 }
 
 // JobTreeAt is a job tree as it was at a seq (AtSeq, recorded at At), or,
@@ -216,7 +220,7 @@ func foldJobAt(evs []ledger.Event) (JobAt, error) {
 	if err != nil {
 		return JobAt{}, err
 	}
-	out := JobAt{Context: j.Context, ReplayOf: j.ReplayOf, RetryOf: j.RetryOf, Job: Job{
+	out := JobAt{Context: j.Context, ReplayOf: j.ReplayOf, RetryOf: j.RetryOf, Progress: j.Progress, Job: Job{
 		ID: j.JobID, Seq: evs[0].Seq, Plugin: j.Plugin, Command: j.Command, Payload: j.Payload, Status: j.Status,
 		Attempt: int64(j.Attempt), MaxAttempts: int64(j.MaxAttempts), SubmittedBy: string(j.SubmittedBy),
 		DedupeKey: optional(j.DedupeKey), CreatedAt: evs[0].RecordedAtText(), LastError: optional(j.LastError),
@@ -232,6 +236,14 @@ func foldJobAt(evs []ledger.Event) (JobAt, error) {
 			out.StartedAt = &at
 		case events.JobSucceeded, events.JobDead, events.JobCanceled:
 			out.CompletedAt = &at
+		case events.JobExported:
+			var d struct {
+				ID string `json:"export_item_id"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				return JobAt{}, err
+			}
+			out.Exports = append(out.Exports, d.ID)
 		case events.JobStderrWritten, events.JobRetried, events.JobReplayed:
 			continue // the projection's row does not change
 		}

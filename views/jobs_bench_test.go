@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ductile/ductile/internal/ledgertest"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ductile/ductile/internal/ledgertest"
 
 	"github.com/google/uuid"
 	"zombiezen.com/go/sqlite"

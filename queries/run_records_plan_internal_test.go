@@ -1,0 +1,33 @@
+package queries
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRunRecordListingsReadTheirIndex checks the plans of GET /runs and
+// `ductile run list` (views.ListRuns): each filter reads its own index of
+// runs (migration 00021) from the newest run, sorts nothing apart and so
+// stops at its limit, whatever the number of runs recorded.
+func TestRunRecordListingsReadTheirIndex(t *testing.T) {
+	conn := planDB(t)
+	for _, tc := range []struct {
+		name, query string
+		args        []any
+		index       string
+	}{
+		{"ListRunIDs", listRunIDs, []any{int64(1) << 62, 10}, "sqlite_autoindex_runs_2"},
+		{"ListRunIDsOfPlugin", listRunIDsOfPlugin, []any{"p", int64(1) << 62, 10}, "runs_by_plugin (plugin=? AND seq<?)"},
+		{"ListRunIDsWithStatus", listRunIDsWithStatus, []any{"running", "", int64(1) << 62, 10}, "runs_by_status (status=? AND seq<?)"},
+		{"ListRunIDsOfTask", listRunIDsOfTask, []any{"t", "", "", int64(1) << 62, 10}, "runs_by_task (task_id=? AND seq<?)"},
+	} {
+		plan := explain(t, conn, tc.name, tc.query, tc.args...)
+		text := strings.Join(plan, "; ")
+		if strings.Contains(text, "TEMP B-TREE") {
+			t.Errorf("%s: plan %q sorts its rows apart: it reads them all before the first", tc.name, text)
+		}
+		if !strings.Contains(text, "INDEX "+tc.index) {
+			t.Errorf("%s: plan %q does not use %s", tc.name, text, tc.index)
+		}
+	}
+}
