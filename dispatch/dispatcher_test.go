@@ -22,6 +22,7 @@ import (
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/plugins"
 	"github.com/ductile/ductile/queries"
 )
 
@@ -75,12 +76,15 @@ func TestMain(m *testing.M) {
 		{"flood", true, floodScript},
 		{"chatty", true, "#!/bin/sh\ncat >/dev/null\necho 'an ordinary line' >&2\necho '{\"status\":\"ok\"}'\n"},
 		{"counter", false, counterScript}, {"slowcounter", false, slowCounterScript},
+		{"stopper", true, stopperScript}, {"reporter", true, reporterScript}, {"progressflood", true, progressFloodScript},
 	} {
 		d := filepath.Join(dir, p.name)
 		must(os.MkdirAll(d, 0o755))
 		must(os.WriteFile(filepath.Join(d, "manifest.yaml"), []byte(manifest(p.name, p.safe)), 0o644))
 		must(os.WriteFile(filepath.Join(d, "run.sh"), []byte(p.script), 0o755))
 	}
+	// The bundled plugins, SDKs and examples (the examples' root: examplesRoot).
+	must(plugins.Unpack(filepath.Join(dir, ".bundled")))
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		os.RemoveAll(dir)
 		os.Exit(code)

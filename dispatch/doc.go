@@ -14,7 +14,14 @@
 // and reports the attempt to the Engine it runs with (engine.Engine.Complete),
 // which records the outcome, facts or state, and every routed child job in
 // one append. Workers start and complete concurrently, so
-// their appends share group commits. RunJob runs one job the same way,
+// their appends share group commits. What a plugin writes on its control
+// channel while it runs (progress, export items: pluginhost.ControlMessage)
+// goes to its attempt's engine.RunReport (control.go): progress at once,
+// export items through a bounded queue that one goroutine records in
+// order, all of it durable before the outcome. A cancel of a running job
+// ends its plugin's context: the runner sends SIGTERM to its process group,
+// then SIGKILL after the grace period, and the attempt ends canceled however
+// the plugin exits. RunJob runs one job the same way,
 // without the loop (plugin run without a daemon).
 //
 // The projection lags the ledger by a few milliseconds, so the dispatcher

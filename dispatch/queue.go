@@ -179,7 +179,7 @@ func (d *Dispatcher) refresh(ctx context.Context) (read bool, err error) {
 // retry.
 func readCandidates(conn *sqlite.Conn, capped string, limit int64) (ready, retries []candidate, err error) {
 	err = queries.ListReadyJobs(conn, queries.ListReadyJobsParams{CappedPlugins: capped, MaxJobs: limit}, func(r queries.ListReadyJobsRow) error {
-		ready = append(ready, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey)})
+		ready = append(ready, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey), traceID: deref(r.TraceID)})
 		return nil
 	})
 	if err != nil {
@@ -190,7 +190,7 @@ func readCandidates(conn *sqlite.Conn, capped string, limit int64) (ready, retri
 		if err != nil {
 			return fmt.Errorf("job %s: next_retry_at: %w", r.ID, err)
 		}
-		retries = append(retries, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey), retryAt: at})
+		retries = append(retries, candidate{id: r.ID, seq: r.Seq, plugin: r.Plugin, command: r.Command, dedupeKey: deref(r.DedupeKey), retryAt: at, traceID: deref(r.TraceID)})
 		return nil
 	})
 	return ready, retries, err

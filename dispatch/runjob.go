@@ -66,7 +66,7 @@ func RunJob(ctx context.Context, opts Options, id string) error {
 			}
 			continue
 		}
-		c := candidate{id: id, plugin: j.Plugin, command: j.Command, dedupeKey: j.DedupeKey}
+		c := candidate{id: id, plugin: j.Plugin, command: j.Command, dedupeKey: j.DedupeKey, traceID: j.TraceID}
 		runCtx, cancel := context.WithCancelCause(context.Background())
 		stop := context.AfterFunc(ctx, func() { cancel(cancelCause(ctx)) })
 		watched := make(chan struct{})

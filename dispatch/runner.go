@@ -135,6 +135,7 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 	}
 	var res pluginhost.Result
 	var plugin *events.PluginProcess // the process group of the attempt's plugin, once spawned
+	var control *attemptControl      // what its plugin reports on its control channel, once it does
 	p, cfgJSON, problem := runnable(start.engine, c)
 	if problem == "" {
 		res = pluginhost.RunPrepared(ctx, p, c.command, func() (pluginhost.Request, error) {
@@ -154,8 +155,20 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 			if st, err := start.wait(); err == nil {
 				r.recordStderr(st.Job, lines)
 			}
+		}, RunID: c.id, TraceID: c.traceID, Control: func(m pluginhost.ControlMessage) {
+			// Control lines come once the request is written: the start is
+			// recorded.
+			if control == nil {
+				control = &attemptControl{e: start.engine, jobID: st.Job.JobID, attempt: st.Job.Attempt, log: log, stopped: r.stopped}
+			}
+			control.take(m)
 		}})
 	}
+	defer func() {
+		if control != nil {
+			control.close(r.stopped) // should the completion panic, its goroutines still end
+		}
+	}()
 	if !started && startErr == nil {
 		// No process got a request: the plugin cannot run here (problem),
 		// or its process could not be spawned (a missing interpreter, no
@@ -195,6 +208,11 @@ func (r *runner) run(ctx context.Context, c candidate, start *startClaim, exited
 		}
 	}
 	a.Local = local
+	if control != nil {
+		// Its export items are durable and its last progress written before
+		// the outcome: the outcome's result_refs name them.
+		control.close(r.stopped)
+	}
 	done, err := r.current.Load().Complete(r.stopped, a)
 	if err != nil {
 		return attempt{}

@@ -36,6 +36,8 @@ type candidate struct {
 	id, plugin, command, dedupeKey string
 	seq                            int64
 	retryAt                        time.Time
+	// traceID is the job's trace id, given to its plugin.
+	traceID string
 }
 
 func newSlots(max int, capacity func(plugin string) int) slots {

@@ -45,8 +45,20 @@
 // process can never delay the result. Every goroutine Run starts has ended
 // when Run returns.
 //
-// A control channel on file descriptor 3 (progress and export lines) is meant
-// to be added as a fourth pipe passed in syscall.ProcAttr.Files, watched by
-// the same epoll instance under the same drain bound, and surfaced through a
-// new RunOptions callback; Request, Result and Run keep their shape.
+// # Control channel
+//
+// Every plugin process also gets the write end of a pipe as file descriptor
+// 3 (ControlFD; its environment says so in DUCTILE_CONTROL_FD, and holds
+// its run's id in DUCTILE_RUN_ID and trace id, if any, in DUCTILE_TRACE_ID).
+// It may write one JSON object per line there: progress
+// ({"progress":0.4,"message":"…","stage":"…"}) and export items
+// ({"export":{"type":"text","text":"…"}}). The parent's end is watched by the
+// run's epoll instance like stdout and stderr; each line is parsed and
+// checked for shape (ParseControlLine) and handed to RunOptions.Control, or
+// refused with the reason (over MaxControlLine, not JSON, nothing known in
+// it, progress outside [0, 1]…): a bad line never stops the run. The channel
+// is read while the plugin runs, then once more without waiting after it
+// exits, and closed: a process that outlives the plugin holding it open
+// never delays the result. A plugin that ignores the channel runs as it
+// always has.
 package pluginhost

@@ -68,6 +68,21 @@ type RunOptions struct {
 	// slow OnStderr delays only later deliveries and the end of Run, never
 	// the plugin.
 	OnStderr func(StderrLines)
+	// RunID is the run's id, given to the plugin in its environment
+	// (EnvRunID): the job's id. Run defaults it to the request's JobID.
+	RunID string
+	// TraceID, if set, is given to the plugin in its environment
+	// (EnvTraceID).
+	TraceID string
+	// Control, if set, receives each line the plugin writes on its control
+	// channel (file descriptor ControlFD) once its request is written,
+	// parsed (ControlMessage), or refused with the reason. Calls come one at
+	// a time, in order, from the goroutine that called Run, while the
+	// plugin runs and from a last read without waiting once it has exited
+	// (a process that outlives the plugin and holds the channel open never
+	// delays the result); Control must not block. Without Control the
+	// lines are read and dropped.
+	Control func(ControlMessage)
 }
 
 func (o RunOptions) withDefaults(command string) RunOptions {
@@ -119,6 +134,9 @@ type Result struct {
 	// NotStarted reports a RunPrepared whose prepare failed: the process
 	// got no request and was killed before it could act.
 	NotStarted bool
+	// ControlLines and ControlRefused count the lines of the control
+	// channel handed to RunOptions.Control as accepted, and as refused.
+	ControlLines, ControlRefused int
 	// Response is the parsed response, set for events.OutcomeOK and events.OutcomeError when
 	// stdout held a valid envelope; nil otherwise.
 	Response *Response
@@ -137,6 +155,9 @@ type Result struct {
 // command: nothing outlives its run).
 func Run(ctx context.Context, p *Plugin, req Request, opts RunOptions) Result {
 	opts = opts.withDefaults(req.Command)
+	if opts.RunID == "" {
+		opts.RunID = req.JobID
+	}
 	payload, err := encodeRequest(req, opts.Timeout)
 	if err != nil {
 		return Result{Kind: events.OutcomeError, ExitCode: -1, Err: err.Error()}
@@ -194,7 +215,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		res = runStep(ctx, p.Step, payload)
 		return finish()
 	}
-	pr, err := startProcess(p, opts.OnStderr)
+	pr, err := startProcess(p, opts.OnStderr, opts.RunID, opts.TraceID)
 	if err != nil {
 		res.Kind, res.Err, res.Retryable = events.OutcomeError, err.Error(), true
 		return finish()
@@ -218,6 +239,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 		res.Kind, res.Err, res.NotStarted = events.OutcomeCanceled, "not started: "+err.Error(), true
 		return finish()
 	}
+	pr.control.deliver = opts.Control
 	pr.send(append(request, '\n'))
 	if opts.OnStart != nil {
 		opts.OnStart(pr.pid)
@@ -230,6 +252,7 @@ func run(ctx context.Context, p *Plugin, command string, payload func() ([]byte,
 	res.Stdout, res.StdoutTruncated, res.StdoutBytes = stdout.buf, stdout.truncated, stdout.total
 	res.Stderr, res.StderrTruncated = stderr.excerpt()
 	res.StderrBytes = stderr.total
+	res.ControlLines, res.ControlRefused = pr.control.accepted, pr.control.refused
 	var exit *syscall.WaitStatus
 	if reaped {
 		exit = &status

@@ -395,7 +395,8 @@ func BenchmarkRunEchoOnStderr(b *testing.B) {
 
 // BenchmarkRunPreparedAsDispatcher runs the fixture plugin as the
 // dispatcher runs a job's: RunPrepared, its process identified as it
-// spawns (OnSpawn), its stderr streamed.
+// spawns (OnSpawn), its stderr streamed, its run id in its environment and
+// its control channel read (it writes nothing there).
 func BenchmarkRunPreparedAsDispatcher(b *testing.B) {
 	benchmarkRunWith(b, func(ctx context.Context, p *pluginhost.Plugin) pluginhost.Result {
 		var spawned events.PluginProcess
@@ -407,6 +408,8 @@ func BenchmarkRunPreparedAsDispatcher(b *testing.B) {
 		}, pluginhost.RunOptions{
 			OnSpawn:  func(proc events.PluginProcess) { spawned = proc },
 			OnStderr: func(pluginhost.StderrLines) { b.Error("the plugin wrote nothing to stderr") },
+			RunID:    "job-1",
+			Control:  func(pluginhost.ControlMessage) { b.Error("the plugin wrote nothing on its control channel") },
 		})
 		return res
 	})

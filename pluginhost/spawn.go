@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,7 @@ type process struct {
 	stdin   int    // the parent's end of stdin, or -1 once closed
 	request []byte // what is left to write of the request
 	pipes   [2]pipeReader
+	control controlReader // the parent's end of the control channel (ControlFD)
 	// overflowed is set when stdout goes over its cap, until supervise
 	// has killed the group for it.
 	overflowed bool
@@ -71,12 +73,14 @@ var pidfdWorks = sync.OnceValue(func() bool {
 })
 
 // startProcess spawns p's entrypoint in p.Dir, with the parent's
-// environment (PWD set to p.Dir, as os/exec sets it), leading its own
-// process group, its stdin, stdout and stderr on pipes.
-func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
+// environment (PWD set to p.Dir, as os/exec sets it) and the run's (runEnv),
+// leading its own process group, its stdin, stdout and stderr on pipes, and
+// the write end of its control channel as file descriptor ControlFD.
+func startProcess(p *Plugin, onStderr func(StderrLines), runID, traceID string) (*process, error) {
 	// The parent's ends are non-blocking; the child's ends are passed to
 	// it as they are and closed here once it runs.
-	var fds []int
+	var held [12]int // room for every fd below: no allocation
+	fds := held[:0]
 	closeAll := func() {
 		for _, fd := range fds {
 			rawClose(fd)
@@ -108,6 +112,10 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	ctlR, ctlW, err := pipe("control", 0)
+	if err != nil {
+		return nil, err
+	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err == nil {
 		fds = append(fds, epfd)
@@ -132,11 +140,13 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 		closeAll()
 		return nil, fmt.Errorf("start %s: %w", p.Entrypoint, err)
 	}
+	env, pooledEnv := runEnv(env, runID, traceID)
 	before := bootTime()
 	pid, err := syscall.ForkExec(p.Entrypoint, []string{p.Entrypoint}, &syscall.ProcAttr{
-		Dir: p.Dir, Env: env, Files: []uintptr{uintptr(inR), uintptr(outW), uintptr(errW)}, Sys: sys,
+		Dir: p.Dir, Env: env, Files: []uintptr{uintptr(inR), uintptr(outW), uintptr(errW), uintptr(ctlW)}, Sys: sys,
 	})
 	after := bootTime()
+	releaseEnv(pooledEnv)
 	if err != nil {
 		closeAll()
 		err = &os.PathError{Op: "fork/exec", Path: p.Entrypoint, Err: err}
@@ -146,7 +156,8 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 	rawClose(inR)
 	rawClose(outW)
 	rawClose(errW)
-	fds = slices.DeleteFunc(fds, func(fd int) bool { return fd == inR || fd == outW || fd == errW })
+	rawClose(ctlW)
+	fds = slices.DeleteFunc(fds, func(fd int) bool { return fd == inR || fd == outW || fd == errW || fd == ctlW })
 
 	pr := &process{
 		pid:        pid,
@@ -158,7 +169,8 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 			{fd: outR, capt: &capture{max: DefaultMaxStdout}},
 			{fd: errR, capt: &capture{max: ExcerptBytes, tailMax: ExcerptBytes, onStderr: onStderr}},
 		},
-		buf: chunks.Get().(*[]byte),
+		control: controlReader{fd: ctlR},
+		buf:     chunks.Get().(*[]byte),
 	}
 	if pidfd < 0 {
 		if exitR < 0 { // the kernel made no pidfd after all
@@ -174,7 +186,7 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 			rawClose(exitW)
 		}()
 	}
-	for _, fd := range []int{outR, errR, pr.exitFd} {
+	for _, fd := range []int{outR, errR, ctlR, pr.exitFd} {
 		// Cannot fail on a fresh epoll instance and fds of its kind.
 		_ = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
 	}
@@ -193,8 +205,9 @@ func startProcess(p *Plugin, onStderr func(StderrLines)) (*process, error) {
 // childEnv is the environment os/exec gives a command with Dir set and
 // Env nil: the parent's with PWD set to dir, each name once (its last
 // value), entries not of the form name=value kept as they are, empty ones
-// dropped. The one made for dir is reused while the parent's environment
-// stays the same.
+// dropped; and the control channel's: EnvControlFD set, EnvRunID and
+// EnvTraceID left out (runEnv adds the run's). The one made for dir is
+// reused while the parent's environment stays the same.
 func childEnv(dir string) ([]string, error) {
 	env := os.Environ()
 	childEnvs.Lock()
@@ -206,7 +219,7 @@ func childEnv(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := append(slices.Clip(env), "PWD="+pwd)
+	all := append(slices.Clip(env), "PWD="+pwd, controlFDEnv)
 	seen := make(map[string]struct{}, len(all))
 	child := make([]string, len(all))
 	j := len(child)
@@ -220,7 +233,7 @@ func childEnv(dir string) ([]string, error) {
 			eq = strings.IndexByte(kv[1:], '=') + 1
 		}
 		if eq > 0 {
-			if _, dup := seen[kv[:eq]]; dup {
+			if _, dup := seen[kv[:eq]]; dup || kv[:eq] == EnvRunID || kv[:eq] == EnvTraceID {
 				continue
 			}
 			seen[kv[:eq]] = struct{}{}
@@ -234,6 +247,41 @@ func childEnv(dir string) ([]string, error) {
 	childEnvs.of[dir] = madeEnv{parent: env, child: child[j:]}
 	return child[j:], nil
 }
+
+// controlFDEnv tells a plugin where its control channel is.
+var controlFDEnv = EnvControlFD + "=" + strconv.Itoa(ControlFD)
+
+// runEnv is env with the run's id and trace id added (each if set), in a
+// slice of envs (env is shared by every run of its plugin), held by pooled
+// (nil: none) until releaseEnv gives it back, once the process is spawned.
+func runEnv(env []string, runID, traceID string) (run []string, pooled *[]string) {
+	if runID == "" && traceID == "" {
+		return env, nil
+	}
+	pooled = envs.Get().(*[]string)
+	run = append((*pooled)[:0], env...)
+	if runID != "" {
+		run = append(run, EnvRunID+"="+runID)
+	}
+	if traceID != "" {
+		run = append(run, EnvTraceID+"="+traceID)
+	}
+	*pooled = run
+	return run, pooled
+}
+
+// releaseEnv gives back a slice of runEnv.
+func releaseEnv(pooled *[]string) {
+	if pooled != nil {
+		clear(*pooled) // holds no strings while pooled
+		*pooled = (*pooled)[:0]
+		envs.Put(pooled)
+	}
+}
+
+// envs are the slices of runEnv, reused: the environment is copied for
+// each run, and is read only until the process is spawned.
+var envs = sync.Pool{New: func() any { return new([]string) }}
 
 // childEnvs are the environments childEnv made, by plugin directory.
 var childEnvs struct {
@@ -359,6 +407,8 @@ func (pr *process) handle() (overflowed bool) {
 				pr.read(&pr.pipes[0])
 			case fd == pr.pipes[1].fd:
 				pr.read(&pr.pipes[1])
+			case fd == pr.control.fd:
+				pr.readControl(controlReadsPerWake)
 			}
 		}
 		if n < len(ready) {
@@ -409,6 +459,49 @@ func (pr *process) read(p *pipeReader) {
 		default: // end of file (or a read error: nothing more to get)
 			pr.closePipe(p)
 		}
+	}
+}
+
+// readControl reads the control channel, at most reads times, until it is
+// empty; at its end, it is closed.
+func (pr *process) readControl(reads int) {
+	chunk := *pr.buf
+	for c := &pr.control; c.fd >= 0 && reads > 0; {
+		n, errno := rawRead(c.fd, chunk)
+		switch {
+		case n > 0:
+			reads--
+			c.write(chunk[:n])
+		case errno == syscall.EINTR:
+		case errno == syscall.EAGAIN:
+			return
+		default: // end of file (or a read error: nothing more to get)
+			c.end()
+			pr.closeControl()
+		}
+	}
+}
+
+// drainControl reads what the control channel holds once the plugin has
+// exited, without waiting for its end (a process outside the group may
+// hold it open), and closes it. What it holds is at most a pipe's buffer,
+// unless something still writes: then the reads stop after a bound.
+func (pr *process) drainControl() {
+	const drainReads = 64 // 2 MiB in 32 KiB reads
+	if pr.control.fd < 0 {
+		return
+	}
+	pr.readControl(drainReads)
+	pr.control.end() // a last line without its newline
+	pr.closeControl()
+}
+
+// closeControl stops reading the control channel.
+func (pr *process) closeControl() {
+	if pr.control.fd >= 0 {
+		pr.unwatch(pr.control.fd)
+		rawClose(pr.control.fd)
+		pr.control.fd = -1
 	}
 }
 
@@ -540,6 +633,7 @@ func (pr *process) finish(waitDelay time.Duration) (status syscall.WaitStatus, r
 	// The leader is a zombie, so the group id is still ours to signal.
 	pr.signal(syscall.SIGKILL)
 	status, reaped = reap(pr.pid)
+	pr.drainControl()
 
 	// A process that left the group may hold the pipes open: they are
 	// read until then.

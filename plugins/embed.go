@@ -3,7 +3,10 @@
 //
 // Each bundled plugin is a directory here (manifest.yaml plus its
 // entrypoint). To bundle another one, add its directory to the go:embed line
-// below.
+// below. Beside them, lib/ holds the SDKs (ductile.py, ductile.sh) and
+// examples/ plugins that show them: neither is a plugin directory, so the
+// bundled root loads neither; a config adds examples/ to plugin_roots to
+// load the examples, which find the SDKs at ../../lib.
 package plugins
 
 import (
@@ -19,15 +22,22 @@ import (
 	"github.com/ductile/ductile/pluginhost"
 )
 
-//go:embed echo
+//go:embed echo examples lib
 var bundled embed.FS
 
 // Names returns the names of the bundled plugin directories, sorted.
-func Names() []string {
-	entries, _ := fs.ReadDir(bundled, ".") // the embedded root always exists
+func Names() []string { return pluginDirs(".") }
+
+// Examples returns the names of the example plugin directories (under
+// examples/), sorted.
+func Examples() []string { return pluginDirs("examples") }
+
+// pluginDirs are the directories in dir that hold a manifest.
+func pluginDirs(dir string) []string {
+	entries, _ := fs.ReadDir(bundled, dir) // embedded: it exists
 	var names []string
 	for _, e := range entries {
-		if e.IsDir() {
+		if _, err := fs.Stat(bundled, path.Join(dir, e.Name(), pluginhost.ManifestFile)); e.IsDir() && err == nil {
 			names = append(names, e.Name())
 		}
 	}
@@ -37,9 +47,10 @@ func Names() []string {
 
 // Unpack writes every bundled plugin into dir (created if needed, with its
 // missing parents, mode 0700: it is usually inside a state directory) as
-// dir/<plugin>/…. Each plugin's entrypoint (from its manifest) gets mode
-// 0755, every other file 0644, directories 0755; go:embed does not keep file
-// modes, so the manifest is what marks the executable. Unpack is idempotent:
+// dir/<plugin>/…, and the SDKs and examples as dir/lib/… and
+// dir/examples/<plugin>/…. Each plugin's entrypoint (from its manifest) gets
+// mode 0755, every other file 0644, directories 0755; go:embed does not keep
+// file modes, so the manifest is what marks the executable. Unpack is idempotent:
 // a file whose content and mode already match is left alone, any other is
 // replaced atomically (write to a temporary file, then rename), so a plugin
 // that is running while Unpack runs is never seen half-written.
@@ -47,10 +58,17 @@ func Unpack(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("unpack plugins: %w", err)
 	}
-	for _, name := range Names() {
+	trees := Names()
+	for _, name := range Examples() {
+		trees = append(trees, path.Join("examples", name))
+	}
+	for _, name := range trees {
 		if err := unpackOne(dir, name); err != nil {
 			return fmt.Errorf("unpack plugin %s: %w", name, err)
 		}
+	}
+	if err := unpackTree(dir, "lib", ""); err != nil {
+		return fmt.Errorf("unpack plugins/lib: %w", err)
 	}
 	return nil
 }
@@ -64,8 +82,12 @@ func unpackOne(dir, name string) error {
 	if err != nil {
 		return err // "invalid manifest: …"
 	}
-	entrypoint := path.Join(name, path.Clean(m.Entrypoint))
+	return unpackTree(dir, name, path.Join(name, path.Clean(m.Entrypoint)))
+}
 
+// unpackTree writes the embedded tree at name into dir, entrypoint (if
+// any) executable.
+func unpackTree(dir, name, entrypoint string) error {
 	return fs.WalkDir(bundled, name, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

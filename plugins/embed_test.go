@@ -1,6 +1,7 @@
 package plugins_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,16 +10,72 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/ductile/ductile/pluginhost"
 	"github.com/ductile/ductile/plugins"
 )
 
+// unpacked holds the bundled plugins, SDKs and examples, unpacked once
+// before any test runs: writing an executable while another test forks can
+// make exec fail with ETXTBSY, so no test runs a file a test writes.
+var unpacked string
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	dir, err := os.MkdirTemp("", "plugins-unpacked-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	unpacked = dir
+	if err := plugins.Unpack(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "unpack:", err)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 func TestNames(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, []string{"echo"}, plugins.Names())
+	require.Equal(t, []string{"countdown", "countdown-sh"}, plugins.Examples())
+}
+
+// The SDKs and the examples are unpacked beside the bundled plugins, the
+// examples' entrypoints executable; the bundled root loads neither (no
+// manifest), and a root at examples/ loads the examples.
+func TestUnpackTheSDKsAndExamples(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, plugins.Unpack(dir))
+	for path, mode := range map[string]os.FileMode{
+		"lib/ductile.py":                      0o644,
+		"lib/ductile.sh":                      0o644,
+		"examples/countdown/run.py":           0o755,
+		"examples/countdown/manifest.yaml":    0o644,
+		"examples/countdown-sh/run.sh":        0o755,
+		"examples/countdown-sh/manifest.yaml": 0o644,
+	} {
+		fi, err := os.Stat(filepath.Join(dir, path))
+		require.NoError(t, err, path)
+		require.Equal(t, mode, fi.Mode(), path)
+	}
+
+	reg, errs := pluginhost.Discover([]string{dir}, pluginhost.DiscoverOptions{})
+	require.Empty(t, errs)
+	require.Equal(t, []string{"echo"}, names(reg))
+	reg, errs = pluginhost.Discover([]string{filepath.Join(dir, "examples")}, pluginhost.DiscoverOptions{})
+	require.Empty(t, errs)
+	require.Equal(t, []string{"countdown", "countdown-sh"}, names(reg))
+}
+
+func names(reg *pluginhost.Registry) []string {
+	var out []string
+	for _, p := range reg.List() {
+		out = append(out, p.Name)
+	}
+	return out
 }
 
 func TestUnpackModes(t *testing.T) {

@@ -253,22 +253,23 @@ FROM job_log WHERE job_id = CAST(@job_id AS TEXT) ORDER BY attempt;
 
 -- name: ListReadyJobs :many
 -- Dispatch candidates that are not waiting for a retry, oldest first,
--- leaving out plugins at their parallelism cap (a JSON array of names).
-SELECT id, seq, plugin, command, dedupe_key
-FROM job_queue
-WHERE status = 'queued' AND next_retry_at IS NULL
-  AND plugin NOT IN (SELECT value FROM json_each(CAST(@capped_plugins AS TEXT)))
-ORDER BY seq
+-- leaving out plugins at their parallelism cap (a JSON array of names),
+-- with the trace id their plugin is given (runs, by primary key).
+SELECT job_queue.id, job_queue.seq, job_queue.plugin, job_queue.command, job_queue.dedupe_key, runs.trace_id
+FROM job_queue LEFT JOIN runs ON runs.job_id = job_queue.id
+WHERE job_queue.status = 'queued' AND job_queue.next_retry_at IS NULL
+  AND job_queue.plugin NOT IN (SELECT value FROM json_each(CAST(@capped_plugins AS TEXT)))
+ORDER BY job_queue.seq
 LIMIT @max_jobs;
 
 -- name: ListWaitingRetries :many
 -- Queued jobs waiting for their retry time (few: one per failing job). The
 -- unary + keeps the planner on the small partial index job_queue_waiting_retry
 -- instead of scanning every queued job through job_queue_active.
-SELECT id, seq, plugin, command, dedupe_key, next_retry_at
-FROM job_queue
-WHERE next_retry_at IS NOT NULL AND +status = 'queued'
-ORDER BY seq;
+SELECT job_queue.id, job_queue.seq, job_queue.plugin, job_queue.command, job_queue.dedupe_key, job_queue.next_retry_at, runs.trace_id
+FROM job_queue LEFT JOIN runs ON runs.job_id = job_queue.id
+WHERE job_queue.next_retry_at IS NOT NULL AND +job_queue.status = 'queued'
+ORDER BY job_queue.seq;
 
 -- name: ListCancelRequested :many
 -- Through the partial index of pending cancel requests (migration 00007),

@@ -2431,11 +2431,11 @@ func ListJobAttempts(conn *sqlite.Conn, jobID string, fn func(ListJobAttemptsRow
 	}
 }
 
-const listReadyJobs = `SELECT id, seq, plugin, command, dedupe_key
-FROM job_queue
-WHERE status = 'queued' AND next_retry_at IS NULL
-  AND plugin NOT IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
-ORDER BY seq
+const listReadyJobs = `SELECT job_queue.id, job_queue.seq, job_queue.plugin, job_queue.command, job_queue.dedupe_key, runs.trace_id
+FROM job_queue LEFT JOIN runs ON runs.job_id = job_queue.id
+WHERE job_queue.status = 'queued' AND job_queue.next_retry_at IS NULL
+  AND job_queue.plugin NOT IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+ORDER BY job_queue.seq
 LIMIT ?2`
 
 type ListReadyJobsParams struct {
@@ -2449,10 +2449,12 @@ type ListReadyJobsRow struct {
 	Plugin    string
 	Command   string
 	DedupeKey *string
+	TraceID   *string
 }
 
 // Dispatch candidates that are not waiting for a retry, oldest first,
-// leaving out plugins at their parallelism cap (a JSON array of names).
+// leaving out plugins at their parallelism cap (a JSON array of names),
+// with the trace id their plugin is given (runs, by primary key).
 func ListReadyJobs(conn *sqlite.Conn, arg ListReadyJobsParams, fn func(ListReadyJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listReadyJobs)
 	if err != nil {
@@ -2482,16 +2484,20 @@ func ListReadyJobs(conn *sqlite.Conn, arg ListReadyJobsParams, fn func(ListReady
 			val := stmt.ColumnText(4)
 			row.DedupeKey = &val
 		}
+		if !stmt.ColumnIsNull(5) {
+			val := stmt.ColumnText(5)
+			row.TraceID = &val
+		}
 		if err := fn(row); err != nil {
 			return err
 		}
 	}
 }
 
-const listWaitingRetries = `SELECT id, seq, plugin, command, dedupe_key, next_retry_at
-FROM job_queue
-WHERE next_retry_at IS NOT NULL AND +status = 'queued'
-ORDER BY seq`
+const listWaitingRetries = `SELECT job_queue.id, job_queue.seq, job_queue.plugin, job_queue.command, job_queue.dedupe_key, job_queue.next_retry_at, runs.trace_id
+FROM job_queue LEFT JOIN runs ON runs.job_id = job_queue.id
+WHERE job_queue.next_retry_at IS NOT NULL AND +job_queue.status = 'queued'
+ORDER BY job_queue.seq`
 
 type ListWaitingRetriesRow struct {
 	ID          string
@@ -2500,6 +2506,7 @@ type ListWaitingRetriesRow struct {
 	Command     string
 	DedupeKey   *string
 	NextRetryAt *string
+	TraceID     *string
 }
 
 // Queued jobs waiting for their retry time (few: one per failing job). The
@@ -2535,6 +2542,10 @@ func ListWaitingRetries(conn *sqlite.Conn, fn func(ListWaitingRetriesRow) error)
 		if !stmt.ColumnIsNull(5) {
 			val := stmt.ColumnText(5)
 			row.NextRetryAt = &val
+		}
+		if !stmt.ColumnIsNull(6) {
+			val := stmt.ColumnText(6)
+			row.TraceID = &val
 		}
 		if err := fn(row); err != nil {
 			return err

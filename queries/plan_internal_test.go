@@ -31,6 +31,19 @@ func TestDispatchQueriesUseTheActiveIndex(t *testing.T) {
 		{"ListActiveJobs", listActiveJobs, nil, []string{"job_queue_active", "job_queue_cancel_requested"}},
 		{"ListCancelRequested", listCancelRequested, nil, []string{"job_queue_cancel_requested"}},
 	})
+	// The trace ids of the candidates are read from runs by its key, one
+	// row per candidate.
+	conn := planDB(t)
+	for name, query := range map[string]string{"ListReadyJobs": listReadyJobs, "ListWaitingRetries": listWaitingRetries} {
+		var args []any
+		if name == "ListReadyJobs" {
+			args = []any{"[]", 10}
+		}
+		plan := explain(t, conn, name, query, args...)
+		if !slices.Contains(plan, "SEARCH runs USING INDEX sqlite_autoindex_runs_1 (job_id=?) LEFT-JOIN") {
+			t.Errorf("%s: plan %q does not read runs by its key", name, plan)
+		}
+	}
 }
 
 // TestJobViewsReadWhatTheyShow checks the plans of what ductile queue and
