@@ -64,6 +64,7 @@ type fixture struct {
 	server    *api.Server
 	base      string
 	served    chan error
+	engine    func() *engine.Engine
 }
 
 // start serves an API on a real ledger and a real 127.0.0.1 listener.
@@ -93,7 +94,7 @@ func start(t *testing.T, mutate func(*api.Options)) *fixture {
 	s := api.New(opts)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	f := &fixture{t: t, l: l, projector: projector, server: s, base: "http://" + ln.Addr().String(), served: make(chan error, 1)}
+	f := &fixture{t: t, l: l, projector: projector, server: s, base: "http://" + ln.Addr().String(), served: make(chan error, 1), engine: opts.Engine}
 	go func() { f.served <- s.Serve(ln) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -168,6 +169,8 @@ func routeOf(method, path string) string {
 	case len(parts) == 3 && parts[1] == "pipeline":
 		return "/pipeline/{name}"
 	case len(parts) >= 3 && (parts[1] == "job" || parts[1] == "run"):
+		parts[2] = "{id}"
+	case len(parts) >= 3 && parts[1] == "runs" && parts[2] != "stream":
 		parts[2] = "{id}"
 	}
 	return strings.Join(parts, "/")

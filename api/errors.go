@@ -20,7 +20,7 @@ import (
 // what to do next.
 type Error struct {
 	Status  int                 `json:"-"`
-	Code    errcode.Code        `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
+	Code    errcode.Code        `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,idempotency_conflict,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
 	Scope   string              `json:"scope,omitempty" doc:"The scope the route needs, which the token lacks (403 forbidden)"`
@@ -122,6 +122,7 @@ func errorOf(err error) *Error {
 		archived   *views.ArchivedError
 		badPayload *commands.PayloadError
 		noPipeline *engine.PipelineNotFoundError
+		idempotent *engine.IdempotencyConflictError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -154,6 +155,13 @@ func errorOf(err error) *Error {
 		return newError(http.StatusBadRequest, "give the whole id", ambiguous.Error())
 	case errors.As(err, &noPipeline):
 		return newError(http.StatusNotFound, "its pipelines: "+joinOrNone(noPipeline.Known)+"; see: ductile pipeline list", noPipeline.Error())
+	case errors.As(err, &idempotent):
+		return &Error{Status: http.StatusConflict, Code: errcode.IdempotencyConflict, Message: idempotent.Error(),
+			Hint: "give another idempotency_key for another plugin or entry; the key's run: GET /runs/" + idempotent.JobID}
+	case errors.Is(err, views.ErrUnknownRunStatus):
+		return newError(http.StatusBadRequest, "give a run status: queued, running, cancel_requested, succeeded, failed, timeout or canceled", err.Error())
+	case errors.Is(err, views.ErrBadCursor):
+		return newError(http.StatusBadRequest, "pass the cursor the previous page gave, as it was, or none for the first page", err.Error())
 	case errors.As(err, &badPayload):
 		return payloadError(badPayload)
 	case errors.Is(err, commands.ErrJobNotFound):

@@ -54,6 +54,7 @@ func (s *Server) document() {
 		},
 		Errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusTooManyRequests},
 	}, auth.EventsRO))
+	s.documentRunStreams()
 	s.addMounted(secured(huma.Operation{
 		OperationID: "get-metrics", Method: http.MethodGet, Path: "/metrics", Summary: "Prometheus metrics",
 		Description: "The daemon's metrics in the Prometheus text exposition format (jobs by status, attempts, queue, projector lag, ledger size).",

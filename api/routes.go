@@ -20,7 +20,7 @@ func (s *Server) register() {
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "enqueue-plugin-command", Method: http.MethodPost, Path: "/plugin/{plugin}/{command}",
 		Summary:       "Enqueue a plugin command",
-		Description:   "Queues a job running the command with the body as its payload; answers once the job is durable. Needs plugin:ro for a command of type read, plugin:rw for any other. 409 if the daemon has the plugin disabled or did not load it; 503 (code unavailable) if its files can no longer be run (made not executable, removed since it loaded): nothing is enqueued.",
+		Description:   "Queues a job running the command with the body as its payload; answers once the job is durable. The job is a plugin run (GET /runs/{job_id}), as POST /runs makes one. Needs plugin:ro for a command of type read, plugin:rw for any other. 409 if the daemon has the plugin disabled or did not load it; 503 (code unavailable) if its files can no longer be run (made not executable, removed since it loaded): nothing is enqueued.",
 		DefaultStatus: http.StatusAccepted, MaxBodyBytes: s.opts.Settings.MaxBodySize + 1, SkipValidateBody: true, // any JSON
 		RequestBody: &huma.RequestBody{Description: "The job's payload: a JSON object (UTF-8), or no body (no payload, as for a poll)",
 			Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Type: huma.TypeObject}}}},
@@ -99,6 +99,8 @@ type EnqueueInput struct {
 	Plugin         string `path:"plugin" maxLength:"128"`
 	Command        string `path:"command" maxLength:"128"`
 	IdempotencyKey string `header:"Idempotency-Key" maxLength:"256" doc:"Dedupe key: a job of this command with the same key that succeeded within the dedupe window makes this one a duplicate"`
+	TaskID         string `query:"task_id" maxLength:"256" doc:"The run's task_id (the job is a run: GET /runs/{job_id})"`
+	TraceID        string `query:"trace_id" maxLength:"256" doc:"The run's trace_id, handed to the plugin and recorded on its export items"`
 	RawBody        []byte
 }
 
@@ -113,7 +115,7 @@ type Accepted struct {
 
 func (s *Server) handleEnqueue(ctx context.Context, in *EnqueueInput) (*Accepted, error) {
 	res, err := s.opts.Engine().Enqueue(ctx, engine.Enqueue{Plugin: in.Plugin, Command: in.Command, Payload: in.RawBody,
-		DedupeKey: in.IdempotencyKey, By: events.ActorAPI, Now: s.opts.Now(), Allow: func(c events.AppliedCommand) error {
+		DedupeKey: in.IdempotencyKey, TaskID: in.TaskID, TraceID: in.TraceID, By: events.ActorAPI, Now: s.opts.Now(), Allow: func(c events.AppliedCommand) error {
 			if c.Type != "read" {
 				return s.require(ctx, auth.PluginRW)
 			}

@@ -95,8 +95,9 @@ func New(opts Options) *Server {
 	s.api = humaecho.New(s.echo, cfg)
 	s.api.UseMiddleware(s.authorize)
 	s.register()
-	s.mount("/events", auth.EventsRO, opts.Events, true)
-	s.mount("/metrics", auth.JobsRO, opts.Metrics, false)
+	s.mount("/events", auth.EventsRO, opts.Events, true, nil)
+	s.mount("/metrics", auth.JobsRO, opts.Metrics, false, nil)
+	s.mountRunStreams()
 	s.document()
 
 	set := opts.Settings
@@ -160,20 +161,31 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// mount serves handler at path (GET) behind the guard; stream counts the
-// response against its token's api.max_streams_per_token, lifts the
-// request's write timeout (the handler sets one per write) and ends the
-// response when Shutdown begins.
-func (s *Server) mount(path string, need auth.Scope, handler http.Handler, stream bool) {
+// mount serves handler at path (GET, echo's form: /runs/:id/…) behind the
+// guard; stream counts the response against its token's
+// api.max_streams_per_token, lifts the request's write timeout (the
+// handler sets one per write) and ends the response when Shutdown begins.
+// The path's parameters are the request's path values; prepare, if not
+// nil, checks the request first (and may change it): its error is the
+// answer.
+func (s *Server) mount(path string, need auth.Scope, handler http.Handler, stream bool, prepare func(*http.Request) (*http.Request, error)) {
 	s.echo.GET(path, func(c echo.Context) error {
 		token, err := s.check(c.Request().Header.Get("Authorization"), need)
 		if err != nil {
 			return err
 		}
 		if handler == nil {
-			return newError(http.StatusNotFound, "this daemon serves no "+path, "GET "+path+" is not available")
+			return newError(http.StatusNotFound, "this daemon serves no "+c.Path(), "GET "+c.Path()+" is not available")
 		}
 		w, r := c.Response().Writer, c.Request()
+		for i, name := range c.ParamNames() {
+			r.SetPathValue(name, c.ParamValues()[i])
+		}
+		if prepare != nil {
+			if r, err = prepare(r); err != nil {
+				return err
+			}
+		}
 		if stream {
 			release, err := s.openStream(token)
 			if err != nil {

@@ -38,6 +38,9 @@ const (
 	// TooManyStreams: the token has api.max_streams_per_token event
 	// streams open already (429).
 	TooManyStreams Code = "too_many_streams"
+	// IdempotencyConflict: an idempotency key given with another plugin or
+	// entry than the run it made (409).
+	IdempotencyConflict Code = "idempotency_conflict"
 	// RunFailed: a synchronous pipeline's run failed (424).
 	RunFailed Code = "run_failed"
 	// InvalidConfig: the config file does not load.

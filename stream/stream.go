@@ -61,19 +61,12 @@ func (e *UsageError) Error() string { return e.Message }
 // job's own stream job/ID; its children are other streams and are not
 // included).
 func ParseQuery(r *http.Request) (Query, error) {
-	q := Query{Head: true}
+	var q Query
+	var err error
+	if q.After, q.Head, err = parseStart(r); err != nil {
+		return q, err
+	}
 	v := r.URL.Query()
-	seq, from := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
-	if seq == "" && v.Has("after") {
-		seq, from = v.Get("after"), "after"
-	}
-	if seq != "" || v.Has("after") {
-		n, err := strconv.ParseInt(strings.TrimSpace(seq), 10, 64)
-		if err != nil || n < 0 {
-			return q, &UsageError{fmt.Sprintf("%s %q is not a seq", from, seq), "give the seq of the last event received: a whole number ≥ 0"}
-		}
-		q.After, q.Head = n, false
-	}
 	for _, t := range v["type"] {
 		for _, one := range strings.Split(t, ",") {
 			one = strings.TrimSpace(one)
@@ -101,6 +94,24 @@ func ParseQuery(r *http.Request) (Query, error) {
 	return q, nil
 }
 
+// parseStart reads where a stream starts: after the seq of Last-Event-ID
+// (header) or of ?after=SEQ (the header wins); neither: head.
+func parseStart(r *http.Request) (after int64, head bool, err error) {
+	v := r.URL.Query()
+	seq, from := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if seq == "" && v.Has("after") {
+		seq, from = v.Get("after"), "after"
+	}
+	if seq == "" && !v.Has("after") {
+		return 0, true, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(seq), 10, 64)
+	if err != nil || n < 0 {
+		return 0, false, &UsageError{fmt.Sprintf("%s %q is not a seq", from, seq), "give the seq of the last event received: a whole number ≥ 0"}
+	}
+	return n, false, nil
+}
+
 // filter is the ledger filter for q and whether an event it passes must
 // still be checked against q's types (a read filters one type at most).
 func (q Query) filter() (ledger.Filter, bool) {
@@ -125,6 +136,55 @@ func (q Query) wants(typ string) bool {
 // the type, "data:" the JSON of views.Event. It follows the ledger until
 // the request's context ends, writing ": ping" when idle for a heartbeat.
 func Handler(l *ledger.Ledger, opts Options) http.Handler {
+	return &handler{l: l, sse: newSSE(opts)}
+}
+
+type handler struct {
+	l   *ledger.Ledger
+	sse *sse
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q, err := ParseQuery(r)
+	if err != nil {
+		writeUsage(w, err)
+		return
+	}
+	f, byType := q.filter()
+	h.sse.serveFrom(w, r, h.l, q.After, q.Head, func(ctx context.Context, after int64, send func(Message) error) error {
+		return views.FollowEvents(ctx, h.l, after, f, func(ev views.Event) error {
+			if byType && !q.wants(ev.Type) {
+				return nil
+			}
+			return send(Message{ID: ev.Seq, Event: ev.Type, Data: ev})
+		})
+	})
+}
+
+// Message is one SSE message: its id (the seq of the ledger event it
+// comes from, what a client resumes after with Last-Event-ID), its event
+// name and its data (written as JSON).
+type Message struct {
+	ID    int64
+	Event string
+	Data  any
+}
+
+// Source follows the ledger after seq after and calls send with each
+// message in seq order, until ctx ends (its error then) or it has nothing
+// more to say (nil: the response ends). send blocks until the message is
+// handed to the writer; it fails once the stream ends.
+type Source func(ctx context.Context, after int64, send func(Message) error) error
+
+// sse writes a Source as Server-Sent Events: the machinery every stream of
+// this package shares (start, heartbeats, write deadlines, shutdown).
+type sse struct {
+	heartbeat    time.Duration
+	writeTimeout time.Duration
+	log          *slog.Logger
+}
+
+func newSSE(opts Options) *sse {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
 	}
@@ -134,26 +194,27 @@ func Handler(l *ledger.Ledger, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &handler{l: l, heartbeat: opts.Heartbeat, writeTimeout: opts.WriteTimeout, log: opts.Logger.With("component", "stream")}
+	return &sse{heartbeat: opts.Heartbeat, writeTimeout: opts.WriteTimeout, log: opts.Logger.With("component", "stream")}
 }
 
-type handler struct {
-	l            *ledger.Ledger
-	heartbeat    time.Duration
-	writeTimeout time.Duration
-	log          *slog.Logger
-}
-
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	q, err := ParseQuery(r)
+// writeUsage answers a request refused by its query: 400 for a
+// UsageError, 500 otherwise.
+func writeUsage(w http.ResponseWriter, err error) {
 	var usage *UsageError
 	if errors.As(err, &usage) {
 		writeError(w, http.StatusBadRequest, errcode.InvalidInput, usage.Message, usage.Hint)
 		return
 	}
-	if q.Head {
-		if q.After, err = h.l.LastSeq(r.Context()); err != nil {
-			h.log.Error("read the ledger's head", "err", err)
+	writeError(w, http.StatusInternalServerError, errcode.Error, err.Error(), "try again")
+}
+
+// serveFrom answers r with the stream of src after seq after (head: after
+// the ledger's last seq, read now).
+func (s *sse) serveFrom(w http.ResponseWriter, r *http.Request, l *ledger.Ledger, after int64, head bool, src Source) {
+	if head {
+		var err error
+		if after, err = l.LastSeq(r.Context()); err != nil {
+			s.log.Error("read the ledger's head", "err", err)
 			writeError(w, http.StatusInternalServerError, errcode.Error, "read the ledger's head: "+err.Error(), "try again")
 			return
 		}
@@ -163,26 +224,26 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no") // nginx: do not buffer
 	w.WriteHeader(http.StatusOK)
-	err = h.serve(r.Context(), w, rc, q)
+	err := s.serve(r.Context(), w, rc, after, src)
 	switch {
 	case err == nil || r.Context().Err() != nil:
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		h.log.Info("event stream ended: its client stopped reading", "after", h.writeTimeout, "remote", r.RemoteAddr)
+		s.log.Info("event stream ended: its client stopped reading", "after", s.writeTimeout, "remote", r.RemoteAddr)
 	default:
-		h.log.Warn("event stream ended", "err", err)
+		s.log.Warn("event stream ended", "err", err)
 	}
 }
 
-// serve writes the stream: one goroutine follows the ledger and hands
-// events over; this one writes them and the heartbeats, until ctx ends or a
-// write fails. Each write and flush has writeTimeout: a client that stops
-// reading ends its stream rather than holding it for ever (the stream
-// outlives the server's own write timeout for requests). The follower
-// holds no database connection while it waits for this one, and is
-// stopped and waited for before serve returns.
-func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseController, q Query) error {
+// serve writes the stream: one goroutine follows the ledger (src) and
+// hands messages over; this one writes them and the heartbeats, until ctx
+// ends, a write fails or src has no more. Each write and flush has
+// writeTimeout: a client that stops reading ends its stream rather than
+// holding it for ever (the stream outlives the server's own write timeout
+// for requests). The follower holds no database connection while it waits
+// for this one, and is stopped and waited for before serve returns.
+func (s *sse) serve(ctx context.Context, w io.Writer, rc *http.ResponseController, after int64, src Source) error {
 	ctx, cancel := context.WithCancel(ctx)
-	evs := make(chan views.Event)
+	msgs := make(chan Message)
 	followed := make(chan error, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -190,13 +251,9 @@ func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseContr
 	defer cancel() // runs first: the follower stops, then is waited for
 	go func() {
 		defer wg.Done()
-		f, byType := q.filter()
-		followed <- views.FollowEvents(ctx, h.l, q.After, f, func(ev views.Event) error {
-			if byType && !q.wants(ev.Type) {
-				return nil
-			}
+		followed <- src(ctx, after, func(m Message) error {
 			select {
-			case evs <- ev:
+			case msgs <- m:
 				return nil
 			case <-ctx.Done():
 				return ctx.Err()
@@ -204,19 +261,19 @@ func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseContr
 		})
 	}()
 
-	deadline := newWriteDeadline(ctx, rc, h.writeTimeout)
+	deadline := newWriteDeadline(ctx, rc, s.writeTimeout)
 	defer deadline.stop()
 	// Say where the stream starts, so a client knows it is live.
 	if err := deadline.next(); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(w, ": after %d\n\n", q.After); err != nil {
+	if _, err := fmt.Fprintf(w, ": after %d\n\n", after); err != nil {
 		return err
 	}
 	if err := rc.Flush(); err != nil {
 		return err
 	}
-	beat := time.NewTimer(h.heartbeat)
+	beat := time.NewTimer(s.heartbeat)
 	defer beat.Stop()
 	var buf []byte
 	for {
@@ -226,8 +283,8 @@ func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseContr
 			return ctx.Err()
 		case err = <-followed:
 			return err
-		case ev := <-evs:
-			buf, err = appendEvent(buf[:0], ev)
+		case m := <-msgs:
+			buf, err = appendMessage(buf[:0], m)
 			if err == nil {
 				err = deadline.next()
 			}
@@ -245,7 +302,7 @@ func (h *handler) serve(ctx context.Context, w io.Writer, rc *http.ResponseContr
 		if err != nil {
 			return err
 		}
-		beat.Reset(h.heartbeat)
+		beat.Reset(s.heartbeat)
 	}
 }
 
@@ -283,16 +340,16 @@ func (d *writeDeadline) next() error {
 	return nil
 }
 
-// appendEvent appends ev as one SSE message.
-func appendEvent(buf []byte, ev views.Event) ([]byte, error) {
-	data, err := json.Marshal(ev)
+// appendMessage appends m as one SSE message.
+func appendMessage(buf []byte, m Message) ([]byte, error) {
+	data, err := json.Marshal(m.Data)
 	if err != nil {
-		return buf, fmt.Errorf("encode event %d: %w", ev.Seq, err)
+		return buf, fmt.Errorf("encode message %d: %w", m.ID, err)
 	}
 	buf = append(buf, "id: "...)
-	buf = strconv.AppendInt(buf, ev.Seq, 10)
+	buf = strconv.AppendInt(buf, m.ID, 10)
 	buf = append(buf, "\nevent: "...)
-	buf = append(buf, ev.Type...)
+	buf = append(buf, m.Event...)
 	buf = append(buf, "\ndata: "...)
 	buf = append(buf, data...)
 	return append(buf, "\n\n"...), nil

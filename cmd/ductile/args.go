@@ -58,7 +58,7 @@ func normalizeArgs(app *cli.App, args []string) []string {
 	delete(globals, "h")
 	// early: flags met before the leaf, for the leaf once it is known.
 	var front, path, early, leafFlags, positional, afterDashes, dangling []string
-	var leaf *cli.Command
+	var leaf, noun *cli.Command
 	cmds := app.Commands
 	matching := true
 	rest := args[1:]
@@ -102,10 +102,14 @@ func normalizeArgs(app *cli.App, args []string) []string {
 			path = append(path, tok)
 			c := findCommand(cmds, tok)
 			switch {
+			case c == nil && actsItself(noun):
+				// ductile run PLUGIN: the noun is the leaf, tok its argument.
+				path, leaf = path[:len(path)-1], noun
+				positional = append(positional, tok)
 			case c == nil:
 				matching = false // unknown: urfave reports it; the rest is positional
 			case len(c.Subcommands) > 0:
-				cmds = c.Subcommands
+				cmds, noun = c.Subcommands, c
 			default:
 				leaf = c
 			}
@@ -136,6 +140,13 @@ func normalizeArgs(app *cli.App, args []string) []string {
 		out = append(out, positional...)
 	}
 	return append(out, dangling...)
+}
+
+// actsItself reports whether noun, a command with actions, also acts
+// itself on an argument that names none of them (ductile run PLUGIN): it
+// says so with its ArgsUsage.
+func actsItself(noun *cli.Command) bool {
+	return noun != nil && noun.ArgsUsage != ""
 }
 
 // earlyTakesValue reports whether flag name, met before the action it

@@ -176,3 +176,42 @@ func TestNormalizedArgsParse(t *testing.T) {
 		})
 	}
 }
+
+// TestNormalizeArgsOfANounThatActs: ductile run PLUGIN [COMMAND] is run's
+// own action (a word that names none of its actions), so run's flags move in
+// front of the plugin as a leaf's do; its actions are reached as usual.
+func TestNormalizeArgsOfANounThatActs(t *testing.T) {
+	t.Parallel()
+	app := newApp(io.Discard, io.Discard)
+	for _, tc := range []struct{ in, want string }{
+		{"ductile run echo poll --json --task-id t", "ductile run --json --task-id t echo poll"},
+		{"ductile --json run echo", "ductile run --json echo"},
+		{"ductile run echo --state-dir X --args {}", "ductile --state-dir X run --args {} echo"},
+		{"ductile run create echo --args {} --dry-run", "ductile run create --args {} --dry-run echo"},
+		{"ductile run list --json", "ductile run list --json"},
+		{"ductile run watch ID --json", "ductile run watch --json ID"},
+		{"ductile run --help", "ductile run --help"},
+	} {
+		require.Equal(t, fields(tc.want), normalizeArgs(app, fields(tc.in)), "normalizeArgs(%q)", tc.in)
+	}
+}
+
+// TestOnlyRunActsItself: the one noun that acts on a word naming none of
+// its actions is run; any other noun reports the word as unknown.
+func TestOnlyRunActsItself(t *testing.T) {
+	t.Parallel()
+	var acting []string
+	var walk func(cmds []*cli.Command, path string)
+	walk = func(cmds []*cli.Command, path string) {
+		for _, c := range cmds {
+			if len(c.Subcommands) > 0 {
+				if actsItself(c) {
+					acting = append(acting, path+c.Name)
+				}
+				walk(c.Subcommands, path+c.Name+" ")
+			}
+		}
+	}
+	walk(newApp(io.Discard, io.Discard).Commands, "")
+	require.Equal(t, []string{"run"}, acting)
+}

@@ -73,7 +73,8 @@ func checkCommandLine(app *cli.App, line string) string {
 	cmds := app.Commands
 	flags := flagNames(app.Flags)
 	path := "ductile"
-	done := false // the path ended: the words left are arguments
+	var noun *cli.Command // the command reached, when it has subcommands
+	done := false         // the path ended: the words left are arguments
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		if strings.HasPrefix(w, "--") && len(w) > 2 {
@@ -104,10 +105,14 @@ func checkCommandLine(app *cli.App, line string) string {
 			if w == "help" {
 				return ""
 			}
+			if actsItself(noun) { // ductile run PLUGIN
+				done = true
+				continue
+			}
 			return path + " has no command " + w
 		}
 		path += " " + w
-		cmds = found.Subcommands
+		cmds, noun = found.Subcommands, found
 		flags = append(flags, flagNames(found.Flags)...)
 	}
 	return ""

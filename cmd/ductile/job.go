@@ -231,6 +231,7 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 			fmt.Fprintf(w, "      response %s\n", oneLine(string(a.Response), 200))
 		}
 	}
+	printRunOfJob(e, in)
 	fmt.Fprintf(w, "events:\n")
 	for _, ev := range in.Events {
 		fmt.Fprintf(w, "  %8d  %s  v%-3d %s\n", ev.Seq, ev.RecordedAt, ev.Version, ev.Type)

@@ -27,6 +27,9 @@ func finishTree(cmds []*cli.Command, parent string, globals []cli.Flag) {
 		}
 		if len(c.Subcommands) > 0 {
 			finishTree(c.Subcommands, name, globals)
+			if c.Action != nil {
+				continue // a noun that acts itself on an argument no action names (ductile run PLUGIN)
+			}
 			c.Action = func(ctx *cli.Context) error {
 				if ctx.NArg() > 0 {
 					return usagef("unknown command %q for %q%s (see: ductile %s --help)", ctx.Args().First(), name, suggestCommand(ctx.Args().First(), ctx.Command.Subcommands), name)
