@@ -56,6 +56,10 @@ func (tx *Tx) StreamVersion(stream string) (int64, error) {
 	if v, ok := tx.versions[stream]; ok {
 		return v, nil
 	}
+	if v, ok := tx.folds.version(stream); ok {
+		tx.remember(stream, v)
+		return v, nil
+	}
 	v, err := streamVersion(tx.conn, stream, !tx.oldSchema)
 	if err == nil {
 		tx.remember(stream, v)
@@ -301,6 +305,36 @@ type chainHead struct {
 	hash []byte
 }
 
+// writerView is what the writer knows of the file after its last batch
+// (writer goroutine only). While PRAGMA data_version is unchanged, no other
+// connection has committed since: head is the chain's head, and the folds
+// cached in the current epoch are at their streams' versions (fold.go), so
+// the next batch reads neither. Each look costs a query per batch and one
+// per stream a decision folds; data_version, one that reads no table.
+type writerView struct {
+	valid       bool
+	dataVersion int64
+	head        chainHead
+}
+
+// dataVersion is PRAGMA data_version: it changes when another connection
+// (of any process) commits, never for this connection's own commits.
+func dataVersion(conn *sqlite.Conn) (int64, error) {
+	stmt, err := conn.Prepare("PRAGMA data_version;")
+	if err != nil {
+		return 0, fmt.Errorf("read data_version: %w", err)
+	}
+	defer stmt.Reset()
+	ok, err := stmt.Step()
+	if err != nil {
+		return 0, fmt.Errorf("read data_version: %w", err)
+	}
+	if !ok {
+		return 0, errors.New("read data_version: no row")
+	}
+	return stmt.ColumnInt64(0), nil
+}
+
 // commitBatch applies each request in its own savepoint within one IMMEDIATE
 // transaction, then commits once.
 func (l *Ledger) commitBatch(batch []*request) {
@@ -308,6 +342,7 @@ func (l *Ledger) commitBatch(batch []*request) {
 	var lastSeq int64
 	var newHead chainHead
 	var committed func() // the inline projection's, run once the batch is in
+	var view writerView  // the file as this transaction leaves it
 	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -319,10 +354,20 @@ func (l *Ledger) commitBatch(batch []*request) {
 			return fmt.Errorf("append: begin: %w", err)
 		}
 		defer end(&err)
-		head, err := readHead(conn)
+		dv, err := dataVersion(conn)
 		if err != nil {
 			return err
 		}
+		trusted := l.view.valid && dv == l.view.dataVersion
+		head := l.view.head
+		if !trusted {
+			if head, err = readHead(conn); err != nil {
+				return err
+			}
+		}
+		l.folds.begin(trusted)
+		defer l.folds.end()
+		view = writerView{valid: true, dataVersion: dv}
 		nowTime := l.opts.Now().UTC()
 		now := nowTime.Format(TimeFormat)
 		var appended []Event
@@ -356,6 +401,7 @@ func (l *Ledger) commitBatch(batch []*request) {
 			appended = append(appended, stored...)
 			head = next
 		}
+		view.head = head
 		if len(appended) > 0 {
 			lastSeq, newHead = head.seq, head // else nothing was appended: no commit to announce
 		}
@@ -367,6 +413,10 @@ func (l *Ledger) commitBatch(batch []*request) {
 		}
 		return nil
 	}()
+	if err != nil {
+		view = writerView{} // rolled back, or the commit is in doubt: look again
+	}
+	l.view = view
 	l.noteBatch(err, batch, lastSeq > 0)
 	for _, r := range batch {
 		if err != nil {
@@ -572,9 +622,10 @@ func insertEvent(tx *Tx, head chainHead, ev NewEvent, now string) (chainHead, Ev
 		return head, Event{}, err
 	}
 	tx.remember(ev.Stream, current+1)
+	tx.folds.touch(ev.Stream)
 	return next, Event{
 		Seq: next.seq, Stream: ev.Stream, Version: current + 1, Type: ev.Type,
-		Data: []byte(data), Meta: meta, PrevHash: head.hash, Hash: next.hash, recordedAt: now,
+		Data: []byte(data), Meta: meta, PrevHash: head.hash, Hash: next.hash, recordedAt: now, meta: decodedMeta(ev.Meta),
 	}, nil
 }
 
@@ -592,6 +643,9 @@ func readHead(conn *sqlite.Conn) (chainHead, error) {
 // runExclusive runs a request in a transaction of its own.
 func (l *Ledger) runExclusive(r *request) {
 	defer l.release([]*request{r})
+	// It may change the file behind the writer's view (Import appends,
+	// an archive removes events): the next batch looks again.
+	l.view = writerView{}
 	if err := r.ctx.Err(); err != nil {
 		r.err = err
 		return

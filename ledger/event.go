@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/zeebo/blake3"
 
@@ -81,6 +82,9 @@ type Event struct {
 	Hash       []byte          `json:"hash"`
 
 	recordedAt string // as stored, for hashing
+	// meta is Meta decoded, for an event this process appended (insertEvent
+	// had it at hand): Metadata then decodes nothing. Nil otherwise.
+	meta *Meta
 }
 
 // RecordedAtText is recorded_at as stored (TimeFormat), as projections keep it.
@@ -93,11 +97,23 @@ func (e Event) RecordedAtText() string {
 
 // Metadata decodes the event's meta.
 func (e Event) Metadata() (Meta, error) {
+	if e.meta != nil {
+		return *e.meta, nil
+	}
 	var m Meta
 	if err := json.Unmarshal(e.Meta, &m); err != nil {
 		return Meta{}, fmt.Errorf("event %d: decode meta: %w", e.Seq, err)
 	}
 	return m, nil
+}
+
+// decodedMeta is m as Metadata would decode it from its JSON encoding, or
+// nil if that might differ from m: encoding/json replaces invalid UTF-8.
+func decodedMeta(m Meta) *Meta {
+	if !utf8.ValidString(m.CorrelationID) || !utf8.ValidString(m.CausationID) || !utf8.ValidString(string(m.Actor)) {
+		return nil
+	}
+	return &m
 }
 
 // genesis is the prev_hash of the first event.

@@ -21,6 +21,17 @@ import (
 // every commit: no lock. It is bounded in entries and in bytes; when full,
 // a new fold replaces an arbitrary old one (stale ones, of streams another
 // process moved on, go that way too).
+//
+// The look at the stream's version is skipped when the writer knows it
+// already: while nothing but this writer has written to the file since its
+// last commit (the writer's view, append.go), a fold cached in the current
+// epoch is at its stream's version, since every commit of this writer
+// caches what it appended or drops the stream's fold. A transaction that
+// cannot tell (another process wrote, or an exclusive write, a failed
+// batch, the first transaction) starts a new epoch: every fold is looked up
+// once again, and one that is still at its stream's version joins the
+// epoch. A stream an earlier decision of the same transaction appended to
+// is always looked up (moved): its fold is cached only once committed.
 
 const (
 	foldMaxEntries = 4096
@@ -35,21 +46,74 @@ type folded struct {
 	version int64
 	state   any
 	pending []Event
-	size    int // roughly what it holds, in bytes, for the cache's bound
+	size    int    // roughly what it holds, in bytes, for the cache's bound
+	epoch   uint64 // the cache's epoch when this fold was last known current
 }
 
-// stagedFold is a fold a decision leaves, cached once its events commit.
+// stagedFold is a fold a decision leaves, cached once its events commit;
+// or, with drop, a stream it appended to without folding, whose cached
+// fold its commit makes stale.
 type stagedFold struct {
 	stream string
+	drop   bool
 	folded
 }
 
 type foldCache struct {
 	entries map[string]folded
 	bytes   int
+	// epoch counts the times the writer could not tell that the file held
+	// only its own writes; trusted says it can for the current transaction,
+	// in which moved are the streams appended to so far.
+	epoch   uint64
+	trusted bool
+	moved   map[string]struct{}
 	// cached and read count the folds taken from the cache and those read
 	// from their streams (WriteStats).
 	cached, read atomic.Int64
+}
+
+// begin starts a transaction's use of the cache: trusted says whether the
+// writer knows that nothing else has written since its last commit.
+func (c *foldCache) begin(trusted bool) {
+	if !trusted {
+		c.epoch++
+	}
+	c.trusted = trusted
+	clear(c.moved)
+}
+
+// end closes the transaction's use of the cache.
+func (c *foldCache) end() {
+	c.trusted = false
+	clear(c.moved)
+}
+
+// touch notes that the transaction appended to stream.
+func (c *foldCache) touch(stream string) {
+	if !c.trusted {
+		return // every version is looked up anyway
+	}
+	if c.moved == nil {
+		c.moved = make(map[string]struct{})
+	}
+	c.moved[stream] = struct{}{}
+}
+
+// version is stream's version as its cached fold knows it, when the
+// transaction may take it without a look (see above).
+func (c *foldCache) version(stream string) (int64, bool) {
+	if !c.trusted {
+		return 0, false
+	}
+	e, ok := c.entries[stream]
+	if !ok || e.epoch != c.epoch {
+		return 0, false
+	}
+	if _, moved := c.moved[stream]; moved {
+		return 0, false
+	}
+	return e.version, true
 }
 
 func (c *foldCache) drop(stream string) {
@@ -68,6 +132,7 @@ func (c *foldCache) put(stream string, f folded) {
 	if c.entries == nil {
 		c.entries = make(map[string]folded)
 	}
+	f.epoch = c.epoch
 	for other := range c.entries {
 		if len(c.entries) < foldMaxEntries && c.bytes+f.size <= foldMaxBytes {
 			break
@@ -78,9 +143,14 @@ func (c *foldCache) put(stream string, f folded) {
 	c.bytes += f.size
 }
 
-// keep caches the folds of a committed decision, in the order left.
+// keep caches the folds of a committed decision, in the order left, and
+// drops those its appends made stale.
 func (c *foldCache) keep(staged []stagedFold) {
 	for _, s := range staged {
+		if s.drop {
+			c.drop(s.stream)
+			continue
+		}
 		c.put(s.stream, s.folded)
 	}
 }
@@ -120,6 +190,10 @@ func Fold[S any](tx *Tx, stream string, apply func(*S, Event) error) (S, error) 
 				// for the cache and the decision).
 				state = s
 				c.put(stream, folded{version: version, state: state, size: e.size})
+			} else if e.epoch != c.epoch {
+				// Looked up and still current: it joins the epoch.
+				e.epoch = c.epoch
+				c.entries[stream] = e
 			}
 			tx.folded(stream, folded{version: version, state: state, size: e.size}, false)
 			c.cached.Add(1)
@@ -179,7 +253,10 @@ func (tx *Tx) stage(stored []Event) []stagedFold {
 		if i := slices.IndexFunc(tx.loaded, func(l loadedFold) bool { return l.stream == g.stream }); i >= 0 && tx.loaded[i].version == first-1 {
 			f.state, f.size = tx.loaded[i].state, tx.loaded[i].size
 		} else if first != 1 {
-			continue // neither read nor started by this decision
+			// Neither read nor started by this decision: a fold cached
+			// for the stream falls behind.
+			staged = append(staged, stagedFold{stream: g.stream, drop: true})
+			continue
 		}
 		for _, ev := range g.evs {
 			f.size += len(ev.Data) + len(ev.Meta)

@@ -229,3 +229,67 @@ func TestFoldCachesEveryStreamABigDecisionStarts(t *testing.T) {
 		require.True(t, cached, "stream c/%d was read", i)
 	}
 }
+
+// While the writer knows the file holds only its own writes, a cached fold
+// is taken without a look at its stream's version; yet a decision still
+// sees what an earlier decision of the same transaction appended to the
+// stream, whose fold is cached only once committed.
+func TestFoldSeesAnEarlierDecisionOfItsBatch(t *testing.T) {
+	l := openFoldLedger(t, filepath.Join(t.TempDir(), "ductile.db"))
+	ctx := context.Background()
+	_, err := l.Append(ctx, NewEvent{Stream: "m/1", Type: "m.opened"})
+	require.NoError(t, err)
+	_, cached := foldOf(t, l, "m/1")
+	require.True(t, cached)
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	blocker := l.queueDecision(ctx, Durable, func(*Tx) ([]NewEvent, error) {
+		close(entered)
+		<-release
+		return nil, nil
+	})
+	<-entered
+	first := l.queueDecision(ctx, Durable, func(tx *Tx) ([]NewEvent, error) {
+		st, err := Fold(tx, "m/1", foldTally)
+		if err != nil {
+			return nil, err
+		}
+		return []NewEvent{{Stream: "m/1", ExpectedVersion: int64(len(st.types)), Type: "m.moved"}}, nil
+	})
+	var seen tally
+	second := l.queueDecision(ctx, Durable, func(tx *Tx) (_ []NewEvent, err error) {
+		seen, err = Fold(tx, "m/1", foldTally)
+		return nil, err
+	})
+	close(release)
+	for _, p := range []*pending{blocker, first, second} {
+		_, err := p.wait()
+		require.NoError(t, err)
+	}
+	require.Equal(t, []string{"m.opened", "m.moved"}, seen.types)
+}
+
+// An exclusive write may append to a stream behind the cache (Import): the
+// next fold of the stream looks at its version again.
+func TestFoldIsReadAgainAfterAnImport(t *testing.T) {
+	dir := t.TempDir()
+	src := openFoldLedger(t, filepath.Join(dir, "src.db"))
+	ctx := context.Background()
+	for v := range int64(2) {
+		_, err := src.Append(ctx, NewEvent{Stream: "i/1", ExpectedVersion: v, Type: fmt.Sprint("i.v", v+1)})
+		require.NoError(t, err)
+	}
+	evs, err := src.ReadStream(ctx, "i/1")
+	require.NoError(t, err)
+
+	l := openFoldLedger(t, filepath.Join(dir, "copy.db"))
+	require.NoError(t, l.Import(ctx, evs[:1]))
+	types, _ := foldOf(t, l, "i/1")
+	require.Equal(t, []string{"i.v1"}, types)
+	_, cached := foldOf(t, l, "i/1")
+	require.True(t, cached, "the fold just read was not cached")
+	require.NoError(t, l.Import(ctx, evs[1:]))
+	types, cached = foldOf(t, l, "i/1")
+	require.Equal(t, []string{"i.v1", "i.v2"}, types)
+	require.False(t, cached, "a fold outlived an imported event of its stream")
+}

@@ -89,7 +89,8 @@ type Ledger struct {
 	syncer  syncer
 	writes  writeHealth // whether writes succeed (writehealth.go)
 	inline  atomic.Pointer[InlineProjection]
-	folds   foldCache // the writer goroutine's (fold.go)
+	folds   foldCache  // the writer goroutine's (fold.go)
+	view    writerView // the writer goroutine's (append.go)
 	// committed is the chain head after this process's last commit (or as
 	// found at open): what the syncer's next flush makes durable.
 	committed atomic.Pointer[chainHead]

@@ -123,7 +123,8 @@ func (l *Ledger) Head() int64 { return l.notify.lastSeq() }
 // descheduled between the two steps.
 //
 // While this process's own writer is busy, hints are not needed at all: each
-// of its transactions reads the true head of the log, and the inline
+// of its transactions finds the true head of the log (PRAGMA data_version
+// tells it when another process has committed), and the inline
 // projection applies whatever other processes appended before it (see
 // projections.Projector). So a hint within walRest of this process's last
 // commit is dropped; the trailing wake-ups still come once the writer has

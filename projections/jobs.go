@@ -64,7 +64,20 @@ func (r *jobRows) flush() error {
 	if err := r.rows.flush(r.write); err != nil {
 		return err
 	}
-	return r.totals.flush(func(t *queries.AddJobTotalParams) error { return queries.AddJobTotal(r.conn, *t) })
+	return r.totals.flush(r.addTotal)
+}
+
+// addTotal adds t to its row of job_totals: an update of the row, which
+// every plugin has after its first finished job, else the upsert that
+// makes it (queries.BumpJobTotal).
+func (r *jobRows) addTotal(t *queries.AddJobTotalParams) error {
+	if err := queries.BumpJobTotal(r.conn, queries.BumpJobTotalParams{N: t.N, Plugin: t.Plugin, Status: t.Status}); err != nil {
+		return err
+	}
+	if r.conn.Changes() == 1 {
+		return nil
+	}
+	return queries.AddJobTotal(r.conn, *t)
 }
 
 // applyPage applies the page's events in order, each by apply.

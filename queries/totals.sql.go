@@ -47,6 +47,42 @@ func AddJobTotal(conn *sqlite.Conn, arg AddJobTotalParams) (err error) {
 	return nil
 }
 
+const bumpJobTotal = `UPDATE job_totals SET n = n + ?1 WHERE plugin = CAST(?2 AS TEXT) AND status = CAST(?3 AS TEXT)`
+
+type BumpJobTotalParams struct {
+	N      int64
+	Plugin string
+	Status string
+}
+
+// Counts n more jobs of plugin that reached status, if job_totals has a row
+// for them (no change otherwise: then AddJobTotal). A plain UPDATE of one
+// row costs about a third of what the upsert does.
+func BumpJobTotal(conn *sqlite.Conn, arg BumpJobTotalParams) (err error) {
+	stmt, err := conn.Prepare(bumpJobTotal)
+	if err != nil {
+		return fmt.Errorf("BumpJobTotal: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("BumpJobTotal: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, arg.N)
+	stmt.BindText(2, arg.Plugin)
+	stmt.BindText(3, arg.Status)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("BumpJobTotal: %w", err)
+		}
+		if !hasRow {
+			break
+		}
+	}
+	return nil
+}
+
 const listJobTotals = `SELECT plugin, status, n FROM job_totals ORDER BY plugin, status`
 
 type ListJobTotalsRow struct {
