@@ -33,6 +33,8 @@ type Start struct {
 type Started struct {
 	*Job
 	State json.RawMessage
+	// Seq is the seq of the job.started appended.
+	Seq int64
 }
 
 // StartJob appends job.started with the job stream's expected version, so
@@ -43,9 +45,12 @@ type Started struct {
 // spawn would idle the worker.
 func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error) {
 	var st Started
-	_, err := l.Decide(ctx, ledger.Relaxed, cmd.decision(&st))
+	seqs, err := l.Decide(ctx, ledger.Relaxed, cmd.decision(&st))
 	if err != nil {
 		return Started{}, fmt.Errorf("start job: %w", err)
+	}
+	if len(seqs) > 0 {
+		st.Seq = seqs[0]
 	}
 	return st, nil
 }

@@ -26,7 +26,14 @@ func (e *Engine) Target(plugin, command string) (events.AppliedPlugin, events.Ap
 // config, or a *commands.TargetError saying why there is none (skipped,
 // disabled, unknown with the nearest name).
 func (e *Engine) Plugin(name string) (events.AppliedPlugin, error) {
-	return commands.TargetPlugin(e.applied, name)
+	p, err := commands.TargetPlugin(e.applied, name)
+	if err == nil || !e.config.Plugin(name).RunsOn.Remote() || !e.config.Plugin(name).Enabled {
+		return p, err
+	}
+	if remote, ok := e.remotePlugin(name); ok {
+		return remote.Applied(), nil // runs_on remote or any: as a worker registered it
+	}
+	return p, err
 }
 
 // targetCommand is Target's check of a plugin found loaded and enabled.
