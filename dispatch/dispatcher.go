@@ -305,9 +305,13 @@ func (d *Dispatcher) finish(c candidate, a attempt) {
 
 // capacity is a plugin's parallelism cap: config parallelism (0: only the
 // worker pool limits it), and 1 when its manifest says it is not
-// concurrency-safe.
+// concurrency-safe; 0 when its jobs run on remote workers only (runs_on:
+// remote), so the dispatcher never starts them.
 func (d *Dispatcher) capacity(plugin string) int {
 	e := d.runner.current.Load()
+	if !e.Config().Plugin(plugin).RunsOn.Local() {
+		return 0
+	}
 	capacity := e.Config().Plugin(plugin).Parallelism
 	if p, ok := e.Plugins().Get(plugin); ok && !p.Manifest.ConcurrencySafe {
 		capacity = 1
@@ -316,6 +320,18 @@ func (d *Dispatcher) capacity(plugin string) int {
 		capacity = d.slots.max
 	}
 	return capacity
+}
+
+// remoteOnly are the plugins whose jobs only remote workers run (runs_on:
+// remote): the queue's read leaves them out.
+func (d *Dispatcher) remoteOnly() []string {
+	var names []string
+	for name, p := range d.runner.current.Load().Config().Plugins {
+		if !p.RunsOn.Local() {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // full reports whether every worker slot is taken.
