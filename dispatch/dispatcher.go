@@ -306,7 +306,8 @@ func (d *Dispatcher) finish(c candidate, a attempt) {
 // capacity is a plugin's parallelism cap: config parallelism (0: only the
 // worker pool limits it), and 1 when its manifest says it is not
 // concurrency-safe; 0 when its jobs run on remote workers only (runs_on:
-// remote), so the dispatcher never starts them.
+// remote), so the dispatcher never starts them; less the jobs remote
+// workers hold when they run on both (runs_on: any).
 func (d *Dispatcher) capacity(plugin string) int {
 	e := d.runner.current.Load()
 	if !e.Config().Plugin(plugin).RunsOn.Local() {
@@ -317,7 +318,11 @@ func (d *Dispatcher) capacity(plugin string) int {
 		capacity = 1
 	}
 	if capacity <= 0 {
-		capacity = d.slots.max
+		return d.slots.max
+	}
+	if e.Config().Plugin(plugin).RunsOn.Remote() {
+		// runs_on: any: the jobs remote workers hold count toward the cap.
+		capacity = max(0, capacity-e.Fleet().ActiveRemote(plugin))
 	}
 	return capacity
 }

@@ -44,7 +44,11 @@ type Fleet struct {
 	projector *projections.Projector
 	// claims are remote claims made here that the projector may not have
 	// applied yet: job id → its plugin and the seq of its job.started.
-	claims  map[string]claimed
+	claims map[string]claimed
+	// active are the remote leases believed to hold running jobs: job id →
+	// plugin (claims add, completions and sweeps take away, each sweep
+	// reads them again from the ledger).
+	active  map[string]string
 	workers map[string]events.WorkerRegisteredData // by worker name
 	loaded  bool                                   // workers read from the ledger
 	// leases is signaled when a lease that may be the earliest was made:
@@ -65,7 +69,7 @@ func NewFleet(o FleetOptions) *Fleet {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Fleet{leasePeriod: o.LeasePeriod, now: o.Now, claims: map[string]claimed{},
+	return &Fleet{leasePeriod: o.LeasePeriod, now: o.Now, claims: map[string]claimed{}, active: map[string]string{},
 		workers: map[string]events.WorkerRegisteredData{}, leases: make(chan struct{}, 1)}
 }
 
@@ -108,6 +112,42 @@ func (f *Fleet) claimedAt(id, plugin string, seq int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.claims[id] = claimed{plugin: plugin, seq: seq}
+	f.active[id] = plugin
+}
+
+// ended forgets the lease of job id: its attempt ended.
+func (f *Fleet) ended(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.active, id)
+}
+
+// swept sets the leases believed active to those a sweep read, plus the
+// claims made since that the projection may not have shown it.
+func (f *Fleet) swept(leases []Lease) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.active = make(map[string]string, len(leases))
+	for _, l := range leases {
+		f.active[l.JobID] = l.Plugin
+	}
+	for id, c := range f.claims {
+		f.active[id] = c.plugin
+	}
+}
+
+// ActiveRemote is how many jobs of plugin remote workers hold leases on:
+// the dispatcher counts them toward the plugin's cap (runs_on: any).
+func (f *Fleet) ActiveRemote(plugin string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, p := range f.active {
+		if p == plugin {
+			n++
+		}
+	}
+	return n
 }
 
 // unprojected are the claims the projector has not applied yet, by

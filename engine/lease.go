@@ -39,7 +39,11 @@ func (e *Engine) CompleteRemote(ctx context.Context, fence int64, a Attempt) (Co
 	if a.EndedAt.IsZero() {
 		a.EndedAt = e.fleet.Now()
 	}
-	return e.Complete(ctx, a)
+	c, err := e.Complete(ctx, a)
+	if err == nil || errors.Is(err, commands.ErrStaleFence) || errors.Is(err, commands.ErrInvalidTransition) {
+		e.fleet.ended(a.JobID) // the lease holds the job no more (a stale one may have held it: the sweep reads them again)
+	}
+	return c, err
 }
 
 // Failure is how a remote worker reports an attempt that failed without a
@@ -136,6 +140,7 @@ func (e *Engine) Sweep(ctx context.Context, log *slog.Logger) (time.Time, error)
 	if err != nil {
 		return time.Time{}, err
 	}
+	e.fleet.swept(leases)
 	now := e.fleet.Now()
 	var next time.Time
 	later := func(t time.Time) {
@@ -149,7 +154,9 @@ func (e *Engine) Sweep(ctx context.Context, log *slog.Logger) (time.Time, error)
 		case !l.DeadlineAt.IsZero() && !now.Before(l.DeadlineAt):
 			if err := e.timeOut(ctx, l, now); err != nil {
 				errs = append(errs, err)
+				continue
 			}
+			e.fleet.ended(l.JobID)
 			log.Warn("a remote attempt passed its deadline: timed out", "job_id", l.JobID, "worker", l.Worker, "attempt", l.Attempt, "fence", l.Fence)
 		case !now.Before(l.LeaseUntil):
 			res, err := commands.RecoverJob(ctx, e.ledger, commands.Recover{JobID: l.JobID, Fence: l.Fence, Reason: commands.LeaseExpiredReason,
@@ -158,6 +165,7 @@ func (e *Engine) Sweep(ctx context.Context, log *slog.Logger) (time.Time, error)
 				errs = append(errs, err)
 				continue
 			}
+			e.fleet.ended(l.JobID)
 			if res.Recovered {
 				log.Warn("a remote worker's lease expired: the attempt is lost", "job_id", l.JobID, "worker", l.Worker,
 					"attempt", res.Attempt, "status", res.Status, "next_attempt", res.NextAttempt)
