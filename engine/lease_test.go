@@ -17,6 +17,7 @@ import (
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
+	"github.com/ductile/ductile/views"
 )
 
 // clock is a test's time: the Fleet reads it, the test moves it.
@@ -82,7 +83,7 @@ func (b *leaseBundle) register(t *testing.T, name string, concurrencySafe bool) 
 	t.Helper()
 	require.NoError(t, b.eng.RegisterWorker(b.ctx, events.WorkerRegisteredData{Name: name, Host: name + ".lan", Version: "test",
 		Plugins: []events.WorkerPlugin{{Name: "render", Version: "1.0.0", Commands: []events.AppliedCommand{{Name: "handle", Type: "write"}},
-			ConcurrencySafe: concurrencySafe, FactOutputs: []events.WorkerFactOutput{{Command: "handle", From: "result", FactType: "render.last"}}}}}))
+			ConcurrencySafe: concurrencySafe, FactOutputs: []events.WorkerFactOutput{{Command: "handle", From: "state_updates", FactType: "render.last"}}}}}))
 	return events.Worker{Name: name, PID: 7}
 }
 
@@ -238,7 +239,7 @@ func TestClaimKeepsTheCapAndWaitsForIt(t *testing.T) {
 		claimed <- c
 	}()
 	_, err = b.eng.CompleteRemote(b.ctx, c.Fence, engine.Attempt{JobID: first, Attempt: 1, Worker: w1, Kind: events.OutcomeOK,
-		Response: []byte(`{"status":"ok","result":{"n":1}}`)})
+		Response: []byte(`{"status":"ok","state_updates":{"n":1}}`)})
 	require.NoError(t, err)
 	next := <-claimed
 	require.NotNil(t, next, "the completion freed render: the waiting claim got the next job")
@@ -247,6 +248,9 @@ func TestClaimKeepsTheCapAndWaitsForIt(t *testing.T) {
 	j, evs := b.job(t, first)
 	require.Equal(t, events.StatusSucceeded, j.Status)
 	require.Equal(t, 1, count(evs, events.JobSucceeded))
+	facts, err := b.l.ReadStream(b.ctx, events.PluginStream("render"))
+	require.NoError(t, err)
+	require.Equal(t, 1, count(facts, events.PluginFactRecorded), "the fact_outputs the worker registered apply, as a local success's")
 }
 
 // Renewals are coalesced to one job.lease_renewed per third of the lease
@@ -259,6 +263,9 @@ func TestRenewIsCoalescedAndCarriesCancel(t *testing.T) {
 	c, err := b.eng.Claim(b.ctx, w, nil, 0)
 	require.NoError(t, err)
 	f := commands.Fenced{Worker: w.Name, Attempt: c.Attempt, Fence: c.Fence}
+	_, err = b.eng.Renew(b.ctx, id, commands.Fenced{Worker: w.Name, Attempt: c.Attempt, Fence: c.Fence - 1})
+	var stale *engine.StaleFenceError
+	require.ErrorAs(t, err, &stale, "a renewal with a stale fence")
 
 	for range 5 {
 		b.clock.add(time.Second)
@@ -275,6 +282,7 @@ func TestRenewIsCoalescedAndCarriesCancel(t *testing.T) {
 	require.False(t, r.CancelRequested)
 	_, evs := b.job(t, id)
 	require.Equal(t, 1, count(evs, events.JobLeaseRenewed))
+	require.Equal(t, 1, count(evs, events.JobSuperseded))
 
 	_, err = b.eng.Cancel(b.ctx, engine.Cancel{Job: id, Reason: "enough", By: events.ActorCLI, Now: b.clock.Now()})
 	require.NoError(t, err)
@@ -286,7 +294,6 @@ func TestRenewIsCoalescedAndCarriesCancel(t *testing.T) {
 	require.Equal(t, events.StatusCanceled, done.Status)
 
 	_, err = b.eng.Renew(b.ctx, id, f)
-	var stale *engine.StaleFenceError
 	require.ErrorAs(t, err, &stale, "the job ended: its lease holds nothing")
 }
 
@@ -335,6 +342,9 @@ func TestStaleFenceIsSupersededAndAJobCompletesOnce(t *testing.T) {
 	require.Equal(t, events.StatusSucceeded, j.Status)
 	require.Equal(t, 1, count(evs, events.JobSucceeded))
 	require.Equal(t, 2, count(evs, events.JobSuperseded))
+	run, err := views.ReadRunRecord(b.ctx, b.l, id)
+	require.NoError(t, err, "the read side folds a remote job's stream")
+	require.Equal(t, "succeeded", string(run.Status))
 
 	// A log batch with the old fence is superseded too.
 	err = b.eng.RecordRemoteStderr(b.ctx, commands.Fenced{Worker: w.Name, Attempt: 1, Fence: c.Fence},

@@ -65,6 +65,11 @@ func checkRegistration(w events.WorkerRegisteredData) error {
 			return fmt.Errorf("%w: register worker %s: plugin %q is unnamed, listed twice or has no commands", commands.ErrInvalidCommand, w.Name, p.Name)
 		}
 		seen[p.Name] = true
+		for _, fo := range p.FactOutputs {
+			if fo.From != "state_updates" || fo.FactType == "" {
+				return fmt.Errorf("%w: register worker %s: plugin %s: a fact_outputs rule needs a fact_type and from: state_updates, got from %q", commands.ErrInvalidCommand, w.Name, p.Name, fo.From)
+			}
+		}
 	}
 	return nil
 }

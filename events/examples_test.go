@@ -48,7 +48,7 @@ func goldenExamples() map[string]any {
 	return map[string]any{
 		events.WorkerRegistered: events.WorkerRegisteredData{Name: "gpu-box", Host: "gpu-box.lan", Version: "0.23.0", PID: 5100, Concurrency: 4,
 			Plugins: []events.WorkerPlugin{{Name: "render", Version: "1.2.0", Commands: []events.AppliedCommand{{Name: "handle", Type: "write"}},
-				ConcurrencySafe: true, FactOutputs: []events.WorkerFactOutput{{Command: "handle", From: "result.frames", FactType: "render.frames", CompatibilityView: "mirror_object"}}}}},
+				ConcurrencySafe: true, FactOutputs: []events.WorkerFactOutput{{Command: "handle", From: "state_updates", FactType: "render.frames", CompatibilityView: "mirror_object"}}}}},
 		events.JobLeaseRenewed: events.LeaseRenewed{Attempt: 2, Fence: 3, LeaseUntil: "2026-11-28T12:01:00.000000000Z"},
 		events.JobSuperseded: events.Superseded{Refused: events.RefusedComplete, Worker: "gpu-box", Attempt: 1, Fence: 3, CurrentFence: 7,
 			Status: events.StatusRunning, Kind: events.OutcomeOK},
