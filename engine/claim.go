@@ -20,6 +20,10 @@ import (
 // at, oldest first.
 const claimScan = 256
 
+// MaxClaimWait bounds how long one claim waits for a job: a longer wait
+// asked for is cut to it (the worker asks again).
+const MaxClaimWait = 60 * time.Second
+
 // Claimed is a job a remote worker claimed: what it runs its plugin with
 // (Request, the protocol v2 envelope) and the lease it holds it under.
 type Claimed struct {
@@ -42,13 +46,14 @@ type Claimed struct {
 // of them), under a lease (job.started with Lease), within each plugin's
 // parallelism cap counting every running job, local or remote. With no
 // job for it, it waits up to wait for one, woken by the projector (never
-// polling), and returns nil, nil if none came. Two claims never get the
+// polling; at most MaxClaimWait), and returns nil, nil if none came. Two claims never get the
 // same job: the start is appended with the job stream's expected version.
 func (e *Engine) Claim(ctx context.Context, worker events.Worker, plugins []string, wait time.Duration) (*Claimed, error) {
 	eligible, err := e.claimable(ctx, worker.Name, plugins)
 	if err != nil {
 		return nil, err
 	}
+	wait = min(wait, MaxClaimWait)
 	var expired <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -408,4 +410,39 @@ func TestSweepExpiresLeasesAndDeadlines(t *testing.T) {
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// A worker registers its plugins as their manifests declare them; a
+// registration the daemon could not use is refused, nothing recorded.
+func TestRegistration(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	echo, ok := f.eng.Plugins().Get("echo")
+	require.True(t, ok)
+	wp := engine.WorkerPluginOf(echo)
+	require.Equal(t, events.WorkerPlugin{Name: "echo", Version: "1.0.0", ConcurrencySafe: true,
+		Commands: []events.AppliedCommand{{Name: "handle", Type: "write"}, {Name: "poll", Type: "read"}}}, sortedCommands(wp))
+
+	for _, bad := range []events.WorkerRegisteredData{
+		{Name: ""}, {Name: "a/b"},
+		{Name: "w", Plugins: []events.WorkerPlugin{{Name: "echo"}}},
+		{Name: "w", Plugins: []events.WorkerPlugin{wp, wp}},
+		{Name: "w", Plugins: []events.WorkerPlugin{{Name: "x", Commands: wp.Commands, FactOutputs: []events.WorkerFactOutput{{Command: "poll", From: "stdout", FactType: "x"}}}}},
+	} {
+		require.ErrorIs(t, f.eng.RegisterWorker(f.ctx, bad), commands.ErrInvalidCommand, "%+v", bad)
+	}
+	head := f.head(t)
+	require.NoError(t, f.eng.RegisterWorker(f.ctx, events.WorkerRegisteredData{Name: "w", Host: "h", Version: "v", Plugins: []events.WorkerPlugin{wp}}))
+	require.Equal(t, head+1, f.head(t))
+	workers, err := f.eng.Workers(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []events.WorkerPlugin{wp}, workers["w"].Plugins)
+	fresh, err := engine.New(engine.Options{Ledger: f.l, Config: f.cfg}).Workers(f.ctx)
+	require.NoError(t, err)
+	require.Equal(t, workers, fresh, "a restarted daemon reads the registrations from the ledger")
+}
+
+func sortedCommands(wp events.WorkerPlugin) events.WorkerPlugin {
+	slices.SortFunc(wp.Commands, func(a, b events.AppliedCommand) int { return strings.Compare(a.Name, b.Name) })
+	return wp
 }

@@ -128,3 +128,18 @@ func (e *Engine) localPlugin(name string) (*pluginhost.Plugin, bool) {
 	}
 	return e.plugins.Get(name)
 }
+
+// WorkerPluginOf is plugin p as a worker registers it: its manifest's
+// version, commands, concurrency_safe and fact_outputs.
+func WorkerPluginOf(p *pluginhost.Plugin) events.WorkerPlugin {
+	m := p.Manifest
+	wp := events.WorkerPlugin{Name: p.Name, Version: m.Version, ConcurrencySafe: m.ConcurrencySafe, Commands: []events.AppliedCommand{}}
+	for _, c := range m.Commands {
+		wp.Commands = append(wp.Commands, events.AppliedCommand{Name: c.Name, Type: string(c.Type)})
+	}
+	for _, fo := range m.FactOutputs {
+		wp.FactOutputs = append(wp.FactOutputs, events.WorkerFactOutput{Command: fo.When.Command, From: fo.From, FactType: fo.FactType,
+			CompatibilityView: string(fo.CompatibilityView)})
+	}
+	return wp
+}
