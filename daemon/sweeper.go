@@ -12,8 +12,10 @@ const sweeperRetry = 5 * time.Second
 
 // sweeper ends the remote attempts whose lease ran out or whose deadline
 // passed (engine.Sweep). It sleeps on one timer set to the earliest
-// lease_until or deadline_at ahead, and reads the leases again when a
-// claim makes one that may run out sooner (Fleet.Leases): no polling.
+// lease_until or deadline_at ahead; a claim's lease that runs out sooner
+// (Fleet.Leases, Fleet.NextLease) only moves the timer earlier. Renewals
+// and completions only make leases later or fewer: the timer firing early
+// costs one sweep that finds nothing. No polling.
 type sweeper struct {
 	core *Core
 	log  *slog.Logger
@@ -39,33 +41,37 @@ func (s *sweeper) stop() {
 
 func (s *sweeper) run(ctx context.Context) {
 	defer s.done.Done()
-	timer := time.NewTimer(0)
+	fleet := s.core.Engine().Fleet() // shared by every Engine of the daemon
+	timer := time.NewTimer(0)        // the first sweep: leases left by the last run
 	defer timer.Stop()
+	var armed time.Time // when the timer fires; zero: it is stopped
+	arm := func(at time.Time) {
+		timer.Stop()
+		armed = at
+		if !at.IsZero() {
+			timer.Reset(max(0, at.Sub(fleet.Now())))
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
-		case <-s.core.Engine().Fleet().Leases():
-		}
-		e := s.core.Engine()
-		next, err := e.Sweep(ctx, s.log)
-		wait := time.Duration(-1)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			s.log.Error("sweeping remote leases failed; trying again", "err", err, "retry_in", sweeperRetry)
-			wait = sweeperRetry
-		case !next.IsZero():
-			wait = max(0, next.Sub(e.Fleet().Now()))
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
+		case <-fleet.Leases():
+			if at := fleet.NextLease(); !at.IsZero() && (armed.IsZero() || at.Before(armed)) {
+				arm(at)
 			}
+			continue
+		case <-timer.C:
 		}
-		if wait >= 0 {
-			timer.Reset(wait)
+		next, err := s.core.Engine().Sweep(ctx, s.log)
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("sweeping remote leases failed; trying again", "err", err, "retry_in", sweeperRetry)
+			next = fleet.Now().Add(sweeperRetry)
 		}
+		// A claim made during the sweep may run out before next.
+		if at := fleet.NextLease(); !at.IsZero() && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+		arm(next)
 	}
 }

@@ -180,13 +180,13 @@ func (e *Engine) start(ctx context.Context, worker events.Worker, c queries.List
 	if err != nil {
 		return nil, fmt.Errorf("claim job %s: %w", c.ID, err)
 	}
+	leaseUntil, _ := time.Parse(time.RFC3339Nano, st.Lease.LeaseUntil) // as the command formatted it
 	e.fleet.claimedAt(st.JobID, st.Plugin, st.Seq)
-	e.fleet.leased()
+	e.fleet.leased(leaseUntil)
 	config, err := e.PluginConfig(st.Plugin)
 	if err != nil {
 		return nil, fmt.Errorf("claim job %s: the plugin's config: %w", c.ID, err)
 	}
-	leaseUntil, _ := time.Parse(time.RFC3339Nano, st.Lease.LeaseUntil)
 	ctxJSON := st.Context
 	if len(ctxJSON) == 0 || string(ctxJSON) == "null" {
 		ctxJSON = json.RawMessage("{}")

@@ -51,9 +51,10 @@ type Fleet struct {
 	active  map[string]string
 	workers map[string]events.WorkerRegisteredData // by worker name
 	loaded  bool                                   // workers read from the ledger
-	// leases is signaled when a lease that may be the earliest was made:
-	// the sweeper arms its timer again.
-	leases chan struct{}
+	// leases is signaled when a lease was made; earliest is the earliest
+	// lease_until made since the sweeper last took it (NextLease).
+	leases   chan struct{}
+	earliest time.Time
 }
 
 type claimed struct {
@@ -88,12 +89,27 @@ func (f *Fleet) Watch(p *projections.Projector) {
 	f.projector = p
 }
 
-// Leases is signaled (at most one pending) when a claim made a lease that
-// may run out before those known: the sweeper reads the leases again.
+// Leases is signaled (at most one pending) when a claim made a lease:
+// the sweeper takes NextLease and arms its timer for it if it is earlier.
 func (f *Fleet) Leases() <-chan struct{} { return f.leases }
 
-// leased signals Leases.
-func (f *Fleet) leased() {
+// NextLease is the earliest lease_until a claim made since the last call
+// (zero: none), forgotten once read.
+func (f *Fleet) NextLease() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.earliest
+	f.earliest = time.Time{}
+	return t
+}
+
+// leased records a lease until until and signals Leases.
+func (f *Fleet) leased(until time.Time) {
+	f.mu.Lock()
+	if f.earliest.IsZero() || until.Before(f.earliest) {
+		f.earliest = until
+	}
+	f.mu.Unlock()
 	select {
 	case f.leases <- struct{}{}:
 	default:
