@@ -926,3 +926,17 @@ func TestRunsOn(t *testing.T) {
 	_, err := config.LoadUnverified(filepath.Join(dir, "config.yaml"))
 	require.ErrorContains(t, err, "must be local, remote or any")
 }
+
+// A plugin placed on remote workers need not be installed here: neither
+// its entry nor a route to or from it is an error.
+func TestCheckRemotePlugin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	yaml := "plugins:\n  render:\n    runs_on: remote\n  local:\n    enabled: true\nroutes:\n  - {from: render, event_type: render.done, to: render, command: handle}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(yaml), 0o600))
+	c, err := config.LoadUnverified(filepath.Join(dir, "config.yaml"))
+	require.NoError(t, err)
+	errs, _ := c.Check(map[string]config.InstalledPlugin{}, nil)
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0].Error(), `plugins.local: no plugin named "local" was found`, "only the plugin that runs here must be installed")
+}
