@@ -130,8 +130,8 @@ func (e *Engine) claimOnce(ctx context.Context, worker events.Worker, plugins []
 		if err != nil {
 			return err
 		}
-		return queries.CountRunningByPlugin(conn, string(names), func(r queries.CountRunningByPluginRow) error {
-			running[r.Plugin] = int(r.Running)
+		return queries.ListRunningPlugins(conn, string(names), func(plugin string) error {
+			running[plugin]++
 			return nil
 		})
 	})

@@ -15,7 +15,7 @@ import (
 const listClaimableJobs = `
 SELECT id, seq, plugin, command, next_retry_at
 FROM job_queue
-WHERE plugin IN (SELECT value FROM json_each(CAST(?1 AS TEXT))) AND status = 'queued'
+WHERE status = 'queued' AND +plugin IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
 ORDER BY seq
 LIMIT ?2`
 
@@ -32,10 +32,13 @@ type ListClaimableJobsRow struct {
 	NextRetryAt *string
 }
 
-// Remote workers' claims (issue 23).
+// Remote workers' claims (issue 23). Both read through the indexes of
+// active jobs (job_queue_active, job_queue_cancel_requested), so their cost
+// follows the queue and the running jobs, never the history; the unary +
+// keeps the planner off job_queue_by_plugin, which holds every job ever.
 // Queued jobs of the plugins named (a JSON array), oldest first, with the
 // retry time of those waiting for one (the caller compares it as a time):
-// what a remote worker's claim picks from, through job_queue_by_plugin.
+// what a remote worker's claim picks from.
 func ListClaimableJobs(conn *sqlite.Conn, arg ListClaimableJobsParams, fn func(ListClaimableJobsRow) error) (err error) {
 	stmt, err := conn.Prepare(listClaimableJobs)
 	if err != nil {
@@ -71,41 +74,40 @@ func ListClaimableJobs(conn *sqlite.Conn, arg ListClaimableJobsParams, fn func(L
 	}
 }
 
-const countRunningByPlugin = `SELECT plugin, count(*) AS running
+const listRunningPlugins = `SELECT plugin
 FROM job_queue
-WHERE plugin IN (SELECT value FROM json_each(CAST(?1 AS TEXT))) AND status IN ('running', 'cancel_requested')
-GROUP BY plugin`
+WHERE status = 'running' AND +plugin IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+UNION ALL
+SELECT plugin
+FROM job_queue
+WHERE status = 'cancel_requested' AND +plugin IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))`
 
-type CountRunningByPluginRow struct {
-	Plugin  string
-	Running int64
-}
-
-// How many jobs of each plugin named (a JSON array) run now, locally or
-// under a remote lease: what their parallelism caps count.
-func CountRunningByPlugin(conn *sqlite.Conn, plugins string, fn func(CountRunningByPluginRow) error) (err error) {
-	stmt, err := conn.Prepare(countRunningByPlugin)
+// The plugin of each job of the plugins named (a JSON array) that runs
+// now, locally or under a remote lease (the caller counts them): what
+// their parallelism caps count. One status per arm, each through its own
+// partial index, as ListActiveJobs.
+func ListRunningPlugins(conn *sqlite.Conn, plugins string, fn func(string) error) (err error) {
+	stmt, err := conn.Prepare(listRunningPlugins)
 	if err != nil {
-		return fmt.Errorf("CountRunningByPlugin: %w", err)
+		return fmt.Errorf("ListRunningPlugins: %w", err)
 	}
 	defer func() {
 		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("CountRunningByPlugin: %w", resetErr)
+			err = fmt.Errorf("ListRunningPlugins: %w", resetErr)
 		}
 	}()
 	stmt.BindText(1, plugins)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
-			return fmt.Errorf("CountRunningByPlugin: %w", err)
+			return fmt.Errorf("ListRunningPlugins: %w", err)
 		}
 		if !hasRow {
 			return nil
 		}
-		var row CountRunningByPluginRow
-		row.Plugin = stmt.ColumnText(0)
-		row.Running = stmt.ColumnInt64(1)
-		if err := fn(row); err != nil {
+		var v string
+		v = stmt.ColumnText(0)
+		if err := fn(v); err != nil {
 			return err
 		}
 	}
