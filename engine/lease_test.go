@@ -53,7 +53,7 @@ type leaseBundle struct {
 
 const leasePeriod = 30 * time.Second
 
-func setupLeases(t *testing.T, render func(*config.PluginConfig)) *leaseBundle {
+func setupLeases(t *testing.T, render func(*config.PluginConfig), tune ...func(*config.Config)) *leaseBundle {
 	t.Helper()
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, filepath.Join(t.TempDir(), "ductile.db"), ledger.Options{Synchronous: "NORMAL"})
@@ -73,6 +73,9 @@ func setupLeases(t *testing.T, render func(*config.PluginConfig)) *leaseBundle {
 		render(&pc)
 	}
 	cfg.Plugins["render"] = pc
+	for _, f := range tune {
+		f(cfg)
+	}
 	c := &clock{t: time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC)}
 	fleet := engine.NewFleet(engine.FleetOptions{LeasePeriod: leasePeriod, Now: c.Now})
 	fleet.Watch(p)
@@ -445,4 +448,25 @@ func TestRegistration(t *testing.T) {
 func sortedCommands(wp events.WorkerPlugin) events.WorkerPlugin {
 	slices.SortFunc(wp.Commands, func(a, b events.AppliedCommand) int { return strings.Compare(a.Name, b.Name) })
 	return wp
+}
+
+// A route to a plugin only remote workers serve makes its job, as a route
+// to a local plugin does: the completion checks the target against the
+// workers' registrations.
+func TestRoutesReachRemotePlugins(t *testing.T) {
+	t.Parallel()
+	b := setupLeases(t, nil, func(cfg *config.Config) {
+		cfg.Routes = append(cfg.Routes, config.Route{From: "echo", EventType: "echo.done", To: "render", Command: "handle"})
+	})
+	b.register(t, "w1", true)
+	enq, err := commands.EnqueueJob(b.ctx, b.l, commands.JobFor(b.eng.Config(), "echo", "poll", events.ActorCLI))
+	require.NoError(t, err)
+	_, err = commands.StartJob(b.ctx, b.l, commands.Start{JobID: enq.JobID, Timeout: time.Minute, Now: b.clock.Now()})
+	require.NoError(t, err)
+	done, err := b.eng.Complete(b.ctx, engine.Attempt{JobID: enq.JobID, Attempt: 1, Kind: events.OutcomeOK,
+		Response: []byte(`{"status":"ok","events":[{"type":"echo.done","payload":{"frame":3}}]}`)})
+	require.NoError(t, err)
+	require.Empty(t, done.Dropped)
+	require.Len(t, done.Enqueued, 1)
+	require.Equal(t, "render", done.Enqueued[0].Plugin)
 }
