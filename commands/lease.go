@@ -61,6 +61,17 @@ func (f Fenced) checkFence(j *Job, refused string, kind events.Outcome) ([]ledge
 	return []ledger.NewEvent{ev}, stale
 }
 
+// CheckFence reports whether f's fence holds j's running attempt now: nil
+// if it does, else a *StaleFenceError (refused, nothing recorded): for
+// what a worker reports that is not decided on the job's stream
+// (progress, export items, which the run report records).
+func (f Fenced) CheckFence(j *Job, refused string) error {
+	if _, stale := f.checkFence(j, refused, ""); stale != nil {
+		return stale
+	}
+	return nil
+}
+
 // leaseFor is the lease a claim by worker records on the job.started it
 // appends to j (whose version is that of the stream before it): its fence
 // is the version the job.started gets, so it only grows per job.

@@ -52,6 +52,12 @@ func (s *sweeper) run(ctx context.Context) {
 			timer.Reset(max(0, at.Sub(fleet.Now())))
 		}
 	}
+	defer func() {
+		// The remote attempts' run reports stop with the daemon.
+		closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		fleet.Close(closing)
+	}()
 	for {
 		select {
 		case <-ctx.Done():

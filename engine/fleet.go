@@ -55,6 +55,14 @@ type Fleet struct {
 	// lease_until made since the sweeper last took it (NextLease).
 	leases   chan struct{}
 	earliest time.Time
+	// reports are the run reports of remote attempts, by job id, each for
+	// the fence it was made for (RemoteReport).
+	reports map[string]remoteReport
+}
+
+type remoteReport struct {
+	fence  int64
+	report *RunReport
 }
 
 type claimed struct {
@@ -71,6 +79,7 @@ func NewFleet(o FleetOptions) *Fleet {
 		o.Now = time.Now
 	}
 	return &Fleet{leasePeriod: o.LeasePeriod, now: o.Now, claims: map[string]claimed{}, active: map[string]string{},
+		reports: map[string]remoteReport{},
 		workers: map[string]events.WorkerRegisteredData{}, leases: make(chan struct{}, 1)}
 }
 
@@ -136,6 +145,50 @@ func (f *Fleet) ended(id string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.active, id)
+}
+
+// report is the run report of job id's attempt under fence, made by
+// newReport the first time; a report of another fence is closed.
+func (f *Fleet) report(ctx context.Context, id string, fence int64, newReport func() *RunReport) *RunReport {
+	f.mu.Lock()
+	old, ok := f.reports[id]
+	if ok && old.fence == fence {
+		f.mu.Unlock()
+		return old.report
+	}
+	r := newReport()
+	f.reports[id] = remoteReport{fence: fence, report: r}
+	f.mu.Unlock()
+	if ok {
+		old.report.Close(ctx)
+	}
+	return r
+}
+
+// closeReport closes job id's run report, if it has one, flushing its last
+// progress: before the attempt's completion.
+func (f *Fleet) closeReport(ctx context.Context, id string) {
+	f.mu.Lock()
+	r, ok := f.reports[id]
+	delete(f.reports, id)
+	f.mu.Unlock()
+	if ok {
+		r.report.Close(ctx)
+	}
+}
+
+// Close closes every remote attempt's run report (their writers stop):
+// at the daemon's shutdown.
+func (f *Fleet) Close(ctx context.Context) {
+	f.mu.Lock()
+	ids := make([]string, 0, len(f.reports))
+	for id := range f.reports {
+		ids = append(ids, id)
+	}
+	f.mu.Unlock()
+	for _, id := range ids {
+		f.closeReport(ctx, id)
+	}
 }
 
 // swept sets the leases believed active to those a sweep read, plus the

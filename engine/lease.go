@@ -12,6 +12,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/queries"
+	"github.com/ductile/ductile/views"
 )
 
 // Renew renews the lease worker holds on job id's running attempt (f:
@@ -39,6 +40,7 @@ func (e *Engine) CompleteRemote(ctx context.Context, fence int64, a Attempt) (Co
 	if a.EndedAt.IsZero() {
 		a.EndedAt = e.fleet.Now()
 	}
+	e.fleet.closeReport(ctx, a.JobID) // its last progress lands before the end
 	c, err := e.Complete(ctx, a)
 	if err == nil || errors.Is(err, commands.ErrStaleFence) || errors.Is(err, commands.ErrInvalidTransition) {
 		e.fleet.ended(a.JobID) // the lease holds the job no more (a stale one may have held it: the sweep reads them again)
@@ -80,6 +82,23 @@ func (e *Engine) Fail(ctx context.Context, f Failure) (Completion, error) {
 func (e *Engine) RecordRemoteStderr(ctx context.Context, f commands.Fenced, lines commands.StderrLines) error {
 	lines.Fence, lines.Attempt = &f, f.Attempt
 	return staleFence(commands.RecordStderr(ctx, e.ledger, lines))
+}
+
+// RemoteReport is the run report (Report) of the attempt a remote worker
+// holds under f, for the progress and export items it streams: one per
+// attempt across requests, kept by the Fleet and closed (its last progress
+// flushed) by the attempt's CompleteRemote or expiry, or Fleet.Close. A
+// fence that does not hold the job now is a *StaleFenceError (read, not
+// recorded).
+func (e *Engine) RemoteReport(ctx context.Context, id string, f commands.Fenced) (*RunReport, error) {
+	j, err := views.JobState(ctx, e.ledger, id)
+	if err != nil {
+		return nil, fmt.Errorf("report on job %s: %w", id, err)
+	}
+	if err := f.CheckFence(j, "report"); err != nil {
+		return nil, staleFence(err)
+	}
+	return e.fleet.report(ctx, id, f.Fence, func() *RunReport { return e.Report(id, f.Attempt) }), nil
 }
 
 // Lease is a remote worker's lease on a running job, as the ledger holds
@@ -166,6 +185,7 @@ func (e *Engine) Sweep(ctx context.Context, log *slog.Logger) (time.Time, error)
 				continue
 			}
 			e.fleet.ended(l.JobID)
+			e.fleet.closeReport(ctx, l.JobID)
 			if res.Recovered {
 				log.Warn("a remote worker's lease expired: the attempt is lost", "job_id", l.JobID, "worker", l.Worker,
 					"attempt", res.Attempt, "status", res.Status, "next_attempt", res.NextAttempt)
@@ -183,6 +203,7 @@ func (e *Engine) Sweep(ctx context.Context, log *slog.Logger) (time.Time, error)
 // timeOut ends lease l's attempt as timed out (the worker did not report
 // within the deadline): a timeout is retryable, as the local runner's is.
 func (e *Engine) timeOut(ctx context.Context, l Lease, now time.Time) error {
+	e.fleet.closeReport(ctx, l.JobID)
 	_, err := e.Complete(ctx, Attempt{JobID: l.JobID, Attempt: l.Attempt, Worker: events.Worker{Name: l.Worker}, Kind: events.OutcomeTimeout,
 		Retryable: true, ExitCode: -1, Error: fmt.Sprintf("the remote attempt passed its deadline (%s) without completing", commands.Time(l.DeadlineAt)),
 		EndedAt: now, Fence: l.Fence})

@@ -470,3 +470,41 @@ func TestRoutesReachRemotePlugins(t *testing.T) {
 	require.Len(t, done.Enqueued, 1)
 	require.Equal(t, "render", done.Enqueued[0].Plugin)
 }
+
+// A remote attempt's progress goes through one run report across the
+// worker's requests, flushed before its completion; a stale fence gets
+// none.
+func TestRemoteReport(t *testing.T) {
+	t.Parallel()
+	b := setupLeases(t, nil)
+	w := b.register(t, "w1", true)
+	id := b.enqueue(t)
+	c, err := b.eng.Claim(b.ctx, w, nil, 0)
+	require.NoError(t, err)
+	f := commands.Fenced{Worker: w.Name, Attempt: c.Attempt, Fence: c.Fence}
+
+	_, err = b.eng.RemoteReport(b.ctx, id, commands.Fenced{Worker: w.Name, Attempt: 1, Fence: c.Fence + 1})
+	var stale *engine.StaleFenceError
+	require.ErrorAs(t, err, &stale)
+	r1, err := b.eng.RemoteReport(b.ctx, id, f)
+	require.NoError(t, err)
+	r2, err := b.eng.RemoteReport(b.ctx, id, f)
+	require.NoError(t, err)
+	require.Same(t, r1, r2, "one report per attempt")
+	half, most := 0.5, 0.9
+	r1.Progress(events.Progressed{Attempt: 1, Progress: &half, Stage: "render"})
+	r2.Progress(events.Progressed{Attempt: 1, Progress: &most})
+	_, err = b.eng.CompleteRemote(b.ctx, c.Fence, engine.Attempt{JobID: id, Attempt: 1, Worker: w, Kind: events.OutcomeOK, Response: []byte(`{"status":"ok"}`)})
+	require.NoError(t, err)
+	j, evs := b.job(t, id)
+	require.Equal(t, events.StatusSucceeded, j.Status)
+	require.NotZero(t, count(evs, events.JobProgressed))
+	last := -1
+	for i, ev := range evs {
+		if ev.Type == events.JobProgressed {
+			last = i
+		}
+	}
+	require.Contains(t, string(evs[last].Data), `"progress":0.9`, "the last progress landed before the end")
+	require.Less(t, last, len(evs)-1)
+}
