@@ -25,14 +25,14 @@ type Renew struct {
 type Renewed struct {
 	// LeaseUntil is the lease_until recorded: the worker must renew before
 	// it (a coalesced renewal leaves the one recorded last).
-	LeaseUntil time.Time
+	LeaseUntil time.Time `json:"lease_until"`
 	// Recorded says job.lease_renewed was appended.
-	Recorded bool
+	Recorded bool `json:"recorded"`
 	// CancelRequested says a cancel was asked for: the worker stops the
 	// plugin and completes the attempt (it ends canceled).
-	CancelRequested bool
+	CancelRequested bool `json:"cancel_requested"`
 	// DeadlineAt is the attempt's deadline.
-	DeadlineAt time.Time
+	DeadlineAt time.Time `json:"deadline_at"`
 }
 
 // RenewLease renews a lease, or, when the fence is stale, records

@@ -104,13 +104,13 @@ func (e *Engine) RemoteReport(ctx context.Context, id string, f commands.Fenced)
 // Lease is a remote worker's lease on a running job, as the ledger holds
 // it now.
 type Lease struct {
-	JobID      string
-	Plugin     string
-	Attempt    int
-	Worker     string
-	Fence      int64
-	LeaseUntil time.Time
-	DeadlineAt time.Time
+	JobID      string    `json:"job_id"`
+	Plugin     string    `json:"plugin"`
+	Attempt    int       `json:"attempt"`
+	Worker     string    `json:"worker"`
+	Fence      int64     `json:"fence"`
+	LeaseUntil time.Time `json:"lease_until"`
+	DeadlineAt time.Time `json:"deadline_at"`
 }
 
 // Leases are the leases that hold running jobs now: every running job's
