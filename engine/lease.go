@@ -51,15 +51,15 @@ func (e *Engine) CompleteRemote(ctx context.Context, fence int64, a Attempt) (Co
 // Failure is how a remote worker reports an attempt that failed without a
 // plugin response (it could not start the plugin, or lost it).
 type Failure struct {
-	JobID     string
-	Worker    events.Worker
-	Attempt   int
-	Fence     int64
-	Kind      events.Outcome // default events.OutcomeError
-	Error     string
-	Retryable bool
-	ExitCode  int
-	Duration  time.Duration
+	JobID     string         `json:"job_id"`
+	Worker    events.Worker  `json:"worker"`
+	Attempt   int            `json:"attempt"`
+	Fence     int64          `json:"fence"`
+	Kind      events.Outcome `json:"kind,omitempty"` // default events.OutcomeError
+	Error     string         `json:"error"`
+	Retryable bool           `json:"retryable,omitempty"`
+	ExitCode  int            `json:"exit_code"`
+	Duration  time.Duration  `json:"duration_ns"`
 }
 
 // Fail records a remote attempt's failure: CompleteRemote with its
