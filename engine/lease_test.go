@@ -137,7 +137,8 @@ func TestClaimGivesTheJobUnderALease(t *testing.T) {
 	t.Parallel()
 	b := setupLeases(t, nil)
 	_, err := b.eng.Enqueue(b.ctx, engine.Enqueue{Plugin: "render", Command: "handle", Payload: []byte(`{}`), By: events.ActorAPI})
-	require.Error(t, err, "no worker serves render yet")
+	require.ErrorIs(t, err, commands.ErrPluginUnrunnable)
+	require.ErrorContains(t, err, "no worker serving it has registered yet")
 	_, err = b.eng.Claim(b.ctx, events.Worker{Name: "w1"}, nil, 0)
 	require.ErrorIs(t, err, engine.ErrUnknownWorker)
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/ductile/ductile/commands"
@@ -32,6 +33,12 @@ func (e *Engine) Plugin(name string) (events.AppliedPlugin, error) {
 	}
 	if remote, ok := e.remotePlugin(name); ok {
 		return remote.Applied(), nil // runs_on remote or any: as a worker registered it
+	}
+	var target *commands.TargetError
+	if errors.As(err, &target) && target.Kind == commands.ErrPluginUnknown {
+		// Placed on remote workers, none of which has registered it yet.
+		return p, &commands.TargetError{Kind: commands.ErrPluginUnrunnable, Plugin: name,
+			Reason: "its jobs run on remote workers (runs_on), and no worker serving it has registered yet: start one (it registers at start)"}
 	}
 	return p, err
 }
