@@ -242,10 +242,6 @@ func (f *Fleet) unprojected() map[string]map[string]bool {
 	return out
 }
 
-// RemoteClaims is how many remote claims of plugin this process made that
-// the projector has not applied yet: the dispatcher adds them to what it
-// counts toward the plugin's cap.
-func (f *Fleet) RemoteClaims(plugin string) int { return len(f.unprojected()[plugin]) }
 
 // registered records a worker's registration.
 func (f *Fleet) registered(w events.WorkerRegisteredData) {
