@@ -61,6 +61,11 @@ type Complete struct {
 	// PipelineJob says the job is a pipeline step, so that prepare decodes
 	// its response for the run (a wrong hint costs the decision the decode).
 	PipelineJob bool
+	// Fence, when set, is the lease of the remote worker that ran the
+	// attempt: unless it still holds the job, nothing is applied, the
+	// completion is recorded as job.superseded, and CompleteJob returns a
+	// *StaleFenceError.
+	Fence *Fenced
 
 	dropped  []events.DroppedRoute // set by prepare: what the success records
 	response *response             // set by prepare: the response, if the pipelines read it
@@ -83,6 +88,8 @@ type CompleteResult struct {
 	// or their plugin cannot run: Routing.CanRun).
 	Dropped []events.DroppedRoute
 	Seqs    []int64
+	// stale is set when the completion was recorded as superseded.
+	stale *StaleFenceError
 }
 
 // CompleteJob appends the end of an attempt. Like the start, it is a
@@ -115,6 +122,9 @@ func (cmd Complete) decision(res *CompleteResult) func(tx *ledger.Tx) ([]ledger.
 
 // answer is what CompleteJob returns once the ledger has answered.
 func (cmd Complete) answer(res CompleteResult, seqs []int64, routing routed, err error) (CompleteResult, error) {
+	if err == nil && res.stale != nil {
+		err = res.stale
+	}
 	if err != nil {
 		return CompleteResult{}, fmt.Errorf("complete job: %w", err)
 	}
@@ -130,6 +140,12 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 	j, err := LoadJob(tx, cmd.JobID)
 	if err != nil {
 		return nil, res, err
+	}
+	if cmd.Fence != nil {
+		if superseded, stale := cmd.Fence.checkFence(j, events.RefusedComplete, cmd.Outcome.Kind); stale != nil {
+			res.stale = stale
+			return superseded, res, nil
+		}
 	}
 	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
 		return nil, res, &TransitionError{JobID: j.JobID, Status: j.Status, Action: "complete an attempt"}

@@ -27,7 +27,7 @@ func (cmd Complete) Refused(err error) Complete {
 	}
 	return Complete{
 		JobID: cmd.JobID, Attempt: cmd.Attempt, MaxStateBytes: cmd.MaxStateBytes, Breaker: cmd.Breaker, Jitter: cmd.Jitter, Now: cmd.Now,
-		Pipelines: cmd.Pipelines,
+		Pipelines: cmd.Pipelines, Fence: cmd.Fence,
 		Outcome: Outcome{
 			Kind: events.OutcomeRefused, ExitCode: out.ExitCode, Duration: out.Duration, Worker: out.Worker,
 			Error: fmt.Sprintf("the ledger refused to record the attempt's outcome (%s): %v; it is recorded without the plugin's output", what, err),

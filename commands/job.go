@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,21 @@ type Job struct {
 	// Progress is the running attempt's last job.progressed (nil: none
 	// since it started).
 	Progress *events.Progressed
+	// Lease is the remote worker's lease on the attempt last started, as
+	// last renewed (nil: a local worker started it); it holds only while
+	// the job is running or cancel requested (Leased).
+	Lease *events.Lease
+	// DeadlineAt is the deadline of a leased attempt (zero for a local one).
+	DeadlineAt time.Time
+}
+
+// Leased is the lease a remote worker holds on the job's running attempt,
+// or nil: the job is not running, or a local worker runs it.
+func (j *Job) Leased() *events.Lease {
+	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
+		return nil
+	}
+	return j.Lease
 }
 
 // Terminal reports whether the job can no longer change.
@@ -106,6 +122,21 @@ func (j *Job) apply(ev ledger.Event) error {
 		j.Status, j.Attempt = events.StatusQueued, 1
 	case events.JobStarted:
 		j.started()
+		if bytes.Contains(ev.Data, leaseKey) {
+			return j.leased(ev.Data)
+		}
+	case events.JobLeaseRenewed:
+		var d events.LeaseRenewed
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			return err
+		}
+		if j.Lease != nil && j.Lease.Fence == d.Fence {
+			l := *j.Lease // an earlier fold may share it
+			l.LeaseUntil = d.LeaseUntil
+			j.Lease = &l
+		}
+	case events.JobSuperseded:
+		// Refused and kept for forensics: it changes nothing.
 	case events.JobSucceeded:
 		j.Status, j.LastError = events.StatusSucceeded, ""
 	case events.JobFailed, events.JobTimedOut:
@@ -192,7 +223,28 @@ func (j *Job) apply(ev ledger.Event) error {
 
 // started is what job.started does to a job.
 func (j *Job) started() {
-	j.Status, j.NextRetryAt, j.Progress = events.StatusRunning, time.Time{}, nil
+	j.Status, j.NextRetryAt, j.Progress, j.Lease, j.DeadlineAt = events.StatusRunning, time.Time{}, nil, nil, time.Time{}
+}
+
+// leaseKey is in the data of a job.started that a remote worker's claim
+// recorded: only those are decoded by the fold.
+var leaseKey = []byte(`"lease":`)
+
+// leased reads the lease and deadline of a remote claim's job.started.
+func (j *Job) leased(data []byte) error {
+	var d events.Started
+	if err := json.Unmarshal(data, &d); err != nil {
+		return err
+	}
+	if d.Lease == nil {
+		return nil
+	}
+	deadline, err := time.Parse(time.RFC3339Nano, d.DeadlineAt)
+	if err != nil {
+		return err
+	}
+	j.Lease, j.DeadlineAt = d.Lease, deadline
+	return nil
 }
 
 // exportedID is what the fold reads of job.exported (not the item's body,

@@ -16,21 +16,35 @@ type StderrLines struct {
 	Line      int // the number of the first line among the attempt's stderr lines, from 1
 	Lines     []events.StderrLine
 	Truncated bool
+	// Fence, when set, is the remote worker's lease the lines come with: a
+	// stale one records job.superseded instead, and a *StaleFenceError is
+	// returned.
+	Fence *Fenced
 }
 
 // RecordStderr appends the lines. It is relaxed, like the start and
 // the outcome: a power cut can lose it, and the attempt's outcome carries
 // its stderr anyway.
 func RecordStderr(ctx context.Context, l *ledger.Ledger, cmd StderrLines) error {
+	var stale *StaleFenceError
 	_, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
 		j, err := LoadJob(tx, cmd.JobID)
 		if err != nil {
 			return nil, err
 		}
+		if cmd.Fence != nil {
+			var superseded []ledger.NewEvent
+			if superseded, stale = cmd.Fence.checkFence(j, events.RefusedLog, ""); stale != nil {
+				return superseded, nil
+			}
+		}
 		return cmd.decide(j)
 	})
 	if err != nil {
 		return fmt.Errorf("record stderr: %w", err)
+	}
+	if stale != nil {
+		return fmt.Errorf("record stderr: %w", stale)
 	}
 	return nil
 }

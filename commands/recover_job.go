@@ -20,7 +20,18 @@ type Recover struct {
 	// Pipelines moves the run of a pipeline job that ends here on (nil:
 	// found in the ledger; see Pipelines).
 	Pipelines *Pipelines
+	// SkipLeased leaves a job a remote worker's lease holds as it is:
+	// start-up recovery ends only what this daemon's own workers ran.
+	SkipLeased bool
+	// Fence, when set, recovers the job only if its running attempt is
+	// still the one the lease with this fence holds (the sweeper's expiry
+	// of a lease it read earlier).
+	Fence int64
 }
+
+// LeaseExpiredReason is why the sweeper recovers a job whose remote
+// worker's lease ran out.
+const LeaseExpiredReason = "lease expired"
 
 // OrphanReason is why a job is recovered, unless told otherwise.
 const OrphanReason = "the process running it stopped before it finished"
@@ -73,6 +84,10 @@ func endReason(evs []ledger.NewEvent, fallback string) string {
 
 func (cmd Recover) decide(j *Job) ([]ledger.NewEvent, RecoverResult) {
 	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
+		return nil, RecoverResult{Status: j.Status, Attempt: j.Attempt}
+	}
+	lease := j.Leased()
+	if (cmd.SkipLeased && lease != nil) || (cmd.Fence != 0 && (lease == nil || lease.Fence != cmd.Fence)) {
 		return nil, RecoverResult{Status: j.Status, Attempt: j.Attempt}
 	}
 	reason := cmd.Reason

@@ -20,7 +20,11 @@ type Start struct {
 	// Plugin is the process group the attempt's plugin runs in, recorded
 	// for recovery to end it (nil: no plugin process).
 	Plugin *events.PluginProcess
-	Now    time.Time
+	// LeasePeriod, when set, makes the start a remote worker's claim:
+	// job.started records a lease for Worker until Now+LeasePeriod, with a
+	// fence (Started.Lease).
+	LeasePeriod time.Duration
+	Now         time.Time
 }
 
 // Started is a job as it is once started, with its plugin's current state
@@ -29,6 +33,8 @@ type Start struct {
 type Started struct {
 	*Job
 	State json.RawMessage
+	// Seq is the seq of the job.started appended.
+	Seq int64
 }
 
 // StartJob appends job.started with the job stream's expected version, so
@@ -39,9 +45,12 @@ type Started struct {
 // spawn would idle the worker.
 func StartJob(ctx context.Context, l *ledger.Ledger, cmd Start) (Started, error) {
 	var st Started
-	_, err := l.Decide(ctx, ledger.Relaxed, cmd.decision(&st))
+	seqs, err := l.Decide(ctx, ledger.Relaxed, cmd.decision(&st))
 	if err != nil {
 		return Started{}, fmt.Errorf("start job: %w", err)
+	}
+	if len(seqs) > 0 {
+		st.Seq = seqs[0]
 	}
 	return st, nil
 }
@@ -72,8 +81,19 @@ func (cmd Start) decide(j *Job) ([]ledger.NewEvent, error) {
 	if !j.NextRetryAt.IsZero() && j.NextRetryAt.After(cmd.Now) {
 		return nil, fmt.Errorf("%w: job %s retries at %s", ErrNotDue, j.JobID, Time(j.NextRetryAt))
 	}
-	ev := j.next(events.JobStarted, events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID, Worker: cmd.Worker, Plugin: cmd.Plugin}, "", events.ActorDispatcher)
+	data := events.Started{Attempt: j.Attempt, DeadlineAt: Time(cmd.Now.Add(cmd.Timeout)), PID: cmd.PID, Worker: cmd.Worker, Plugin: cmd.Plugin}
+	actor := events.ActorDispatcher
+	if cmd.LeasePeriod > 0 {
+		if cmd.Worker == nil || cmd.Worker.Name == "" {
+			return nil, fmt.Errorf("%w: a claim of job %s names no worker", ErrInvalidCommand, j.JobID)
+		}
+		data.Lease, actor = leaseFor(j, cmd.Worker.Name, cmd.LeasePeriod, cmd.Now), events.ActorWorker
+	}
+	ev := j.next(events.JobStarted, data, "", actor)
 	// j is now the job as its stream folds once ev is in (Started.Job).
 	j.started()
+	if data.Lease != nil {
+		j.Lease, j.DeadlineAt = data.Lease, cmd.Now.Add(cmd.Timeout)
+	}
 	return []ledger.NewEvent{ev}, nil
 }

@@ -26,7 +26,7 @@ type InstalledPlugin struct {
 // name) and the names of those it skipped. Errors are what would fail when
 // the daemon runs: a route from or to a plugin that is not loaded, a route
 // to a command its plugin lacks, a plugins: entry for a plugin that does
-// not exist. Warnings are what is probably a mistake but may be meant: a
+// not exist (unless its runs_on says remote workers serve it). Warnings are what is probably a mistake but may be meant: a
 // route from or to a disabled plugin or for an event type the plugin does
 // not declare, a config key the plugin does not declare, a disabled entry
 // for a plugin that does not exist. Both come sorted by file and line.
@@ -59,6 +59,8 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 		path := indexPath("routes", i)
 		from, fromOK := installed[r.From]
 		switch {
+		case !fromOK && c.Plugin(r.From).RunsOn.Remote():
+			// Served by remote workers: known from their registrations.
 		case !fromOK:
 			errs = append(errs, at(fieldValue(n, "from"), path+".from", "%s", missing(r.From, "this route can never fire")))
 		case !c.Plugin(r.From).Enabled:
@@ -68,6 +70,9 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 		}
 		to, toOK := installed[r.To]
 		switch {
+		case !toOK && c.Plugin(r.To).RunsOn.Remote():
+			// Served by remote workers: the route's command is checked against
+			// their registrations when it fires.
 		case !toOK:
 			errs = append(errs, at(fieldValue(n, "to"), path+".to", "%s", missing(r.To, "every event this route matches would make a job that fails at once")))
 		case !slices.Contains(to.Commands, r.Command):
@@ -92,6 +97,9 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 		switch {
 		case !ok && slices.Contains(skipped, name):
 			// Reported with the skipped plugins.
+		case !ok && p.RunsOn.Remote():
+			// runs_on: remote or any: remote workers serve it; it need not be
+			// installed here.
 		case !ok && p.Enabled:
 			errs = append(errs, at(c.pluginKeys[name], path, "%s", missing(name, "these settings apply to nothing")))
 		case !ok:

@@ -134,7 +134,31 @@ type PluginConfig struct {
 	// Schedules are the plugin's schedule entries, validated, in the order
 	// written; nil when none.
 	Schedules []schedule.Entry
+	// RunsOn is where the plugin's jobs run: RunsLocal (the default), RunsRemote
+	// or RunsAny.
+	RunsOn RunsOn
 }
+
+// RunsOn is where a plugin's jobs run (plugins.<name>.runs_on).
+type RunsOn string
+
+// Where a plugin's jobs run.
+const (
+	// RunsLocal: the daemon's own dispatcher runs them; remote workers may
+	// not claim them.
+	RunsLocal RunsOn = "local"
+	// RunsRemote: only remote workers (ductile worker) claim them; the
+	// plugin need not be installed on the daemon's machine.
+	RunsRemote RunsOn = "remote"
+	// RunsAny: both the dispatcher and remote workers take them.
+	RunsAny RunsOn = "any"
+)
+
+// Local reports whether the daemon's own dispatcher runs the plugin's jobs.
+func (r RunsOn) Local() bool { return r != RunsRemote }
+
+// Remote reports whether remote workers may claim the plugin's jobs.
+func (r RunsOn) Remote() bool { return r == RunsRemote || r == RunsAny }
 
 // Retry is a plugin's retry policy.
 type Retry struct {

@@ -371,10 +371,10 @@ func TestLoadErrors(t *testing.T) {
 			want: []string{
 				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, tokens, webhooks)",
 				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_hook_depth, max_route_depth, max_workers)",
-				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
-				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, runs_on, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, runs_on, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:9: plugins.echo.timeouts.sync: unknown key (valid keys: handle, health, init, poll); commands other than poll, health and init use handle's timeout",
-				"config.yaml:11: plugins.other.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, schedules, timeouts); settings for the plugin itself go under config:",
+				"config.yaml:11: plugins.other.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, runs_on, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:12: plugins.other.retry.backoff: unknown key: did you mean backoff_base? (valid keys: backoff_base, max_attempts)",
 				"config.yaml:12: plugins.other.retry.Max-Attempts: unknown key: did you mean max_attempts? (valid keys: backoff_base, max_attempts)",
 			},
@@ -906,4 +906,38 @@ func TestCheck(t *testing.T) {
 	require.Empty(t, errs)
 	require.Empty(t, warnings)
 	require.Empty(t, config.Default().Unused())
+}
+
+// runs_on takes local, remote or any (empty: local) and refuses anything
+// else with the words it takes.
+func TestRunsOn(t *testing.T) {
+	for _, tc := range []struct {
+		yaml          string
+		local, remote bool
+	}{{"", true, false}, {"runs_on: local", true, false}, {"runs_on: remote", false, true}, {"runs_on: any", true, true}} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("plugins:\n  echo:\n    enabled: true\n    "+tc.yaml+"\n"), 0o600))
+		cfg, err := config.LoadUnverified(filepath.Join(dir, "config.yaml"))
+		require.NoError(t, err, tc.yaml)
+		require.Equal(t, tc.local, cfg.Plugin("echo").RunsOn.Local(), tc.yaml)
+		require.Equal(t, tc.remote, cfg.Plugin("echo").RunsOn.Remote(), tc.yaml)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("plugins:\n  echo:\n    runs_on: elsewhere\n"), 0o600))
+	_, err := config.LoadUnverified(filepath.Join(dir, "config.yaml"))
+	require.ErrorContains(t, err, "must be local, remote or any")
+}
+
+// A plugin placed on remote workers need not be installed here: neither
+// its entry nor a route to or from it is an error.
+func TestCheckRemotePlugin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	yaml := "plugins:\n  render:\n    runs_on: remote\n  local:\n    enabled: true\nroutes:\n  - {from: render, event_type: render.done, to: render, command: handle}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(yaml), 0o600))
+	c, err := config.LoadUnverified(filepath.Join(dir, "config.yaml"))
+	require.NoError(t, err)
+	errs, _ := c.Check(map[string]config.InstalledPlugin{}, nil)
+	require.Len(t, errs, 1)
+	require.Contains(t, errs[0].Error(), `plugins.local: no plugin named "local" was found`, "only the plugin that runs here must be installed")
 }

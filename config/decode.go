@@ -175,6 +175,16 @@ func (l *loader) plugins(n *yaml.Node, path string, cfg *Config) {
 			field{"schedules", func(v *yaml.Node, path string) { l.schedules(v, path, name, &p, cfg) }},
 			field{"circuit_breaker", func(v *yaml.Node, path string) { l.circuitBreaker(v, path, &p.CircuitBreaker) }},
 			field{"notify_on_complete", func(v *yaml.Node, path string) { l.boolean(v, path, &p.NotifyOnComplete) }},
+			field{"runs_on", func(v *yaml.Node, path string) {
+				if s, ok := l.str(v, path); ok {
+					switch RunsOn(s) {
+					case RunsLocal, RunsRemote, RunsAny:
+						p.RunsOn = RunsOn(s)
+					default:
+						l.fail(v, path, "must be local, remote or any, got %q (local: the daemon's own workers; remote: workers that claim over the API; any: both)", s)
+					}
+				}
+			}},
 		)
 		l.checkPollGuard(ppath, p, cfg.schedules[name])
 		cfg.Plugins[name] = p

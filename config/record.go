@@ -61,7 +61,7 @@ func (v pluginView) settings(configHash string) events.PluginSettings {
 		Timeouts: events.TimeoutSettings{Poll: v.Timeouts.Poll, Handle: v.Timeouts.Handle, Health: v.Timeouts.Health, Init: v.Timeouts.Init},
 		CircuitBreaker: events.BreakerSettings{Enabled: v.CircuitBreaker.Enabled, Threshold: v.CircuitBreaker.Threshold,
 			ResetAfter: v.CircuitBreaker.ResetAfter},
-		NotifyOnComplete: v.NotifyOnComplete, ConfigHash: configHash,
+		NotifyOnComplete: v.NotifyOnComplete, ConfigHash: configHash, RunsOn: v.RunsOn,
 	}
 	for _, e := range v.Schedules {
 		s.Schedules = append(s.Schedules, e.settings())
@@ -77,7 +77,7 @@ func pluginViewOf(s events.PluginSettings) pluginView {
 		Timeouts: timeoutsView{Poll: s.Timeouts.Poll, Handle: s.Timeouts.Handle, Health: s.Timeouts.Health, Init: s.Timeouts.Init},
 		CircuitBreaker: circuitBreakerView{Enabled: s.CircuitBreaker.Enabled, Threshold: s.CircuitBreaker.Threshold,
 			ResetAfter: s.CircuitBreaker.ResetAfter},
-		NotifyOnComplete: s.NotifyOnComplete, Config: map[string]any{},
+		NotifyOnComplete: s.NotifyOnComplete, Config: map[string]any{}, RunsOn: s.RunsOn,
 	}
 	for _, e := range s.Schedules {
 		v.Schedules = append(v.Schedules, scheduleViewOf(e))

@@ -288,6 +288,7 @@ type pluginView struct {
 	Timeouts            timeoutsView       `json:"timeouts" yaml:"timeouts"`
 	CircuitBreaker      circuitBreakerView `json:"circuit_breaker" yaml:"circuit_breaker"`
 	NotifyOnComplete    bool               `json:"notify_on_complete" yaml:"notify_on_complete"`
+	RunsOn              string             `json:"runs_on,omitempty" yaml:"runs_on,omitempty"`
 	Config              map[string]any     `json:"config" yaml:"config"`
 	Schedules           []scheduleView     `json:"schedules,omitempty" yaml:"schedules,omitempty"`
 }
@@ -398,6 +399,7 @@ func (c *Config) view() configView {
 			},
 			CircuitBreaker:   newCircuitBreakerView(p.CircuitBreaker),
 			NotifyOnComplete: p.NotifyOnComplete,
+			RunsOn:           string(p.RunsOn),
 			Config:           conf,
 		}
 		for _, e := range p.Schedules {

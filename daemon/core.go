@@ -123,7 +123,8 @@ func OpenCore(ctx context.Context, opts CoreOptions) (_ *Core, err error) {
 	applied := Applied(reg, cfg, "start")
 	applied.StartedAt = commands.Time(c.started)
 	applied.Pipelines, applied.SkippedPipelines = appliedPipelines(set), skippedPipelines
-	c.engine.Store(engine.New(engine.Options{Ledger: c.Ledger, Config: cfg, Applied: applied, Plugins: reg, Pipelines: set}))
+	c.engine.Store(engine.New(engine.Options{Ledger: c.Ledger, Config: cfg, Applied: applied, Plugins: reg, Pipelines: set,
+		Fleet: engine.NewFleet(engine.FleetOptions{})}))
 	if opts.Starting != nil {
 		if err := opts.Starting(ctx, c); err != nil {
 			return nil, err
@@ -148,6 +149,7 @@ func OpenCore(ctx context.Context, opts CoreOptions) (_ *Core, err error) {
 	if err := c.recoverOrphans(ctx); err != nil {
 		return nil, err
 	}
+	c.Engine().Fleet().Watch(c.Projector)
 	c.Projector.Start(ctx)
 	return c, nil
 }

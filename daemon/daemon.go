@@ -74,6 +74,7 @@ type Daemon struct {
 	// and Reload only).
 	schedules map[string]schedule.Schedule
 	retention *retention // prunes job logs
+	sweeper   *sweeper   // ends remote attempts whose lease ran out
 	api       *apiServer // nil without api:
 	apiState  views.APIState
 	report    atomic.Pointer[reportFile] // what system status reads of this daemon

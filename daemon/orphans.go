@@ -43,7 +43,10 @@ func (c *Core) recoverOrphans(ctx context.Context) error {
 		if ended != "" {
 			reason = commands.OrphanReason + "; " + ended
 		}
-		res, err := commands.RecoverJob(ctx, c.Ledger, commands.Recover{JobID: id, Reason: reason, Now: time.Now(), Pipelines: c.Engine().PipelineRuntime()})
+		// A job a remote worker's lease holds keeps running there: its
+		// completion applies, or the sweeper ends it when the lease runs out.
+		res, err := commands.RecoverJob(ctx, c.Ledger, commands.Recover{JobID: id, Reason: reason, Now: time.Now(), Pipelines: c.Engine().PipelineRuntime(),
+			SkipLeased: true})
 		if err != nil {
 			return err
 		}
@@ -75,8 +78,8 @@ func (c *Core) endOrphanPlugin(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if j.Status != events.StatusRunning && j.Status != events.StatusCancelRequested {
-		return "", nil
+	if j.Leased() != nil {
+		return "", nil // a remote worker runs it: nothing of it runs here
 	}
 	var plugin *events.PluginProcess
 	for _, ev := range evs {

@@ -171,7 +171,7 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	if err != nil {
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
 	}
-	e := engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set})
+	e := engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set, Fleet: d.Engine().Fleet()})
 	d.Dispatcher.Apply(e)
 	d.engine.Store(e)
 	d.applySchedules(time.Now())

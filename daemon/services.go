@@ -24,6 +24,7 @@ func (d *Daemon) startServices(ctx context.Context, opts Options) error {
 	d.retention = &retention{ledger: d.Ledger, projector: d.Projector, log: d.log,
 		keep: func() time.Duration { return d.Config().Service.JobLogRetention }}
 	d.retention.start(ctx)
+	d.sweeper = startSweeper(ctx, d.Core, log)
 	d.startScheduler(ctx, log)
 	if err := d.startAPI(opts.API); err != nil {
 		return err
@@ -58,6 +59,9 @@ func (d *Daemon) stopServices() []error {
 	}
 	if d.retention != nil {
 		d.retention.stop()
+	}
+	if d.sweeper != nil {
+		d.sweeper.stop()
 	}
 	if d.Dispatcher != nil {
 		d.Dispatcher.Stop()

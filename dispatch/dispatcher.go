@@ -305,17 +305,38 @@ func (d *Dispatcher) finish(c candidate, a attempt) {
 
 // capacity is a plugin's parallelism cap: config parallelism (0: only the
 // worker pool limits it), and 1 when its manifest says it is not
-// concurrency-safe.
+// concurrency-safe; 0 when its jobs run on remote workers only (runs_on:
+// remote), so the dispatcher never starts them; less the jobs remote
+// workers hold when they run on both (runs_on: any).
 func (d *Dispatcher) capacity(plugin string) int {
 	e := d.runner.current.Load()
+	if !e.Config().Plugin(plugin).RunsOn.Local() {
+		return 0
+	}
 	capacity := e.Config().Plugin(plugin).Parallelism
 	if p, ok := e.Plugins().Get(plugin); ok && !p.Manifest.ConcurrencySafe {
 		capacity = 1
 	}
 	if capacity <= 0 {
-		capacity = d.slots.max
+		return d.slots.max
+	}
+	if e.Config().Plugin(plugin).RunsOn.Remote() {
+		// runs_on: any: the jobs remote workers hold count toward the cap.
+		capacity = max(0, capacity-e.Fleet().ActiveRemote(plugin))
 	}
 	return capacity
+}
+
+// remoteOnly are the plugins whose jobs only remote workers run (runs_on:
+// remote): the queue's read leaves them out.
+func (d *Dispatcher) remoteOnly() []string {
+	var names []string
+	for name, p := range d.runner.current.Load().Config().Plugins {
+		if !p.RunsOn.Local() {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // full reports whether every worker slot is taken.

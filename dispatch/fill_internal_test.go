@@ -37,7 +37,7 @@ func TestFillOnAStaleTruncatedCacheWakesTheLoopToReadAgain(t *testing.T) {
 	d.claimLocked(holder)
 	d.queue = queue{
 		ready:     []candidate{{id: "held", plugin: "p", command: "poll", dedupeKey: "k", seq: 2}},
-		truncated: true, cappedSeen: d.slots.cappedPlugins(),
+		truncated: true, cappedSeen: d.slots.cappedPlugins(nil),
 	}
 	d.mu.Unlock()
 

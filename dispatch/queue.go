@@ -125,7 +125,7 @@ func (d *Dispatcher) refresh(ctx context.Context) (read bool, err error) {
 	}
 	enqueued := p.Seen(events.JobEnqueued)
 	free := d.slots.free()
-	capped := d.slots.cappedPlugins()
+	capped := d.slots.cappedPlugins(d.remoteOnly())
 	// A truncated cache already holds the oldest jobs: new ones queue behind
 	// them and matter only once it runs dry.
 	newJobs := enqueued != q.enqueuedSeen && !q.truncated

@@ -135,12 +135,13 @@ func (s *slots) sameKeyRunning(c candidate) bool {
 }
 
 // cappedPlugins is a JSON array of the plugins at their parallelism cap
-// now, sorted, for the queue's read to leave out.
-func (s *slots) cappedPlugins() string {
-	var names []string
+// now and of remoteOnly (runs_on: remote), sorted, for the queue's read to
+// leave out.
+func (s *slots) cappedPlugins(remoteOnly []string) string {
+	names := slices.Clone(remoteOnly)
 	for name, n := range s.perPlugin {
 		// A cap as large as the pool never excludes anything the pool allows.
-		if capacity := s.capacity(name); capacity < s.max && n >= capacity {
+		if capacity := s.capacity(name); capacity < s.max && n >= capacity && !slices.Contains(remoteOnly, name) {
 			names = append(names, name)
 		}
 	}

@@ -46,6 +46,10 @@ type Attempt struct {
 	StderrBytes     int64  `json:"stderr_bytes,omitempty"`
 	// EndedAt is when the attempt ended, the completion's time (zero: now).
 	EndedAt time.Time `json:"ended_at,omitzero"`
+	// Fence, when set, is the lease a remote worker ran the attempt under
+	// (CompleteRemote): a stale one records job.superseded and applies
+	// nothing (a *StaleFenceError).
+	Fence int64 `json:"fence,omitempty"`
 
 	Local *Local `json:"-"`
 }
@@ -130,7 +134,7 @@ func (e *Engine) Complete(ctx context.Context, a Attempt) (Completion, error) {
 	cmd := e.completion(a, job, response, startedWith)
 	cmd, res, err := e.record(ctx, cmd, local.Next, log)
 	if err != nil {
-		return Completion{}, err
+		return Completion{}, staleFence(err)
 	}
 	logOutcome(log, a.Attempt, cmd.Outcome, res)
 	return Completion{CompleteResult: res, Outcome: cmd.Outcome}, nil
@@ -152,6 +156,9 @@ func (e *Engine) completion(a Attempt, job *commands.Job, response *pluginhost.R
 	}
 	cmd := commands.Complete{JobID: a.JobID, Attempt: a.Attempt, Outcome: out, Now: now(a.EndedAt),
 		Breaker: e.config.Plugin(job.Plugin).CircuitBreaker, Pipelines: e.pipelines, PipelineJob: job.Pipeline != nil}
+	if a.Fence != 0 {
+		cmd.Fence = &commands.Fenced{Worker: a.Worker.Name, Attempt: a.Attempt, Fence: a.Fence}
+	}
 	if out.Kind == events.OutcomeOK {
 		e.addFactsAndRouting(&cmd, startedWith, job, response)
 	}
@@ -163,9 +170,20 @@ func (e *Engine) completion(a Attempt, job *commands.Job, response *pluginhost.R
 // for the command (startedWith's: the manifest the job ran with), and the
 // events the plugin emitted with this Engine's routes.
 func (e *Engine) addFactsAndRouting(complete *commands.Complete, startedWith *Engine, job *commands.Job, response *pluginhost.Response) {
-	if p, ok := startedWith.plugins.Get(job.Plugin); ok {
+	if p, ok := startedWith.localPlugin(job.Plugin); ok {
 		for _, fo := range p.Manifest.FactOutputsFor(job.Command) {
 			complete.Facts = append(complete.Facts, commands.FactRule{FactType: fo.FactType, View: string(fo.CompatibilityView), From: fo.From})
+		}
+	} else if p, ok := startedWith.remotePlugin(job.Plugin); ok {
+		// Not installed here: the manifest as its workers registered it.
+		for _, fo := range p.FactOutputs {
+			if fo.Command == job.Command {
+				view := fo.CompatibilityView
+				if view == "" {
+					view = string(pluginhost.MirrorObject)
+				}
+				complete.Facts = append(complete.Facts, commands.FactRule{FactType: fo.FactType, View: view, From: fo.From})
+			}
 		}
 	}
 	if response == nil || len(response.Events) == 0 || job.ReplayOf != "" {
@@ -210,6 +228,9 @@ func (e *Engine) settle(ctx context.Context, cmd commands.Complete, res commands
 		switch {
 		case err == nil:
 			return cmd, res, nil
+		case errors.Is(err, commands.ErrStaleFence):
+			log.Warn("a remote worker's completion came with a stale fence: recorded as superseded, not applied", "err", err)
+			return cmd, res, err
 		case errors.Is(err, commands.ErrInvalidTransition):
 			log.Warn("the job's outcome was not recorded: the job has moved on", "err", err)
 			return cmd, res, err

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/ductile/ductile/auth"
@@ -38,6 +39,10 @@ type Options struct {
 	// StartRun records a run's start: nil, commands.StartPipeline (a test
 	// replaces it to play the pipeline runtime).
 	StartRun func(ctx context.Context, l *ledger.Ledger, cmd commands.StartRun) (commands.RunStartedResult, error)
+	// Fleet is what the daemon's Engines share about remote workers (nil:
+	// a Fleet of this Engine's own, with the defaults). A reload passes the
+	// old Engine's on.
+	Fleet *Fleet
 }
 
 // Engine is the runtime of one applied config. Its methods are safe for
@@ -50,6 +55,7 @@ type Engine struct {
 	pipelines *commands.Pipelines // one per applied config: its cache serves every run
 	auth      *auth.Registry      // the API's tokens and the webhooks' secrets
 	startRun  func(context.Context, *ledger.Ledger, commands.StartRun) (commands.RunStartedResult, error)
+	fleet     *Fleet
 
 	mu      sync.Mutex
 	configs map[string]json.RawMessage // plugin configs as JSON, encoded once
@@ -60,7 +66,11 @@ func New(o Options) *Engine {
 	if o.StartRun == nil {
 		o.StartRun = commands.StartPipeline
 	}
+	if o.Fleet == nil {
+		o.Fleet = NewFleet(FleetOptions{})
+	}
 	return &Engine{
+		fleet:     o.Fleet,
 		startRun:  o.StartRun,
 		ledger:    o.Ledger,
 		config:    o.Config,
@@ -91,6 +101,9 @@ func (e *Engine) Pipelines() *pipeline.Set { return e.pipelines.Set }
 // that moves a run on uses it, so its cache of compiled pipelines is shared.
 func (e *Engine) PipelineRuntime() *commands.Pipelines { return e.pipelines }
 
+// Fleet is what the daemon's Engines share about remote workers.
+func (e *Engine) Fleet() *Fleet { return e.fleet }
+
 // Auth is the tokens and webhook secrets of the config.
 func (e *Engine) Auth() *auth.Registry { return e.auth }
 
@@ -98,6 +111,15 @@ func (e *Engine) Auth() *auth.Registry { return e.auth }
 // was not loaded (with discovery's reason), is disabled, or lacks the
 // command; nil if they can.
 func (e *Engine) CannotRun(plugin, command string) error {
+	if remote, ok := e.remotePlugin(plugin); ok && e.config.Plugin(plugin).RunsOn.Remote() {
+		if !slices.ContainsFunc(remote.Commands, func(c events.AppliedCommand) bool { return c.Name == command }) {
+			return fmt.Errorf("plugin %q has no command %q (as its workers registered it)", plugin, command)
+		}
+		if !e.config.Plugin(plugin).Enabled {
+			return fmt.Errorf("plugin %q is disabled in the config (plugins.%s.enabled: false)", plugin, plugin)
+		}
+		return nil
+	}
 	p, ok := e.plugins.Get(plugin)
 	if !ok {
 		for _, skipped := range e.plugins.Skipped() {

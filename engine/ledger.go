@@ -12,5 +12,5 @@ import (
 // tokens are shared.
 func (e *Engine) OnLedger(l *ledger.Ledger) *Engine {
 	return &Engine{ledger: l, config: e.config, applied: e.applied, plugins: e.plugins, pipelines: e.pipelines,
-		auth: e.auth, startRun: e.startRun, configs: map[string]json.RawMessage{}}
+		auth: e.auth, startRun: e.startRun, fleet: e.fleet, configs: map[string]json.RawMessage{}}
 }

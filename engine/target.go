@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/ductile/ductile/commands"
@@ -26,7 +27,20 @@ func (e *Engine) Target(plugin, command string) (events.AppliedPlugin, events.Ap
 // config, or a *commands.TargetError saying why there is none (skipped,
 // disabled, unknown with the nearest name).
 func (e *Engine) Plugin(name string) (events.AppliedPlugin, error) {
-	return commands.TargetPlugin(e.applied, name)
+	p, err := commands.TargetPlugin(e.applied, name)
+	if err == nil || !e.config.Plugin(name).RunsOn.Remote() || !e.config.Plugin(name).Enabled {
+		return p, err
+	}
+	if remote, ok := e.remotePlugin(name); ok {
+		return remote.Applied(), nil // runs_on remote or any: as a worker registered it
+	}
+	var target *commands.TargetError
+	if errors.As(err, &target) && target.Kind == commands.ErrPluginUnknown {
+		// Placed on remote workers, none of which has registered it yet.
+		return p, &commands.TargetError{Kind: commands.ErrPluginUnrunnable, Plugin: name,
+			Reason: "its jobs run on remote workers (runs_on), and no worker serving it has registered yet: start one (it registers at start)"}
+	}
+	return p, err
 }
 
 // targetCommand is Target's check of a plugin found loaded and enabled.

@@ -17,4 +17,5 @@ const (
 	ActorDaemon     Actor = "daemon"     // what a daemon records of itself
 	ActorDispatcher Actor = "dispatcher" // the run of a job's attempt
 	ActorRecovery   Actor = "recovery"   // crash recovery of a running job
+	ActorWorker     Actor = "worker"     // a remote worker host, through the API
 )

@@ -217,6 +217,10 @@ type Started struct {
 	// plugin that cannot run or could not be spawned), and in events
 	// recorded before it existed.
 	Plugin *PluginProcess `json:"plugin,omitempty"`
+	// Lease is set when a remote worker claimed the attempt: recovery at
+	// start leaves the job to its lease, and the sweeper ends the attempt
+	// when the lease runs out.
+	Lease *Lease `json:"lease,omitempty"`
 }
 
 // Worker identifies who ran an attempt: a worker's name (a daemon's own

@@ -46,6 +46,12 @@ func goldenExamples() map[string]any {
 	}
 	slot := events.Slot{Nominal: at("2026-11-28T12:00:00Z"), Due: at("2026-11-28T12:00:07.25Z"), Start: at("2026-11-28T11:00:00Z")}
 	return map[string]any{
+		events.WorkerRegistered: events.WorkerRegisteredData{Name: "gpu-box", Host: "gpu-box.lan", Version: "0.23.0", PID: 5100, Concurrency: 4,
+			Plugins: []events.WorkerPlugin{{Name: "render", Version: "1.2.0", Commands: []events.AppliedCommand{{Name: "handle", Type: "write"}},
+				ConcurrencySafe: true, FactOutputs: []events.WorkerFactOutput{{Command: "handle", From: "state_updates", FactType: "render.frames", CompatibilityView: "mirror_object"}}}}},
+		events.JobLeaseRenewed: events.LeaseRenewed{Attempt: 2, Fence: 3, LeaseUntil: "2026-11-28T12:01:00.000000000Z"},
+		events.JobSuperseded: events.Superseded{Refused: events.RefusedComplete, Worker: "gpu-box", Attempt: 1, Fence: 3, CurrentFence: 7,
+			Status: events.StatusRunning, Kind: events.OutcomeOK},
 		events.JobEnqueued: events.Enqueued{JobID: "01JBX0000000000000000000AB", Plugin: "echo", Command: "handle", Payload: raw(`{"text":"hi"}`),
 			MaxAttempts: 4, BackoffBaseMS: 30000, SubmittedBy: "cli", DedupeKey: "echo:hi", DedupeTTLMS: 60000,
 			ParentJobID: "01JBX0000000000000000000AA", SourceEventID: "01JBX0000000000000000000E1",
@@ -56,7 +62,8 @@ func goldenExamples() map[string]any {
 			Context: raw(`{"repo":"ductile"}`), ReplayOf: "01JBX0000000000000000000A8", HookDepth: 1,
 			TaskID: "task-42", TraceID: "trace-7", IdempotencyKey: "create-42", RootJobID: "01JBX0000000000000000000A7", RunAttempt: 3},
 		events.JobStarted: events.Started{Attempt: 2, DeadlineAt: "2026-11-28T12:00:30.000000000Z", PID: 4100,
-			Plugin: &events.PluginProcess{PGID: 4242, StartTicks: 987654, BootID: "0e1f6c2a-5b8e-4f51-9d37-2f1b0c9a7e11"}},
+			Plugin: &events.PluginProcess{PGID: 4242, StartTicks: 987654, BootID: "0e1f6c2a-5b8e-4f51-9d37-2f1b0c9a7e11"},
+			Lease:  &events.Lease{Worker: "gpu-box", Fence: 3, LeaseUntil: "2026-11-28T12:00:45.000000000Z"}},
 		events.JobSucceeded: events.AttemptEnded{Attempt: 1, Kind: events.OutcomeOK, DurationMS: 3, Response: raw(`{"status":"ok","result":{"n":1}}`), Stderr: "hi\n",
 			ResultRefs: []string{"01JBX0000000000000000000AB:1", "01JBX0000000000000000000AB:2"}},
 		events.JobFailed: ended,
@@ -148,7 +155,7 @@ func appliedExample() events.ConfigAppliedData {
 				Retry:            events.RetrySettings{MaxAttempts: 4, BackoffBase: "30s"},
 				Timeouts:         events.TimeoutSettings{Poll: "1m", Handle: "2m", Health: "10s", Init: "30s"},
 				CircuitBreaker:   events.BreakerSettings{Enabled: true, Threshold: 3, ResetAfter: "5m"},
-				NotifyOnComplete: true, ConfigHash: "blake3:77aa", Schedules: schedules}},
+				NotifyOnComplete: true, ConfigHash: "blake3:77aa", Schedules: schedules, RunsOn: "any"}},
 			Routes: []events.RouteSettings{{From: "echo", EventType: "echo.said", To: "echo", Command: "handle"}},
 			Tokens: []events.TokenSettings{{Name: "ci", Scopes: []string{"jobs:rw", "plugin:rw"}}},
 			Sections: map[string]string{"api": "blake3:aa01", "pipelines": "blake3:aa02", "secrets": "blake3:aa03", "tokens": "blake3:aa04",

@@ -59,6 +59,8 @@ type PluginSettings struct {
 	// ConfigHash is the hash of the plugin's config: map.
 	ConfigHash string             `json:"config_hash"`
 	Schedules  []ScheduleSettings `json:"schedules,omitempty"`
+	// RunsOn is where its jobs run (local, remote, any); empty: local.
+	RunsOn string `json:"runs_on,omitempty"`
 }
 
 // RetrySettings are a plugin's retry: settings.

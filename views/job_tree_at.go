@@ -244,7 +244,7 @@ func foldJobAt(evs []ledger.Event) (JobAt, error) {
 				return JobAt{}, err
 			}
 			out.Exports = append(out.Exports, d.ID)
-		case events.JobStderrWritten, events.JobRetried, events.JobReplayed:
+		case events.JobStderrWritten, events.JobRetried, events.JobReplayed, events.JobLeaseRenewed, events.JobSuperseded:
 			continue // the projection's row does not change
 		}
 		out.UpdatedSeq = ev.Seq

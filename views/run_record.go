@@ -254,7 +254,7 @@ func (f *runFold) apply(ev ledger.Event) error {
 		r.Progress, r.Stage, r.Message = d.Progress, optional(d.Stage), optional(d.Message)
 	case events.JobExported:
 		r.ExportsCount++
-	case events.JobStderrWritten, events.JobRetried, events.JobReplayed:
+	case events.JobStderrWritten, events.JobRetried, events.JobReplayed, events.JobLeaseRenewed, events.JobSuperseded:
 	default:
 		return fmt.Errorf("unknown job event type %q", ev.Type)
 	}

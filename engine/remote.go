@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pluginhost"
+)
+
+// ErrUnknownWorker means a worker asked for work before it registered, or
+// for plugins it did not register.
+var ErrUnknownWorker = errors.New("unknown worker")
+
+// StaleFenceError is the answer to a remote worker that sent a completion,
+// failure, renewal or log batch with a fence that no longer holds the job:
+// what it sent was recorded as job.superseded and not applied (HTTP 409,
+// code stale_fence). It unwraps to commands.ErrStaleFence.
+type StaleFenceError struct {
+	*commands.StaleFenceError
+}
+
+func (e *StaleFenceError) Unwrap() error { return e.StaleFenceError }
+
+// staleFence turns the commands' stale fence error into the Engine's.
+func staleFence(err error) error {
+	var stale *commands.StaleFenceError
+	if errors.As(err, &stale) {
+		return &StaleFenceError{stale}
+	}
+	return err
+}
+
+// RegisterWorker records a worker host's registration (worker.registered
+// on its stream): who it is and the plugins it serves with what their
+// manifests declare. A plugin whose config says runs_on: remote or any
+// need not be installed here: the Engine resolves it from the
+// registrations.
+func (e *Engine) RegisterWorker(ctx context.Context, w events.WorkerRegisteredData) error {
+	if err := checkRegistration(w); err != nil {
+		return err
+	}
+	_, err := e.ledger.Append(ctx, ledger.NewEvent{Stream: events.WorkerStream(w.Name), ExpectedVersion: ledger.AnyVersion,
+		Type: events.WorkerRegistered, Data: w, Meta: ledger.Meta{Actor: events.ActorWorker}})
+	if err != nil {
+		return fmt.Errorf("register worker %s: %w", w.Name, err)
+	}
+	e.fleet.registered(w)
+	return nil
+}
+
+// checkRegistration refuses a registration the daemon could not use.
+func checkRegistration(w events.WorkerRegisteredData) error {
+	if w.Name == "" || strings.ContainsAny(w.Name, " \t\n/") || len(w.Name) > 128 {
+		return fmt.Errorf("%w: register worker: name %q must be 1-128 characters without spaces or slashes (ductile worker --name)", commands.ErrInvalidCommand, w.Name)
+	}
+	seen := map[string]bool{}
+	for _, p := range w.Plugins {
+		if p.Name == "" || seen[p.Name] || len(p.Commands) == 0 {
+			return fmt.Errorf("%w: register worker %s: plugin %q is unnamed, listed twice or has no commands", commands.ErrInvalidCommand, w.Name, p.Name)
+		}
+		seen[p.Name] = true
+		for _, fo := range p.FactOutputs {
+			if fo.From != "state_updates" || fo.FactType == "" {
+				return fmt.Errorf("%w: register worker %s: plugin %s: a fact_outputs rule needs a fact_type and from: state_updates, got from %q", commands.ErrInvalidCommand, w.Name, p.Name, fo.From)
+			}
+		}
+	}
+	return nil
+}
+
+// Workers are the registrations of every worker, by name, as last recorded.
+func (e *Engine) Workers(ctx context.Context) (map[string]events.WorkerRegisteredData, error) {
+	return e.fleet.Workers(ctx, e.ledger)
+}
+
+// remotePlugin is plugin name as a registered worker serves it (the
+// registration of the worker whose name sorts first, when several do).
+func (e *Engine) remotePlugin(name string) (events.WorkerPlugin, bool) {
+	if e.ledger == nil {
+		return events.WorkerPlugin{}, false
+	}
+	workers, err := e.fleet.Workers(context.Background(), e.ledger)
+	if err != nil {
+		return events.WorkerPlugin{}, false
+	}
+	names := make([]string, 0, len(workers))
+	for n := range workers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		for _, p := range workers[n].Plugins {
+			if p.Name == name {
+				return p, true
+			}
+		}
+	}
+	return events.WorkerPlugin{}, false
+}
+
+// remoteCapacity is plugin's parallelism cap for remote claims: its config
+// parallelism (0: no cap but the workers' own), 1 if the manifest, here or
+// as a worker registered it, says it is not concurrency-safe.
+func (e *Engine) remoteCapacity(plugin string) int {
+	capacity := e.config.Plugin(plugin).Parallelism
+	serial := false
+	if p, ok := e.localPlugin(plugin); ok {
+		serial = !p.Manifest.ConcurrencySafe
+	} else if p, ok := e.remotePlugin(plugin); ok {
+		serial = !p.ConcurrencySafe
+	}
+	if serial {
+		return 1
+	}
+	return capacity // 0: no cap
+}
+
+// localPlugin is plugin as loaded here, if it is.
+func (e *Engine) localPlugin(name string) (*pluginhost.Plugin, bool) {
+	if e.plugins == nil {
+		return nil, false
+	}
+	return e.plugins.Get(name)
+}
+
+// WorkerPluginOf is plugin p as a worker registers it: its manifest's
+// version, commands, concurrency_safe and fact_outputs.
+func WorkerPluginOf(p *pluginhost.Plugin) events.WorkerPlugin {
+	m := p.Manifest
+	wp := events.WorkerPlugin{Name: p.Name, Version: m.Version, ConcurrencySafe: m.ConcurrencySafe, Commands: []events.AppliedCommand{}}
+	for _, c := range m.Commands {
+		wp.Commands = append(wp.Commands, events.AppliedCommand{Name: c.Name, Type: string(c.Type)})
+	}
+	for _, fo := range m.FactOutputs {
+		wp.FactOutputs = append(wp.FactOutputs, events.WorkerFactOutput{Command: fo.When.Command, From: fo.From, FactType: fo.FactType,
+			CompatibilityView: string(fo.CompatibilityView)})
+	}
+	return wp
+}
