@@ -242,7 +242,6 @@ func (f *Fleet) unprojected() map[string]map[string]bool {
 	return out
 }
 
-
 // registered records a worker's registration.
 func (f *Fleet) registered(w events.WorkerRegisteredData) {
 	f.mu.Lock()
