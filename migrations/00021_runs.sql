@@ -1,45 +1,42 @@
--- runs: one row per job as the Run protocol lists it (a run is a job:
--- run_id = job_id; docs/runs.md), folded by the projector from the job's
--- stream: the run status (a dead job whose last attempt timed out is
--- 'timeout', else 'failed'), the caller's task and trace ids, the retry
--- chain, the last progress and how many export items it has. GET /runs
--- and `ductile run list` page through its indexes, newest first (seq is
--- job.enqueued's), so a page costs what it shows, not the history.
--- A ledger from before it starts the table from job_queue and job_log
--- (no job of it has task ids, progress or exports).
+-- The Run protocol's listing (docs/runs.md): a run is a job, so its row in
+-- job_queue gains what GET /runs filters on and shows, kept by the
+-- projector from the job's stream: whether its last ended attempt timed
+-- out (a dead job is then a 'timeout' run, else a 'failed' one), the
+-- caller's task and trace ids, the retry chain, the running attempt's last
+-- progress, and how many export items it has. Runs are listed through the
+-- indexes job listings already use, plus one by task. (Columns on the row
+-- the projector writes anyway, not a table of their own: a job's
+-- lifecycle writes no more pages than before.)
+-- A ledger from before it has no task ids, progress or items; timed_out
+-- comes from each dead job's last ended attempt in job_log.
 
 -- +goose Up
-CREATE TABLE runs (
-    job_id         TEXT    PRIMARY KEY,
-    seq            INTEGER NOT NULL UNIQUE,
-    plugin         TEXT    NOT NULL,
-    command        TEXT    NOT NULL,
-    status         TEXT    NOT NULL,           -- queued | running | cancel_requested | succeeded | failed | timeout | canceled
-    timed_out      INTEGER NOT NULL DEFAULT 0, -- the last attempt that ended timed out
-    task_id        TEXT,
-    trace_id       TEXT,
-    root_job_id    TEXT,                       -- NULL: the job is its chain's root
-    run_attempt    INTEGER NOT NULL DEFAULT 1,
-    progress       REAL,
-    stage          TEXT,
-    message        TEXT,
-    exports_count  INTEGER NOT NULL DEFAULT 0,
-    updated_seq    INTEGER NOT NULL
-) STRICT;
+ALTER TABLE job_queue ADD COLUMN timed_out INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE job_queue ADD COLUMN task_id TEXT;
+ALTER TABLE job_queue ADD COLUMN trace_id TEXT;
+ALTER TABLE job_queue ADD COLUMN root_job_id TEXT; -- NULL: the job is its chain's root
+ALTER TABLE job_queue ADD COLUMN run_attempt INTEGER NOT NULL DEFAULT 1;
+ALTER TABLE job_queue ADD COLUMN progress REAL;
+ALTER TABLE job_queue ADD COLUMN stage TEXT;
+ALTER TABLE job_queue ADD COLUMN message TEXT;
+ALTER TABLE job_queue ADD COLUMN exports_count INTEGER NOT NULL DEFAULT 0;
 
-CREATE INDEX runs_by_task ON runs (task_id, seq) WHERE task_id IS NOT NULL;
-CREATE INDEX runs_by_plugin ON runs (plugin, seq);
-CREATE INDEX runs_by_status ON runs (status, seq);
+CREATE INDEX job_queue_by_task ON job_queue (task_id, seq) WHERE task_id IS NOT NULL;
 
-INSERT INTO runs (job_id, seq, plugin, command, status, timed_out, updated_seq)
-SELECT q.id, q.seq, q.plugin, q.command,
-       CASE WHEN q.status = 'dead' AND l.kind = 'timeout' THEN 'timeout'
-            WHEN q.status = 'dead' THEN 'failed'
-            ELSE q.status END,
-       coalesce(l.kind = 'timeout', 0), q.updated_seq
-FROM job_queue q
-LEFT JOIN job_log l ON l.job_id = q.id
-    AND l.attempt = (SELECT max(attempt) FROM job_log WHERE job_id = q.id AND completed_at IS NOT NULL);
+UPDATE job_queue SET timed_out = 1
+WHERE status = 'dead'
+  AND (SELECT kind FROM job_log
+       WHERE job_id = job_queue.id AND completed_at IS NOT NULL
+       ORDER BY attempt DESC LIMIT 1) = 'timeout';
 
 -- +goose Down
-DROP TABLE runs;
+DROP INDEX job_queue_by_task;
+ALTER TABLE job_queue DROP COLUMN exports_count;
+ALTER TABLE job_queue DROP COLUMN message;
+ALTER TABLE job_queue DROP COLUMN stage;
+ALTER TABLE job_queue DROP COLUMN progress;
+ALTER TABLE job_queue DROP COLUMN run_attempt;
+ALTER TABLE job_queue DROP COLUMN root_job_id;
+ALTER TABLE job_queue DROP COLUMN trace_id;
+ALTER TABLE job_queue DROP COLUMN task_id;
+ALTER TABLE job_queue DROP COLUMN timed_out;

@@ -13,9 +13,9 @@ import (
 	"github.com/ductile/ductile/migrations"
 )
 
-// A ledger from before 00021 starts runs from its job_queue: each job's
-// status as a run's, a dead job whose last ended attempt timed out as
-// timeout, any other dead job as failed.
+// A ledger from before 00021 gets job_queue's run columns: timed_out set
+// for a dead job whose last ended attempt timed out (a timeout run), for
+// no other; no task, progress or items; each run attempt 1 of its chain.
 func TestRunsMigrationListsEveryJob(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ductile.db")
@@ -64,23 +64,25 @@ func TestRunsMigrationListsEveryJob(t *testing.T) {
 	_, err = p.UpTo(ctx, 21)
 	require.NoError(t, err)
 	got := map[string]string{}
-	rows, err := db.Query(`SELECT job_id, status, timed_out, run_attempt, exports_count, updated_seq FROM runs`)
+	rows, err := db.Query(`SELECT id, status, timed_out, run_attempt, exports_count, updated_seq, task_id IS NULL AND progress IS NULL FROM job_queue`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var id, status string
 		var timedOut, attempt, exports, updated int
-		require.NoError(t, rows.Scan(&id, &status, &timedOut, &attempt, &exports, &updated))
+		var empty bool
+		require.NoError(t, rows.Scan(&id, &status, &timedOut, &attempt, &exports, &updated, &empty))
+		require.True(t, empty)
 		got[id] = fmt.Sprintf("%s/%d/%d/%d/%d", status, timedOut, attempt, exports, updated)
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, map[string]string{
-		"job-0": "succeeded/0/1/0/100", "job-1": "timeout/1/1/0/101", "job-2": "failed/0/1/0/102", "job-3": "failed/0/1/0/103",
+		"job-0": "succeeded/0/1/0/100", "job-1": "dead/1/1/0/101", "job-2": "dead/0/1/0/102", "job-3": "dead/0/1/0/103",
 		"job-4": "running/0/1/0/104", "job-5": "queued/0/1/0/105", "job-6": "canceled/0/1/0/106",
 	}, got)
 
 	_, err = p.DownTo(ctx, 20)
 	require.NoError(t, err)
-	var tables int
-	require.NoError(t, db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name = 'runs'`).Scan(&tables))
-	require.Zero(t, tables)
+	var columns int
+	require.NoError(t, db.QueryRow(`SELECT count(*) FROM pragma_table_info('job_queue') WHERE name IN ('timed_out', 'task_id', 'progress')`).Scan(&columns))
+	require.Zero(t, columns)
 }

@@ -14,7 +14,10 @@ import (
 )
 
 // JobQueue keeps one row per job: its current status and attempt, the
-// dispatcher's view of the queue (spec §12 job_queue); and job_totals, how
+// dispatcher's view of the queue (spec §12 job_queue), with what the Run
+// protocol lists of it as a run (task and trace ids, retry chain, whether
+// its last ended attempt timed out, last progress, export count:
+// migration 00021); and job_totals, how
 // many jobs of each plugin reached each terminal status, archived ones
 // included (ledger.archived removes job rows, never totals).
 type JobQueue struct{}
@@ -96,7 +99,7 @@ func (JobQueue) apply(r *jobRows, pg *page, i int) error {
 	row := r.rows.byKey[id]
 	var d any
 	switch ev.Type {
-	case events.JobSucceeded, events.JobCancelRequested: // nothing of their data
+	case events.JobSucceeded, events.JobCancelRequested, events.JobExported: // nothing of their data
 	default:
 		var err error
 		if d, err = pg.decode(i); err != nil {
@@ -126,6 +129,7 @@ func (JobQueue) apply(r *jobRows, pg *page, i int) error {
 			Status: string(events.StatusQueued), Attempt: 1, MaxAttempts: int64(e.MaxAttempts), SubmittedBy: string(e.SubmittedBy),
 			DedupeKey: strPtr(e.DedupeKey), CreatedAt: at, ParentJobID: strPtr(e.ParentJobID),
 			SourceEventID: strPtr(e.SourceEventID), CorrelationID: meta.CorrelationID, UpdatedSeq: ev.Seq,
+			TaskID: strPtr(e.TaskID), TraceID: strPtr(e.TraceID), RootJobID: strPtr(e.RootJobID), RunAttempt: int64(max(e.RunAttempt, 1)),
 		})
 		return nil
 	case events.JobStarted:
@@ -134,14 +138,19 @@ func (JobQueue) apply(r *jobRows, pg *page, i int) error {
 			return queries.SetJobStarted(conn, queries.SetJobStartedParams{Attempt: attempt, At: &at, Seq: ev.Seq, ID: id})
 		}
 		row.Status, row.Attempt, row.StartedAt, row.NextRetryAt = string(events.StatusRunning), attempt, &at, nil
+		row.Progress, row.Stage, row.Message = nil, nil, nil
 	case events.JobSucceeded:
 		return r.ended(row, id, events.StatusSucceeded, ev, nil)
 	case events.JobFailed, events.JobTimedOut:
 		lastError := strPtr(d.(*events.AttemptEnded).Error)
-		if row == nil {
-			return queries.SetJobLastError(conn, queries.SetJobLastErrorParams{LastError: lastError, Seq: ev.Seq, ID: id})
+		timedOut := int64(0)
+		if ev.Type == events.JobTimedOut {
+			timedOut = 1
 		}
-		row.LastError = lastError
+		if row == nil {
+			return queries.SetJobLastError(conn, queries.SetJobLastErrorParams{LastError: lastError, TimedOut: timedOut, Seq: ev.Seq, ID: id})
+		}
+		row.LastError, row.TimedOut = lastError, timedOut
 	case events.JobRetryScheduled:
 		e := d.(*events.RetryScheduled)
 		next := e.NextRetryAt
@@ -173,7 +182,7 @@ func (JobQueue) apply(r *jobRows, pg *page, i int) error {
 			if e.Requeued {
 				row.Status = string(events.StatusQueued)
 			}
-			row.Attempt, row.LastError = int64(e.NextAttempt), &reason
+			row.Attempt, row.LastError, row.TimedOut = int64(e.NextAttempt), &reason, 0
 		case e.Requeued:
 			return queries.SetJobQueued(conn, queries.SetJobQueuedParams{Attempt: int64(e.NextAttempt), LastError: &reason, Seq: ev.Seq, ID: id})
 		default:
@@ -186,6 +195,17 @@ func (JobQueue) apply(r *jobRows, pg *page, i int) error {
 		row.Status = string(events.StatusCancelRequested)
 	case events.JobCanceled:
 		return r.ended(row, id, events.StatusCanceled, ev, strPtr(d.(*events.Canceled).Reason))
+	case events.JobProgressed:
+		p := d.(*events.Progressed)
+		if row == nil {
+			return queries.SetJobProgress(conn, queries.SetJobProgressParams{Progress: p.Progress, Stage: strPtr(p.Stage), Message: strPtr(p.Message), Seq: ev.Seq, ID: id})
+		}
+		row.Progress, row.Stage, row.Message = p.Progress, strPtr(p.Stage), strPtr(p.Message)
+	case events.JobExported:
+		if row == nil {
+			return queries.AddJobExport(conn, queries.AddJobExportParams{Seq: ev.Seq, ID: id})
+		}
+		row.ExportsCount++
 	default:
 		return nil // read by other projections
 	}

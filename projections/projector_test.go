@@ -325,30 +325,25 @@ func checkAgainstLog(t *testing.T, l, src *ledger.Ledger, until int64) {
 			totals[row.Plugin+"/"+row.Status] = row.N
 			continue
 		}
-		if section == "runs" {
-			var row struct {
-				JobID, Status string
-				TaskID        *string
-				Progress      *float64
-				ExportsCount  int
-			}
-			require.NoError(t, json.Unmarshal(line, &row))
-			runs[row.JobID] = runLine(row.Status, row.TaskID, row.Progress, row.ExportsCount)
-			continue
-		}
 		if section != "job_queue" {
 			continue
 		}
 		var row struct {
-			ID      string
-			Status  string
-			Attempt int64
+			ID           string
+			Status       string
+			Attempt      int64
+			TimedOut     int64
+			TaskID       *string
+			Progress     *float64
+			ExportsCount int
 		}
 		require.NoError(t, json.Unmarshal(line, &row))
 		jobs[row.ID] = fmt.Sprintf("%s/%d", row.Status, row.Attempt)
+		status := views.RunStatusOf(events.Status(row.Status), row.TimedOut == 1)
+		runs[row.ID] = runLine(string(status), row.TaskID, row.Progress, row.ExportsCount)
 	}
 	require.Equal(t, wantJobs, jobs)
-	require.Equal(t, wantRuns, runs, "runs holds each job's run status, task, progress and export count")
+	require.Equal(t, wantRuns, runs, "job_queue holds each job's run status, task, progress and export count")
 	// Every job that ended counts once in job_totals (nothing is archived).
 	require.Equal(t, wantTotals, totals)
 	require.Contains(t, totals, "echo/succeeded")

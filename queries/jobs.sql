@@ -5,14 +5,18 @@
 -- column, as the statements below set them one event at a time.
 INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
                        dedupe_key, created_at, started_at, completed_at, next_retry_at, last_error,
-                       parent_job_id, source_event_id, correlation_id, updated_seq)
+                       parent_job_id, source_event_id, correlation_id, updated_seq,
+                       timed_out, task_id, trace_id, root_job_id, run_attempt, progress, stage, message, exports_count)
 VALUES (@id, @seq, @plugin, @command, @payload, @status, @attempt, @max_attempts, @submitted_by,
         @dedupe_key, @created_at, @started_at, @completed_at, @next_retry_at, @last_error,
-        @parent_job_id, @source_event_id, @correlation_id, @updated_seq);
+        @parent_job_id, @source_event_id, @correlation_id, @updated_seq,
+        @timed_out, @task_id, @trace_id, @root_job_id, @run_attempt, @progress, @stage, @message, @exports_count);
 
 -- name: SetJobStarted :exec
+-- A new attempt reports its own progress: the last one's is cleared.
 UPDATE job_queue
-SET status = 'running', attempt = @attempt, started_at = @at, next_retry_at = NULL, updated_seq = @seq
+SET status = 'running', attempt = @attempt, started_at = @at, next_retry_at = NULL,
+    progress = NULL, stage = NULL, message = NULL, updated_seq = @seq
 WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobEnded :exec
@@ -34,19 +38,20 @@ SET status = 'dead', completed_at = @at, last_error = coalesce(last_error, @reas
 WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobLastError :exec
-UPDATE job_queue SET last_error = @last_error, updated_seq = @seq WHERE id = CAST(@id AS TEXT);
+-- An attempt failed (job.failed), or timed out (job.timed_out: timed_out 1).
+UPDATE job_queue SET last_error = @last_error, timed_out = CAST(@timed_out AS INTEGER), updated_seq = @seq WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobQueued :exec
 -- Back in the queue after its runner died (recovery of an orphan).
 UPDATE job_queue
-SET status = 'queued', attempt = @attempt, last_error = @last_error, updated_seq = @seq
+SET status = 'queued', attempt = @attempt, last_error = @last_error, timed_out = 0, updated_seq = @seq
 WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobStatus :exec
 UPDATE job_queue SET status = CAST(@status AS TEXT), updated_seq = @seq WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobAttempt :exec
-UPDATE job_queue SET attempt = CAST(@attempt AS INTEGER), last_error = @last_error, updated_seq = @seq WHERE id = CAST(@id AS TEXT);
+UPDATE job_queue SET attempt = CAST(@attempt AS INTEGER), last_error = @last_error, timed_out = 0, updated_seq = @seq WHERE id = CAST(@id AS TEXT);
 
 -- name: GetJobForLog :one
 -- The columns of a job that each of its attempts' rows repeats (fixed once
@@ -89,7 +94,8 @@ DELETE FROM job_log;
 -- name: DumpJobQueue :many
 SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
-       correlation_id, updated_seq
+       correlation_id, updated_seq,
+       timed_out, task_id, trace_id, root_job_id, run_attempt, progress, stage, message, exports_count
 FROM job_queue ORDER BY seq;
 
 -- name: DumpJobLog :many

@@ -15,10 +15,12 @@ import (
 const insertJobRow = `
 INSERT INTO job_queue (id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by,
                        dedupe_key, created_at, started_at, completed_at, next_retry_at, last_error,
-                       parent_job_id, source_event_id, correlation_id, updated_seq)
+                       parent_job_id, source_event_id, correlation_id, updated_seq,
+                       timed_out, task_id, trace_id, root_job_id, run_attempt, progress, stage, message, exports_count)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
         ?10, ?11, ?12, ?13, ?14, ?15,
-        ?16, ?17, ?18, ?19)`
+        ?16, ?17, ?18, ?19,
+        ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)`
 
 type InsertJobRowParams struct {
 	ID            string
@@ -40,6 +42,15 @@ type InsertJobRowParams struct {
 	SourceEventID *string
 	CorrelationID string
 	UpdatedSeq    int64
+	TimedOut      int64
+	TaskID        *string
+	TraceID       *string
+	RootJobID     *string
+	RunAttempt    int64
+	Progress      *float64
+	Stage         *string
+	Message       *string
+	ExportsCount  int64
 }
 
 // job_queue and job_log: written by the projector, read by the dispatcher and the CLI.
@@ -106,6 +117,39 @@ func InsertJobRow(conn *sqlite.Conn, arg InsertJobRowParams) (err error) {
 	}
 	stmt.BindText(18, arg.CorrelationID)
 	stmt.BindInt64(19, arg.UpdatedSeq)
+	stmt.BindInt64(20, arg.TimedOut)
+	if arg.TaskID == nil {
+		stmt.BindNull(21)
+	} else {
+		stmt.BindText(21, *arg.TaskID)
+	}
+	if arg.TraceID == nil {
+		stmt.BindNull(22)
+	} else {
+		stmt.BindText(22, *arg.TraceID)
+	}
+	if arg.RootJobID == nil {
+		stmt.BindNull(23)
+	} else {
+		stmt.BindText(23, *arg.RootJobID)
+	}
+	stmt.BindInt64(24, arg.RunAttempt)
+	if arg.Progress == nil {
+		stmt.BindNull(25)
+	} else {
+		stmt.BindFloat(25, *arg.Progress)
+	}
+	if arg.Stage == nil {
+		stmt.BindNull(26)
+	} else {
+		stmt.BindText(26, *arg.Stage)
+	}
+	if arg.Message == nil {
+		stmt.BindNull(27)
+	} else {
+		stmt.BindText(27, *arg.Message)
+	}
+	stmt.BindInt64(28, arg.ExportsCount)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -119,7 +163,8 @@ func InsertJobRow(conn *sqlite.Conn, arg InsertJobRowParams) (err error) {
 }
 
 const setJobStarted = `UPDATE job_queue
-SET status = 'running', attempt = ?1, started_at = ?2, next_retry_at = NULL, updated_seq = ?3
+SET status = 'running', attempt = ?1, started_at = ?2, next_retry_at = NULL,
+    progress = NULL, stage = NULL, message = NULL, updated_seq = ?3
 WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobStartedParams struct {
@@ -129,6 +174,7 @@ type SetJobStartedParams struct {
 	ID      string
 }
 
+// A new attempt reports its own progress: the last one's is cleared.
 func SetJobStarted(conn *sqlite.Conn, arg SetJobStartedParams) (err error) {
 	stmt, err := conn.Prepare(setJobStarted)
 	if err != nil {
@@ -297,14 +343,16 @@ func SetJobDead(conn *sqlite.Conn, arg SetJobDeadParams) (err error) {
 	return nil
 }
 
-const setJobLastError = `UPDATE job_queue SET last_error = ?1, updated_seq = ?2 WHERE id = CAST(?3 AS TEXT)`
+const setJobLastError = `UPDATE job_queue SET last_error = ?1, timed_out = CAST(?2 AS INTEGER), updated_seq = ?3 WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobLastErrorParams struct {
 	LastError *string
+	TimedOut  int64
 	Seq       int64
 	ID        string
 }
 
+// An attempt failed (job.failed), or timed out (job.timed_out: timed_out 1).
 func SetJobLastError(conn *sqlite.Conn, arg SetJobLastErrorParams) (err error) {
 	stmt, err := conn.Prepare(setJobLastError)
 	if err != nil {
@@ -320,8 +368,9 @@ func SetJobLastError(conn *sqlite.Conn, arg SetJobLastErrorParams) (err error) {
 	} else {
 		stmt.BindText(1, *arg.LastError)
 	}
-	stmt.BindInt64(2, arg.Seq)
-	stmt.BindText(3, arg.ID)
+	stmt.BindInt64(2, arg.TimedOut)
+	stmt.BindInt64(3, arg.Seq)
+	stmt.BindText(4, arg.ID)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
@@ -335,7 +384,7 @@ func SetJobLastError(conn *sqlite.Conn, arg SetJobLastErrorParams) (err error) {
 }
 
 const setJobQueued = `UPDATE job_queue
-SET status = 'queued', attempt = ?1, last_error = ?2, updated_seq = ?3
+SET status = 'queued', attempt = ?1, last_error = ?2, timed_out = 0, updated_seq = ?3
 WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobQueuedParams struct {
@@ -409,7 +458,7 @@ func SetJobStatus(conn *sqlite.Conn, arg SetJobStatusParams) (err error) {
 	return nil
 }
 
-const setJobAttempt = `UPDATE job_queue SET attempt = CAST(?1 AS INTEGER), last_error = ?2, updated_seq = ?3 WHERE id = CAST(?4 AS TEXT)`
+const setJobAttempt = `UPDATE job_queue SET attempt = CAST(?1 AS INTEGER), last_error = ?2, timed_out = 0, updated_seq = ?3 WHERE id = CAST(?4 AS TEXT)`
 
 type SetJobAttemptParams struct {
 	Attempt   int64
@@ -861,7 +910,8 @@ func DeleteJobLog(conn *sqlite.Conn) (err error) {
 
 const dumpJobQueue = `SELECT id, seq, plugin, command, payload, status, attempt, max_attempts, submitted_by, dedupe_key,
        created_at, started_at, completed_at, next_retry_at, last_error, parent_job_id, source_event_id,
-       correlation_id, updated_seq
+       correlation_id, updated_seq,
+       timed_out, task_id, trace_id, root_job_id, run_attempt, progress, stage, message, exports_count
 FROM job_queue ORDER BY seq`
 
 type DumpJobQueueRow struct {
@@ -884,6 +934,15 @@ type DumpJobQueueRow struct {
 	SourceEventID *string
 	CorrelationID string
 	UpdatedSeq    int64
+	TimedOut      int64
+	TaskID        *string
+	TraceID       *string
+	RootJobID     *string
+	RunAttempt    int64
+	Progress      *float64
+	Stage         *string
+	Message       *string
+	ExportsCount  int64
 }
 
 func DumpJobQueue(conn *sqlite.Conn, fn func(DumpJobQueueRow) error) (err error) {
@@ -948,6 +1007,33 @@ func DumpJobQueue(conn *sqlite.Conn, fn func(DumpJobQueueRow) error) (err error)
 		}
 		row.CorrelationID = stmt.ColumnText(17)
 		row.UpdatedSeq = stmt.ColumnInt64(18)
+		row.TimedOut = stmt.ColumnInt64(19)
+		if !stmt.ColumnIsNull(20) {
+			val := stmt.ColumnText(20)
+			row.TaskID = &val
+		}
+		if !stmt.ColumnIsNull(21) {
+			val := stmt.ColumnText(21)
+			row.TraceID = &val
+		}
+		if !stmt.ColumnIsNull(22) {
+			val := stmt.ColumnText(22)
+			row.RootJobID = &val
+		}
+		row.RunAttempt = stmt.ColumnInt64(23)
+		if !stmt.ColumnIsNull(24) {
+			val := stmt.ColumnFloat(24)
+			row.Progress = &val
+		}
+		if !stmt.ColumnIsNull(25) {
+			val := stmt.ColumnText(25)
+			row.Stage = &val
+		}
+		if !stmt.ColumnIsNull(26) {
+			val := stmt.ColumnText(26)
+			row.Message = &val
+		}
+		row.ExportsCount = stmt.ColumnInt64(27)
 		if err := fn(row); err != nil {
 			return err
 		}

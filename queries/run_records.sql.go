@@ -12,221 +12,53 @@ import (
 	"zombiezen.com/go/sqlite"
 )
 
-const insertRunRow = `
-INSERT INTO runs (job_id, seq, plugin, command, status, timed_out, task_id, trace_id, root_job_id, run_attempt,
-                  progress, stage, message, exports_count, updated_seq)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
-        ?11, ?12, ?13, ?14, ?15)`
+const setJobProgress = `
+UPDATE job_queue SET progress = ?1, stage = ?2, message = ?3, updated_seq = ?4
+WHERE id = CAST(?5 AS TEXT)`
 
-type InsertRunRowParams struct {
-	JobID        string
-	Seq          int64
-	Plugin       string
-	Command      string
-	Status       string
-	TimedOut     int64
-	TaskID       *string
-	TraceID      *string
-	RootJobID    *string
-	RunAttempt   int64
-	Progress     *float64
-	Stage        *string
-	Message      *string
-	ExportsCount int64
-	UpdatedSeq   int64
+type SetJobProgressParams struct {
+	Progress *float64
+	Stage    *string
+	Message  *string
+	Seq      int64
+	ID       string
 }
 
-// runs: the Run protocol's listing of jobs (migrations/00021_runs.sql),
-// written by the projector (projections/runs.go), read by views.ListRuns.
-// A run's row as a page of events left it: every column.
-func InsertRunRow(conn *sqlite.Conn, arg InsertRunRowParams) (err error) {
-	stmt, err := conn.Prepare(insertRunRow)
+// The Run protocol's columns of job_queue (migrations/00021_runs.sql),
+// written by the projector (projections/jobs.go), and the run listings of
+// views.ListRuns. A run's status is its job's, but a dead job is a
+// 'timeout' run when its last ended attempt timed out, else 'failed'.
+func SetJobProgress(conn *sqlite.Conn, arg SetJobProgressParams) (err error) {
+	stmt, err := conn.Prepare(setJobProgress)
 	if err != nil {
-		return fmt.Errorf("InsertRunRow: %w", err)
+		return fmt.Errorf("SetJobProgress: %w", err)
 	}
 	defer func() {
 		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("InsertRunRow: %w", resetErr)
+			err = fmt.Errorf("SetJobProgress: %w", resetErr)
 		}
 	}()
-	stmt.BindText(1, arg.JobID)
-	stmt.BindInt64(2, arg.Seq)
-	stmt.BindText(3, arg.Plugin)
-	stmt.BindText(4, arg.Command)
-	stmt.BindText(5, arg.Status)
-	stmt.BindInt64(6, arg.TimedOut)
-	if arg.TaskID == nil {
-		stmt.BindNull(7)
-	} else {
-		stmt.BindText(7, *arg.TaskID)
-	}
-	if arg.TraceID == nil {
-		stmt.BindNull(8)
-	} else {
-		stmt.BindText(8, *arg.TraceID)
-	}
-	if arg.RootJobID == nil {
-		stmt.BindNull(9)
-	} else {
-		stmt.BindText(9, *arg.RootJobID)
-	}
-	stmt.BindInt64(10, arg.RunAttempt)
 	if arg.Progress == nil {
-		stmt.BindNull(11)
+		stmt.BindNull(1)
 	} else {
-		stmt.BindFloat(11, *arg.Progress)
+		stmt.BindFloat(1, *arg.Progress)
 	}
 	if arg.Stage == nil {
-		stmt.BindNull(12)
+		stmt.BindNull(2)
 	} else {
-		stmt.BindText(12, *arg.Stage)
+		stmt.BindText(2, *arg.Stage)
 	}
 	if arg.Message == nil {
-		stmt.BindNull(13)
-	} else {
-		stmt.BindText(13, *arg.Message)
-	}
-	stmt.BindInt64(14, arg.ExportsCount)
-	stmt.BindInt64(15, arg.UpdatedSeq)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("InsertRunRow: %w", err)
-		}
-		if !hasRow {
-			break
-		}
-	}
-	return nil
-}
-
-const getRunRow = `SELECT job_id, seq, plugin, command, status, timed_out, task_id, trace_id, root_job_id, run_attempt,
-       progress, stage, message, exports_count, updated_seq
-FROM runs WHERE job_id = CAST(?1 AS TEXT)`
-
-type GetRunRowRow struct {
-	JobID        string
-	Seq          int64
-	Plugin       string
-	Command      string
-	Status       string
-	TimedOut     int64
-	TaskID       *string
-	TraceID      *string
-	RootJobID    *string
-	RunAttempt   int64
-	Progress     *float64
-	Stage        *string
-	Message      *string
-	ExportsCount int64
-	UpdatedSeq   int64
-}
-
-func GetRunRow(conn *sqlite.Conn, jobID string) (row GetRunRowRow, err error) {
-	stmt, err := conn.Prepare(getRunRow)
-	if err != nil {
-		return row, fmt.Errorf("GetRunRow: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("GetRunRow: %w", resetErr)
-		}
-	}()
-	stmt.BindText(1, jobID)
-	hasRow, err := stmt.Step()
-	if err != nil {
-		return row, fmt.Errorf("GetRunRow: %w", err)
-	}
-	if !hasRow {
-		return row, ErrNoRows
-	}
-	row.JobID = stmt.ColumnText(0)
-	row.Seq = stmt.ColumnInt64(1)
-	row.Plugin = stmt.ColumnText(2)
-	row.Command = stmt.ColumnText(3)
-	row.Status = stmt.ColumnText(4)
-	row.TimedOut = stmt.ColumnInt64(5)
-	if !stmt.ColumnIsNull(6) {
-		val := stmt.ColumnText(6)
-		row.TaskID = &val
-	}
-	if !stmt.ColumnIsNull(7) {
-		val := stmt.ColumnText(7)
-		row.TraceID = &val
-	}
-	if !stmt.ColumnIsNull(8) {
-		val := stmt.ColumnText(8)
-		row.RootJobID = &val
-	}
-	row.RunAttempt = stmt.ColumnInt64(9)
-	if !stmt.ColumnIsNull(10) {
-		val := stmt.ColumnFloat(10)
-		row.Progress = &val
-	}
-	if !stmt.ColumnIsNull(11) {
-		val := stmt.ColumnText(11)
-		row.Stage = &val
-	}
-	if !stmt.ColumnIsNull(12) {
-		val := stmt.ColumnText(12)
-		row.Message = &val
-	}
-	row.ExportsCount = stmt.ColumnInt64(13)
-	row.UpdatedSeq = stmt.ColumnInt64(14)
-	return row, nil
-}
-
-const updateRunRow = `UPDATE runs
-SET status = ?1, timed_out = ?2, progress = ?3, stage = ?4, message = ?5,
-    exports_count = ?6, updated_seq = ?7
-WHERE job_id = CAST(?8 AS TEXT)`
-
-type UpdateRunRowParams struct {
-	Status       string
-	TimedOut     int64
-	Progress     *float64
-	Stage        *string
-	Message      *string
-	ExportsCount int64
-	UpdatedSeq   int64
-	JobID        string
-}
-
-// The columns events change, as the projector folded them.
-func UpdateRunRow(conn *sqlite.Conn, arg UpdateRunRowParams) (err error) {
-	stmt, err := conn.Prepare(updateRunRow)
-	if err != nil {
-		return fmt.Errorf("UpdateRunRow: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("UpdateRunRow: %w", resetErr)
-		}
-	}()
-	stmt.BindText(1, arg.Status)
-	stmt.BindInt64(2, arg.TimedOut)
-	if arg.Progress == nil {
 		stmt.BindNull(3)
 	} else {
-		stmt.BindFloat(3, *arg.Progress)
+		stmt.BindText(3, *arg.Message)
 	}
-	if arg.Stage == nil {
-		stmt.BindNull(4)
-	} else {
-		stmt.BindText(4, *arg.Stage)
-	}
-	if arg.Message == nil {
-		stmt.BindNull(5)
-	} else {
-		stmt.BindText(5, *arg.Message)
-	}
-	stmt.BindInt64(6, arg.ExportsCount)
-	stmt.BindInt64(7, arg.UpdatedSeq)
-	stmt.BindText(8, arg.JobID)
+	stmt.BindInt64(4, arg.Seq)
+	stmt.BindText(5, arg.ID)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
-			return fmt.Errorf("UpdateRunRow: %w", err)
+			return fmt.Errorf("SetJobProgress: %w", err)
 		}
 		if !hasRow {
 			break
@@ -235,22 +67,29 @@ func UpdateRunRow(conn *sqlite.Conn, arg UpdateRunRowParams) (err error) {
 	return nil
 }
 
-const deleteRuns = `DELETE FROM runs`
+const addJobExport = `UPDATE job_queue SET exports_count = exports_count + 1, updated_seq = ?1 WHERE id = CAST(?2 AS TEXT)`
 
-func DeleteRuns(conn *sqlite.Conn) (err error) {
-	stmt, err := conn.Prepare(deleteRuns)
+type AddJobExportParams struct {
+	Seq int64
+	ID  string
+}
+
+func AddJobExport(conn *sqlite.Conn, arg AddJobExportParams) (err error) {
+	stmt, err := conn.Prepare(addJobExport)
 	if err != nil {
-		return fmt.Errorf("DeleteRuns: %w", err)
+		return fmt.Errorf("AddJobExport: %w", err)
 	}
 	defer func() {
 		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("DeleteRuns: %w", resetErr)
+			err = fmt.Errorf("AddJobExport: %w", resetErr)
 		}
 	}()
+	stmt.BindInt64(1, arg.Seq)
+	stmt.BindText(2, arg.ID)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
-			return fmt.Errorf("DeleteRuns: %w", err)
+			return fmt.Errorf("AddJobExport: %w", err)
 		}
 		if !hasRow {
 			break
@@ -259,113 +98,7 @@ func DeleteRuns(conn *sqlite.Conn) (err error) {
 	return nil
 }
 
-const deleteArchivedRuns = `DELETE FROM runs WHERE seq <= CAST(?1 AS INTEGER)`
-
-// ledger.archived: the jobs whose events moved to an archive.
-func DeleteArchivedRuns(conn *sqlite.Conn, throughSeq int64) (err error) {
-	stmt, err := conn.Prepare(deleteArchivedRuns)
-	if err != nil {
-		return fmt.Errorf("DeleteArchivedRuns: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("DeleteArchivedRuns: %w", resetErr)
-		}
-	}()
-	stmt.BindInt64(1, throughSeq)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("DeleteArchivedRuns: %w", err)
-		}
-		if !hasRow {
-			break
-		}
-	}
-	return nil
-}
-
-const dumpRuns = `SELECT job_id, seq, plugin, command, status, timed_out, task_id, trace_id, root_job_id, run_attempt,
-       progress, stage, message, exports_count, updated_seq
-FROM runs ORDER BY seq`
-
-type DumpRunsRow struct {
-	JobID        string
-	Seq          int64
-	Plugin       string
-	Command      string
-	Status       string
-	TimedOut     int64
-	TaskID       *string
-	TraceID      *string
-	RootJobID    *string
-	RunAttempt   int64
-	Progress     *float64
-	Stage        *string
-	Message      *string
-	ExportsCount int64
-	UpdatedSeq   int64
-}
-
-func DumpRuns(conn *sqlite.Conn, fn func(DumpRunsRow) error) (err error) {
-	stmt, err := conn.Prepare(dumpRuns)
-	if err != nil {
-		return fmt.Errorf("DumpRuns: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("DumpRuns: %w", resetErr)
-		}
-	}()
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("DumpRuns: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var row DumpRunsRow
-		row.JobID = stmt.ColumnText(0)
-		row.Seq = stmt.ColumnInt64(1)
-		row.Plugin = stmt.ColumnText(2)
-		row.Command = stmt.ColumnText(3)
-		row.Status = stmt.ColumnText(4)
-		row.TimedOut = stmt.ColumnInt64(5)
-		if !stmt.ColumnIsNull(6) {
-			val := stmt.ColumnText(6)
-			row.TaskID = &val
-		}
-		if !stmt.ColumnIsNull(7) {
-			val := stmt.ColumnText(7)
-			row.TraceID = &val
-		}
-		if !stmt.ColumnIsNull(8) {
-			val := stmt.ColumnText(8)
-			row.RootJobID = &val
-		}
-		row.RunAttempt = stmt.ColumnInt64(9)
-		if !stmt.ColumnIsNull(10) {
-			val := stmt.ColumnFloat(10)
-			row.Progress = &val
-		}
-		if !stmt.ColumnIsNull(11) {
-			val := stmt.ColumnText(11)
-			row.Stage = &val
-		}
-		if !stmt.ColumnIsNull(12) {
-			val := stmt.ColumnText(12)
-			row.Message = &val
-		}
-		row.ExportsCount = stmt.ColumnInt64(13)
-		row.UpdatedSeq = stmt.ColumnInt64(14)
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-}
-
-const listRunIDs = `SELECT job_id, seq FROM runs
+const listRunIDs = `SELECT id, seq FROM job_queue
 WHERE seq < CAST(?1 AS INTEGER)
 ORDER BY seq DESC LIMIT ?2`
 
@@ -375,11 +108,11 @@ type ListRunIDsParams struct {
 }
 
 type ListRunIDsRow struct {
-	JobID string
-	Seq   int64
+	ID  string
+	Seq int64
 }
 
-// Every run, newest first (the seq index). Every listing here starts
+// Every run, newest first (job_queue's seq). Every listing here starts
 // before @before_seq (the page's cursor: the last seq it showed).
 func ListRunIDs(conn *sqlite.Conn, arg ListRunIDsParams, fn func(ListRunIDsRow) error) (err error) {
 	stmt, err := conn.Prepare(listRunIDs)
@@ -402,7 +135,7 @@ func ListRunIDs(conn *sqlite.Conn, arg ListRunIDsParams, fn func(ListRunIDsRow) 
 			return nil
 		}
 		var row ListRunIDsRow
-		row.JobID = stmt.ColumnText(0)
+		row.ID = stmt.ColumnText(0)
 		row.Seq = stmt.ColumnInt64(1)
 		if err := fn(row); err != nil {
 			return err
@@ -410,94 +143,50 @@ func ListRunIDs(conn *sqlite.Conn, arg ListRunIDsParams, fn func(ListRunIDsRow) 
 	}
 }
 
-const listRunIDsOfPlugin = `SELECT job_id, seq FROM runs INDEXED BY runs_by_plugin
-WHERE plugin = CAST(?1 AS TEXT) AND seq < CAST(?2 AS INTEGER)
-ORDER BY seq DESC LIMIT ?3`
-
-type ListRunIDsOfPluginParams struct {
-	Plugin    string
-	BeforeSeq int64
-	MaxRuns   int64
-}
-
-type ListRunIDsOfPluginRow struct {
-	JobID string
-	Seq   int64
-}
-
-// One plugin's runs (runs_by_plugin).
-func ListRunIDsOfPlugin(conn *sqlite.Conn, arg ListRunIDsOfPluginParams, fn func(ListRunIDsOfPluginRow) error) (err error) {
-	stmt, err := conn.Prepare(listRunIDsOfPlugin)
-	if err != nil {
-		return fmt.Errorf("ListRunIDsOfPlugin: %w", err)
-	}
-	defer func() {
-		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("ListRunIDsOfPlugin: %w", resetErr)
-		}
-	}()
-	stmt.BindText(1, arg.Plugin)
-	stmt.BindInt64(2, arg.BeforeSeq)
-	stmt.BindInt64(3, arg.MaxRuns)
-	for {
-		hasRow, err := stmt.Step()
-		if err != nil {
-			return fmt.Errorf("ListRunIDsOfPlugin: %w", err)
-		}
-		if !hasRow {
-			return nil
-		}
-		var row ListRunIDsOfPluginRow
-		row.JobID = stmt.ColumnText(0)
-		row.Seq = stmt.ColumnInt64(1)
-		if err := fn(row); err != nil {
-			return err
-		}
-	}
-}
-
-const listRunIDsWithStatus = `SELECT job_id, seq FROM runs INDEXED BY runs_by_status
-WHERE status = CAST(?1 AS TEXT) AND (CAST(?2 AS TEXT) = '' OR plugin = CAST(?2 AS TEXT))
+const listDeadRunIDs = `SELECT id, seq FROM job_queue INDEXED BY job_queue_dead_or_canceled
+WHERE status = 'dead' AND timed_out = CAST(?1 AS INTEGER)
+  AND (CAST(?2 AS TEXT) = '' OR plugin = CAST(?2 AS TEXT))
   AND seq < CAST(?3 AS INTEGER)
 ORDER BY seq DESC LIMIT ?4`
 
-type ListRunIDsWithStatusParams struct {
-	Status    string
+type ListDeadRunIDsParams struct {
+	TimedOut  int64
 	Plugin    string
 	BeforeSeq int64
 	MaxRuns   int64
 }
 
-type ListRunIDsWithStatusRow struct {
-	JobID string
-	Seq   int64
+type ListDeadRunIDsRow struct {
+	ID  string
+	Seq int64
 }
 
-// The runs of one status (runs_by_status), of one plugin if @plugin is set.
-func ListRunIDsWithStatus(conn *sqlite.Conn, arg ListRunIDsWithStatusParams, fn func(ListRunIDsWithStatusRow) error) (err error) {
-	stmt, err := conn.Prepare(listRunIDsWithStatus)
+// The failed (@timed_out 0) or timeout (1) runs, of one plugin if @plugin
+// is set: dead jobs, through job_queue_dead_or_canceled.
+func ListDeadRunIDs(conn *sqlite.Conn, arg ListDeadRunIDsParams, fn func(ListDeadRunIDsRow) error) (err error) {
+	stmt, err := conn.Prepare(listDeadRunIDs)
 	if err != nil {
-		return fmt.Errorf("ListRunIDsWithStatus: %w", err)
+		return fmt.Errorf("ListDeadRunIDs: %w", err)
 	}
 	defer func() {
 		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
-			err = fmt.Errorf("ListRunIDsWithStatus: %w", resetErr)
+			err = fmt.Errorf("ListDeadRunIDs: %w", resetErr)
 		}
 	}()
-	stmt.BindText(1, arg.Status)
+	stmt.BindInt64(1, arg.TimedOut)
 	stmt.BindText(2, arg.Plugin)
 	stmt.BindInt64(3, arg.BeforeSeq)
 	stmt.BindInt64(4, arg.MaxRuns)
 	for {
 		hasRow, err := stmt.Step()
 		if err != nil {
-			return fmt.Errorf("ListRunIDsWithStatus: %w", err)
+			return fmt.Errorf("ListDeadRunIDs: %w", err)
 		}
 		if !hasRow {
 			return nil
 		}
-		var row ListRunIDsWithStatusRow
-		row.JobID = stmt.ColumnText(0)
+		var row ListDeadRunIDsRow
+		row.ID = stmt.ColumnText(0)
 		row.Seq = stmt.ColumnInt64(1)
 		if err := fn(row); err != nil {
 			return err
@@ -505,10 +194,11 @@ func ListRunIDsWithStatus(conn *sqlite.Conn, arg ListRunIDsWithStatusParams, fn 
 	}
 }
 
-const listRunIDsOfTask = `SELECT job_id, seq FROM runs INDEXED BY runs_by_task
+const listRunIDsOfTask = `SELECT id, seq FROM job_queue INDEXED BY job_queue_by_task
 WHERE task_id = CAST(?1 AS TEXT)
   AND (CAST(?2 AS TEXT) = '' OR plugin = CAST(?2 AS TEXT))
-  AND (CAST(?3 AS TEXT) = '' OR status = CAST(?3 AS TEXT))
+  AND (CAST(?3 AS TEXT) = ''
+       OR CASE WHEN status <> 'dead' THEN status WHEN timed_out = 1 THEN 'timeout' ELSE 'failed' END = CAST(?3 AS TEXT))
   AND seq < CAST(?4 AS INTEGER)
 ORDER BY seq DESC LIMIT ?5`
 
@@ -521,12 +211,12 @@ type ListRunIDsOfTaskParams struct {
 }
 
 type ListRunIDsOfTaskRow struct {
-	JobID string
-	Seq   int64
+	ID  string
+	Seq int64
 }
 
-// The runs of one task (runs_by_task), of one plugin and one status if
-// they are set.
+// The runs of one task (job_queue_by_task), of one plugin and one run
+// status if they are set.
 func ListRunIDsOfTask(conn *sqlite.Conn, arg ListRunIDsOfTaskParams, fn func(ListRunIDsOfTaskRow) error) (err error) {
 	stmt, err := conn.Prepare(listRunIDsOfTask)
 	if err != nil {
@@ -551,7 +241,7 @@ func ListRunIDsOfTask(conn *sqlite.Conn, arg ListRunIDsOfTaskParams, fn func(Lis
 			return nil
 		}
 		var row ListRunIDsOfTaskRow
-		row.JobID = stmt.ColumnText(0)
+		row.ID = stmt.ColumnText(0)
 		row.Seq = stmt.ColumnInt64(1)
 		if err := fn(row); err != nil {
 			return err

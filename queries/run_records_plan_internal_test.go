@@ -5,10 +5,11 @@ import (
 	"testing"
 )
 
-// TestRunRecordListingsReadTheirIndex checks the plans of GET /runs and
-// `ductile run list` (views.ListRuns): each filter reads its own index of
-// runs (migration 00021) from the newest run, sorts nothing apart and so
-// stops at its limit, whatever the number of runs recorded.
+// TestRunRecordListingsReadTheirIndex checks the plans of the run
+// listings of GET /runs and `ductile run list` (views.ListRuns) that are
+// not job listings: each reads its index of job_queue (migration 00021 for
+// a task's) from the newest run, sorts nothing apart and so stops at its
+// limit, whatever the number of runs recorded.
 func TestRunRecordListingsReadTheirIndex(t *testing.T) {
 	conn := planDB(t)
 	for _, tc := range []struct {
@@ -16,10 +17,9 @@ func TestRunRecordListingsReadTheirIndex(t *testing.T) {
 		args        []any
 		index       string
 	}{
-		{"ListRunIDs", listRunIDs, []any{int64(1) << 62, 10}, "sqlite_autoindex_runs_2"},
-		{"ListRunIDsOfPlugin", listRunIDsOfPlugin, []any{"p", int64(1) << 62, 10}, "runs_by_plugin (plugin=? AND seq<?)"},
-		{"ListRunIDsWithStatus", listRunIDsWithStatus, []any{"running", "", int64(1) << 62, 10}, "runs_by_status (status=? AND seq<?)"},
-		{"ListRunIDsOfTask", listRunIDsOfTask, []any{"t", "", "", int64(1) << 62, 10}, "runs_by_task (task_id=? AND seq<?)"},
+		{"ListRunIDs", listRunIDs, []any{int64(1) << 62, 10}, "sqlite_autoindex_job_queue_2"},
+		{"ListDeadRunIDs", listDeadRunIDs, []any{1, "", int64(1) << 62, 10}, "job_queue_dead_or_canceled (status=? AND seq<?)"},
+		{"ListRunIDsOfTask", listRunIDsOfTask, []any{"t", "", "", int64(1) << 62, 10}, "job_queue_by_task (task_id=? AND seq<?)"},
 	} {
 		plan := explain(t, conn, tc.name, tc.query, tc.args...)
 		text := strings.Join(plan, "; ")

@@ -44,12 +44,12 @@ const (
 )
 
 // ListRuns lists the runs that match f, newest first (by creation), one
-// page at a time: the runs projection's indexes find the page (by task,
-// else status, else plugin, else all; the other filters checked on each
-// row), and each run's record is folded from its stream in the same read,
-// so a page costs the runs it shows, not the history. The projection is
-// filled shortly after each commit: a run created a moment ago by another
-// process may be missing from the first page.
+// page at a time: job_queue's indexes find the page (by task, else status,
+// else plugin, else all; the other filters checked on each row, as job
+// listings are), and each run's record is folded from its stream in the
+// same read, so a page costs the runs it shows, not the history. The
+// projection is filled shortly after each commit: a run created a moment
+// ago by another process may be missing from the first page.
 func ListRuns(ctx context.Context, l *ledger.Ledger, f RunFilter) (RunPage, error) {
 	before := int64(math.MaxInt64)
 	if f.After != "" {
@@ -77,7 +77,7 @@ func ListRuns(ctx context.Context, l *ledger.Ledger, f RunFilter) (RunPage, erro
 		}
 		var ids []found
 		add := func(id string, seq int64) error { ids = append(ids, found{id, seq}); return nil }
-		if err := listRunIDs(conn, f, before, int64(limit)+1, add); err != nil {
+		if err := listRunIDs(conn, f, before, limit+1, add); err != nil {
 			return err
 		}
 		if len(ids) > limit {
@@ -107,19 +107,27 @@ func ListRuns(ctx context.Context, l *ledger.Ledger, f RunFilter) (RunPage, erro
 }
 
 // listRunIDs calls add for up to limit runs that match f, created before
-// seq before, newest first, each through the index that narrows it most.
-func listRunIDs(conn *sqlite.Conn, f RunFilter, before, limit int64, add func(id string, seq int64) error) error {
+// seq before, newest first, each through the index that narrows it most:
+// a task's (job_queue_by_task), else a status's (the job listings',
+// listJobs; failed and timeout are dead jobs told apart by timed_out), else
+// a plugin's, else job_queue's seq.
+func listRunIDs(conn *sqlite.Conn, f RunFilter, before int64, limit int, add func(id string, seq int64) error) error {
+	n := int64(limit)
 	switch {
 	case f.TaskID != "":
-		return queries.ListRunIDsOfTask(conn, queries.ListRunIDsOfTaskParams{TaskID: f.TaskID, Plugin: f.PluginID, Status: string(f.Status), BeforeSeq: before, MaxRuns: limit},
-			func(r queries.ListRunIDsOfTaskRow) error { return add(r.JobID, r.Seq) })
-	case f.Status != "":
-		return queries.ListRunIDsWithStatus(conn, queries.ListRunIDsWithStatusParams{Status: string(f.Status), Plugin: f.PluginID, BeforeSeq: before, MaxRuns: limit},
-			func(r queries.ListRunIDsWithStatusRow) error { return add(r.JobID, r.Seq) })
-	case f.PluginID != "":
-		return queries.ListRunIDsOfPlugin(conn, queries.ListRunIDsOfPluginParams{Plugin: f.PluginID, BeforeSeq: before, MaxRuns: limit},
-			func(r queries.ListRunIDsOfPluginRow) error { return add(r.JobID, r.Seq) })
+		return queries.ListRunIDsOfTask(conn, queries.ListRunIDsOfTaskParams{TaskID: f.TaskID, Plugin: f.PluginID, Status: string(f.Status), BeforeSeq: before, MaxRuns: n},
+			func(r queries.ListRunIDsOfTaskRow) error { return add(r.ID, r.Seq) })
+	case f.Status == RunFailed || f.Status == RunTimeout:
+		timedOut := int64(0)
+		if f.Status == RunTimeout {
+			timedOut = 1
+		}
+		return queries.ListDeadRunIDs(conn, queries.ListDeadRunIDsParams{TimedOut: timedOut, Plugin: f.PluginID, BeforeSeq: before, MaxRuns: n},
+			func(r queries.ListDeadRunIDsRow) error { return add(r.ID, r.Seq) })
+	case f.Status != "" || f.PluginID != "":
+		return listJobs(conn, JobFilter{Status: events.Status(f.Status), Plugin: f.PluginID, Before: before, Limit: limit},
+			func(r queries.GetJobRow) error { return add(r.ID, r.Seq) })
 	}
-	return queries.ListRunIDs(conn, queries.ListRunIDsParams{BeforeSeq: before, MaxRuns: limit},
-		func(r queries.ListRunIDsRow) error { return add(r.JobID, r.Seq) })
+	return queries.ListRunIDs(conn, queries.ListRunIDsParams{BeforeSeq: before, MaxRuns: n},
+		func(r queries.ListRunIDsRow) error { return add(r.ID, r.Seq) })
 }

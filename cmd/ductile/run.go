@@ -258,7 +258,7 @@ func progressText(progress *float64, stage, message *string) string {
 		parts = append(parts, "["+s+"]")
 	}
 	if m := deref(message); m != "" {
-		parts = append(parts, oneLine(m, 120))
+		parts = append(parts, shorten(m, 120))
 	}
 	return strings.Join(parts, " ")
 }

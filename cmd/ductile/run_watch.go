@@ -91,13 +91,13 @@ func watchDrawer(e *env, asJSON bool) func(d views.RunDelta, rec views.RunRecord
 	return func(d views.RunDelta, rec views.RunRecord) error {
 		line := progressBar(d.Progress) + " " + string(d.Status)
 		if text := progressText(nil, rec.Stage, rec.Message); text != "" {
-			line += " " + text
+			line += " " + shorten(text, 80) // one line of a terminal, redrawn in place
 		}
 		end := ""
 		if d.Status.Terminal() {
 			end = "\n" // the last draw stays on the screen
 		}
-		_, err := fmt.Fprintf(e.stdout, "\r\033[K%s%s", oneLine(line, 120), end)
+		_, err := fmt.Fprintf(e.stdout, "\r\033[K%s%s", line, end)
 		return err
 	}
 }
@@ -110,4 +110,14 @@ func progressBar(progress *float64) string {
 	p := min(max(*progress, 0), 1)
 	done := int(p * barWidth)
 	return fmt.Sprintf("[%s%s] %3.0f%%", strings.Repeat("#", done), strings.Repeat("·", barWidth-done), p*100)
+}
+
+// shorten is s on one line, cut to n characters (not bytes: a cut never
+// splits a character) with an ellipsis.
+func shorten(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }

@@ -19,4 +19,6 @@ func TestProgressBar(t *testing.T) {
 	require.Equal(t, progressBar(p(0)), progressBar(p(-1)))
 	require.Equal(t, "40% [fetch] page 2", progressText(p(0.4), ptr("fetch"), ptr("page 2")))
 	require.Empty(t, progressText(nil, nil, ptr("")))
+	require.Equal(t, "ééé…", shorten("éééé\n é", 4), "cut by characters, on one line")
+	require.Equal(t, "a b", shorten(" a\tb ", 4))
 }
