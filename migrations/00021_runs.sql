@@ -8,7 +8,7 @@
 -- the projector writes anyway, not a table of their own: a job's
 -- lifecycle writes no more pages than before.)
 -- A ledger from before it has no task ids, progress or items; timed_out
--- comes from each dead job's last ended attempt in job_log.
+-- is read from each job's stream.
 
 -- +goose Up
 ALTER TABLE job_queue ADD COLUMN timed_out INTEGER NOT NULL DEFAULT 0;
@@ -23,11 +23,15 @@ ALTER TABLE job_queue ADD COLUMN exports_count INTEGER NOT NULL DEFAULT 0;
 
 CREATE INDEX job_queue_by_task ON job_queue (task_id, seq) WHERE task_id IS NOT NULL;
 
+-- timed_out as the projector keeps it: 1 when the last of the job's
+-- attempt ends (job.failed, job.timed_out, job.recovered) and ends
+-- (job.succeeded, job.canceled) is a job.timed_out. Read from each job's
+-- own stream, newest first (UNIQUE (stream, version)).
 UPDATE job_queue SET timed_out = 1
-WHERE status = 'dead'
-  AND (SELECT kind FROM job_log
-       WHERE job_id = job_queue.id AND completed_at IS NOT NULL
-       ORDER BY attempt DESC LIMIT 1) = 'timeout';
+WHERE (SELECT type FROM events
+       WHERE stream = 'job/' || job_queue.id
+         AND type IN ('job.failed', 'job.timed_out', 'job.recovered', 'job.succeeded', 'job.canceled')
+       ORDER BY version DESC LIMIT 1) = 'job.timed_out';
 
 -- +goose Down
 DROP INDEX job_queue_by_task;

@@ -14,8 +14,9 @@ import (
 )
 
 // A ledger from before 00021 gets job_queue's run columns: timed_out set
-// for a dead job whose last ended attempt timed out (a timeout run), for
-// no other; no task, progress or items; each run attempt 1 of its chain.
+// as the projector keeps it, from each job's stream (the last of its
+// attempts' ends and its own end is a job.timed_out); no task, progress or
+// items; each run attempt 1 of its chain.
 func TestRunsMigrationListsEveryJob(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ductile.db")
@@ -27,38 +28,32 @@ func TestRunsMigrationListsEveryJob(t *testing.T) {
 	_, err = p.UpTo(ctx, 20)
 	require.NoError(t, err)
 
-	// job, status, the kinds of its attempts ("": it has not ended; "-":
-	// recovery ended it, lost, with no kind)
+	// Each job's status and the events of its stream after job.enqueued.
 	jobs := []struct {
 		status string
-		kinds  []string
+		events []string
 	}{
-		{"succeeded", []string{"ok"}},
-		{"dead", []string{"error", "timeout"}},
-		{"dead", []string{"timeout", "error"}},
-		{"dead", []string{"timeout", "-"}},
-		{"running", []string{""}},
-		{"queued", nil},
-		{"canceled", []string{"canceled"}},
+		{"succeeded", []string{"job.started", "job.succeeded"}},
+		{"dead", []string{"job.started", "job.failed", "job.retry_scheduled", "job.started", "job.timed_out", "job.dead"}},
+		{"dead", []string{"job.started", "job.timed_out", "job.retry_scheduled", "job.started", "job.failed", "job.dead"}},
+		{"dead", []string{"job.started", "job.timed_out", "job.retry_scheduled", "job.started", "job.recovered", "job.dead"}},
+		{"queued", []string{"job.started", "job.timed_out", "job.retry_scheduled"}},
+		{"canceled", []string{"job.started", "job.timed_out", "job.retry_scheduled", "job.canceled"}},
+		{"succeeded", []string{"job.started", "job.timed_out", "job.retry_scheduled", "job.started", "job.succeeded"}},
+		{"running", []string{"job.started"}},
 	}
+	seq := 0
 	for i, j := range jobs {
 		id := fmt.Sprintf("job-%d", i)
+		for v, typ := range append([]string{"job.enqueued"}, j.events...) {
+			seq++
+			_, err := db.Exec(`INSERT INTO events (seq, stream, version, type, data, meta, recorded_at, prev_hash, hash)
+				VALUES (?, ?, ?, ?, '{}', '{}', '2026-01-01T00:00:00.000000000Z', zeroblob(32), zeroblob(32))`, seq, "job/"+id, v+1, typ)
+			require.NoError(t, err)
+		}
 		_, err := db.Exec(`INSERT INTO job_queue (id, seq, plugin, command, status, attempt, max_attempts, submitted_by, created_at, correlation_id, updated_seq)
 			VALUES (?, ?, 'echo', 'poll', ?, 1, 3, 'cli', '2026-01-01T00:00:00Z', ?, ?)`, id, i+1, j.status, id, 100+i)
 		require.NoError(t, err)
-		for n, kind := range j.kinds {
-			var k, done any
-			switch kind {
-			case "-":
-				done = "2026-01-01T00:00:01Z"
-			case "":
-			default:
-				k, done = kind, "2026-01-01T00:00:01Z"
-			}
-			_, err := db.Exec(`INSERT INTO job_log (job_id, attempt, plugin, command, status, kind, submitted_by, created_at, started_at, completed_at, started_seq)
-				VALUES (?, ?, 'echo', 'poll', 'x', ?, 'cli', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z', ?, 1)`, id, n+1, k, done)
-			require.NoError(t, err)
-		}
 	}
 
 	_, err = p.UpTo(ctx, 21)
@@ -77,7 +72,7 @@ func TestRunsMigrationListsEveryJob(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Equal(t, map[string]string{
 		"job-0": "succeeded/0/1/0/100", "job-1": "dead/1/1/0/101", "job-2": "dead/0/1/0/102", "job-3": "dead/0/1/0/103",
-		"job-4": "running/0/1/0/104", "job-5": "queued/0/1/0/105", "job-6": "canceled/0/1/0/106",
+		"job-4": "queued/1/1/0/104", "job-5": "canceled/0/1/0/105", "job-6": "succeeded/0/1/0/106", "job-7": "running/0/1/0/107",
 	}, got)
 
 	_, err = p.DownTo(ctx, 20)

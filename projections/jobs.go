@@ -214,7 +214,8 @@ func (JobQueue) apply(r *jobRows, pg *page, i int) error {
 }
 
 // ended ends job id's row (row, if the page is building it) in a terminal
-// status other than dead, and counts it.
+// status other than dead, and counts it. Its end is no timeout (timed_out
+// 0), whatever an earlier attempt's was.
 func (r *jobRows) ended(row *queries.InsertJobRowParams, id string, status events.Status, ev ledger.Event, lastError *string) error {
 	at := ev.RecordedAtText()
 	if row == nil {
@@ -224,6 +225,7 @@ func (r *jobRows) ended(row *queries.InsertJobRowParams, id string, status event
 		return r.countFinished(id, status)
 	}
 	row.Status, row.CompletedAt, row.LastError, row.NextRetryAt, row.UpdatedSeq = string(status), &at, lastError, nil, ev.Seq
+	row.TimedOut = 0
 	r.finished(row.Plugin, status)
 	return nil
 }

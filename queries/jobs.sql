@@ -20,9 +20,10 @@ SET status = 'running', attempt = @attempt, started_at = @at, next_retry_at = NU
 WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobEnded :exec
--- A terminal status: succeeded, dead or canceled.
+-- A terminal status other than dead: succeeded or canceled (its end is no
+-- timeout, whatever an earlier attempt's was).
 UPDATE job_queue
-SET status = @status, completed_at = @at, last_error = @last_error, next_retry_at = NULL, updated_seq = @seq
+SET status = @status, completed_at = @at, last_error = @last_error, next_retry_at = NULL, timed_out = 0, updated_seq = @seq
 WHERE id = CAST(@id AS TEXT);
 
 -- name: SetJobRetry :exec

@@ -206,7 +206,7 @@ func SetJobStarted(conn *sqlite.Conn, arg SetJobStartedParams) (err error) {
 }
 
 const setJobEnded = `UPDATE job_queue
-SET status = ?1, completed_at = ?2, last_error = ?3, next_retry_at = NULL, updated_seq = ?4
+SET status = ?1, completed_at = ?2, last_error = ?3, next_retry_at = NULL, timed_out = 0, updated_seq = ?4
 WHERE id = CAST(?5 AS TEXT)`
 
 type SetJobEndedParams struct {
@@ -217,7 +217,8 @@ type SetJobEndedParams struct {
 	ID        string
 }
 
-// A terminal status: succeeded, dead or canceled.
+// A terminal status other than dead: succeeded or canceled (its end is no
+// timeout, whatever an earlier attempt's was).
 func SetJobEnded(conn *sqlite.Conn, arg SetJobEndedParams) (err error) {
 	stmt, err := conn.Prepare(setJobEnded)
 	if err != nil {

@@ -7,10 +7,11 @@ import (
 	"math"
 	"strconv"
 
+	"zombiezen.com/go/sqlite"
+
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/queries"
-	"zombiezen.com/go/sqlite"
 )
 
 // ErrBadCursor means a page cursor is not one this listing gave.
