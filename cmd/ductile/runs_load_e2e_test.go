@@ -135,9 +135,10 @@ plugins:
 		require.NoError(t, err)
 	}
 
-	// Wait for every run to end: the ledger's terminal events, counted.
+	// Wait for every run to end (within 30s: start kills the daemon
+	// procTimeout after it started).
 	records := map[string]runRecord{}
-	waitFor(t, 2*time.Minute, "every run to end", func() bool {
+	waitFor(t, 30*time.Second, "every run to end", func() bool {
 		for _, id := range ids {
 			if _, ok := records[id]; ok {
 				continue

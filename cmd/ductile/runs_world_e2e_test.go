@@ -334,6 +334,7 @@ type sseEvent struct {
 // sseStream is an open SSE connection read on a goroutine of its own.
 type sseStream struct {
 	resp   *http.Response
+	ctx    context.Context // canceled by close
 	cancel context.CancelFunc
 	events chan sseEvent
 	done   chan struct{} // closed once the reader goroutine has returned
@@ -366,7 +367,7 @@ func (w *runsWorld) openSSE(path, lastEventID string) *sseStream {
 		w.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, raw)
 	}
 	require.Contains(w.t, resp.Header.Get("Content-Type"), "text/event-stream")
-	s := &sseStream{resp: resp, cancel: cancel, events: make(chan sseEvent, 1<<16), done: make(chan struct{})}
+	s := &sseStream{resp: resp, ctx: ctx, cancel: cancel, events: make(chan sseEvent, 1<<16), done: make(chan struct{})}
 	go s.read()
 	w.t.Cleanup(s.close)
 	return s
@@ -385,7 +386,11 @@ func (s *sseStream) read() {
 		if line == "" {
 			if len(data) > 0 || ev.ID != "" || ev.Event != "" {
 				ev.Data = strings.Join(data, "\n")
-				s.events <- ev
+				select {
+				case s.events <- ev:
+				case <-s.ctx.Done():
+					return // closed while nobody reads
+				}
 			}
 			ev, data = sseEvent{}, nil
 			continue
