@@ -87,6 +87,27 @@ func (s *Server) registerWorkers() {
 	}, auth.JobsRO), s.handleListWorkers)
 }
 
+// WorkerObserver counts what remote workers do through the worker
+// routes: the per-worker series of /metrics (metrics.Metrics).
+type WorkerObserver interface {
+	WorkerClaimed(worker, plugin string)
+	WorkerCompleted(worker string, outcome events.Outcome)
+	WorkerSuperseded(worker, refused string)
+}
+
+// observe counts worker's request: a claim, an applied completion, or,
+// when err is a stale fence, a superseded request of kind refused.
+func (s *Server) observe(worker, refused string, err error, count func(WorkerObserver)) {
+	o := s.opts.Workers
+	switch {
+	case o == nil:
+	case errors.Is(err, commands.ErrStaleFence):
+		o.WorkerSuperseded(worker, refused)
+	case err == nil:
+		count(o)
+	}
+}
+
 // liftClaimDeadline lets a claim wait up to engine.MaxClaimWait before
 // it answers, beyond api.write_timeout.
 func (s *Server) liftClaimDeadline(ctx huma.Context, next func(huma.Context)) {
@@ -150,6 +171,7 @@ func (s *Server) handleClaimJob(ctx context.Context, in *ClaimInput) (*ClaimAnsw
 	if c == nil {
 		return &ClaimAnswer{Status: http.StatusNoContent}, nil
 	}
+	s.observe(in.Body.Worker.Name, "", nil, func(o WorkerObserver) { o.WorkerClaimed(in.Body.Worker.Name, c.Plugin) })
 	return &ClaimAnswer{Status: http.StatusOK, Body: &ClaimBody{Claim: c}}, nil
 }
 
@@ -178,6 +200,7 @@ type RenewAnswer struct {
 
 func (s *Server) handleRenewLease(ctx context.Context, in *RenewInput) (*RenewAnswer, error) {
 	r, err := s.opts.Engine().Renew(ctx, in.ID, in.Body.fenced())
+	s.observe(in.Body.Worker.Name, events.RefusedRenew, err, func(WorkerObserver) {})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -198,6 +221,7 @@ type WorkerLogsInput struct {
 func (s *Server) handleRecordWorkerLogs(ctx context.Context, in *WorkerLogsInput) (*struct{}, error) {
 	b := in.Body
 	err := s.opts.Engine().RecordRemoteStderr(ctx, b.fenced(), commands.StderrLines{JobID: in.ID, Line: b.Line, Lines: b.Lines, Truncated: b.Truncated})
+	s.observe(b.Worker.Name, events.RefusedLog, err, func(WorkerObserver) {})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -323,6 +347,7 @@ func (s *Server) handleCompleteJob(ctx context.Context, in *CompleteInput) (*Com
 		ExitCode: b.ExitCode, Duration: b.Duration, Response: b.Response, Stdout: b.Stdout, StdoutBytes: b.StdoutBytes, Stderr: b.Stderr,
 		StderrTruncated: b.StderrTruncated, StderrBytes: b.StderrBytes, EndedAt: b.EndedAt}
 	c, err := s.opts.Engine().CompleteRemote(ctx, b.Fence.Fence, a)
+	s.observe(b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver) { o.WorkerCompleted(b.Worker.Name, c.Kind) })
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -361,6 +386,7 @@ func (s *Server) handleFailJob(ctx context.Context, in *FailInput) (*CompleteAns
 	b := in.Body
 	c, err := s.opts.Engine().Fail(ctx, engine.Failure{JobID: in.ID, Worker: b.Worker, Attempt: b.Attempt, Fence: b.Fence.Fence,
 		Kind: b.Kind, Error: b.Error, Retryable: b.Retryable, ExitCode: b.ExitCode, Duration: b.Duration})
+	s.observe(b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver) { o.WorkerCompleted(b.Worker.Name, c.Kind) })
 	if err != nil {
 		return nil, errorOf(err)
 	}

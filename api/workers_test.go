@@ -15,6 +15,7 @@ import (
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/metrics"
 	"github.com/ductile/ductile/views"
 )
 
@@ -34,7 +35,19 @@ func startWorkers(t *testing.T) *fixture {
 		fleet.Watch(o.Projector)
 		eng := engine.New(engine.Options{Ledger: o.Ledger, Config: cfg, Fleet: fleet})
 		o.Engine = func() *engine.Engine { return eng }
+		m := metrics.New(metrics.Options{Ledger: o.Ledger, Projector: o.Projector})
+		o.Metrics, o.Workers = m.Handler(), m
 	})
+}
+
+// requireSeries requires /metrics to hold each series line.
+func (f *fixture) requireSeries(lines ...string) {
+	f.t.Helper()
+	r := f.do("GET", "/metrics", "jobs-ro", nil)
+	require.Equal(f.t, http.StatusOK, r.status)
+	for _, line := range lines {
+		require.Contains(f.t, string(r.raw), line+"\n")
+	}
 }
 
 func jsonBody(t *testing.T, v any) []byte {
@@ -163,6 +176,7 @@ func TestWorkerRunsAJobOverHTTP(t *testing.T) {
 
 	require.NoError(t, json.Unmarshal(f.do("GET", "/workers", "jobs-ro", nil).raw, &fleet))
 	require.Equal(t, 0, fleet.Workers[0].Claims, "the completion ended the lease")
+	f.requireSeries(`ductile_worker_claims_total{plugin="render",worker="gpu1"} 1`, `ductile_worker_completions_total{outcome="ok",worker="gpu1"} 1`)
 }
 
 // A claim with nothing queued waits, then answers 204; one waiting is
@@ -254,6 +268,10 @@ func TestStaleFenceIsSuperseded(t *testing.T) {
 	in, err := views.Inspect(context.Background(), f.l, id)
 	require.NoError(t, err)
 	require.Equal(t, events.StatusDead, in.Job.Status, "nothing superseded was applied")
+	f.requireSeries(`ductile_worker_completions_total{outcome="error",worker="gpu1"} 1`,
+		`ductile_worker_superseded_total{refused="complete",worker="gpu1"} 2`,
+		`ductile_worker_superseded_total{refused="renew",worker="gpu1"} 1`,
+		`ductile_worker_superseded_total{refused="log",worker="gpu1"} 1`)
 }
 
 // A renewal tells the worker a cancel was asked for.
