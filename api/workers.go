@@ -374,6 +374,7 @@ type FailInput struct {
 	ID   string `path:"id" minLength:"1" maxLength:"64" doc:"The claimed job's id, as the claim gave it"`
 	Body struct {
 		Fence
+		JobID     string         `json:"job_id,omitempty" maxLength:"64" doc:"If given, the path's job (engine.Failure's JSON)"`
 		Kind      events.Outcome `json:"kind,omitempty" doc:"How it failed (default error; never ok)"`
 		Error     string         `json:"error" maxLength:"65536"`
 		Retryable bool           `json:"retryable,omitempty"`
@@ -384,6 +385,9 @@ type FailInput struct {
 
 func (s *Server) handleFailJob(ctx context.Context, in *FailInput) (*CompleteAnswer, error) {
 	b := in.Body
+	if b.JobID != "" && b.JobID != in.ID {
+		return nil, newError(http.StatusBadRequest, "send the failure to its own job's path", "job_id "+b.JobID+" is not the path's job "+in.ID)
+	}
 	c, err := s.opts.Engine().Fail(ctx, engine.Failure{JobID: in.ID, Worker: b.Worker, Attempt: b.Attempt, Fence: b.Fence.Fence,
 		Kind: b.Kind, Error: b.Error, Retryable: b.Retryable, ExitCode: b.ExitCode, Duration: b.Duration})
 	s.observe(b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver) { o.WorkerCompleted(b.Worker.Name, c.Kind) })

@@ -238,7 +238,11 @@ func TestStaleFenceIsSuperseded(t *testing.T) {
 	id := f.enqueueRender(`{}`)
 	_, c := f.claim("gpu1", 0)
 	fence := fenceOf("gpu1", c)
-	r := f.do("POST", "/worker/jobs/"+id+"/fail", "worker", jsonBody(t, with(fence, "error", "the plugin could not start", "exit_code", -1)))
+	requireError(t, f.do("POST", "/worker/jobs/"+id+"/fail", "worker", jsonBody(t, with(fence, "job_id", "other", "error", "x"))),
+		http.StatusBadRequest, "invalid_input")
+	// engine.Failure's JSON, as a worker may send it.
+	r := f.do("POST", "/worker/jobs/"+id+"/fail", "worker", jsonBody(t, engine.Failure{JobID: id, Worker: events.Worker{Name: "gpu1", PID: 42},
+		Attempt: c.Attempt, Fence: c.Fence, Error: "the plugin could not start", ExitCode: -1}))
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
 	require.Equal(t, "dead", r.body["status"])
 
@@ -285,7 +289,9 @@ func TestRenewSaysCancelRequested(t *testing.T) {
 	r := f.do("POST", "/worker/jobs/"+id+"/renew", "worker", jsonBody(t, fenceOf("gpu1", c)))
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
 	require.Equal(t, true, r.body["cancel_requested"])
-	r = f.do("POST", "/worker/jobs/"+id+"/complete", "worker", jsonBody(t, with(fenceOf("gpu1", c), "kind", "canceled", "exit_code", -1)))
+	// engine.Attempt's JSON, as a worker may send it.
+	r = f.do("POST", "/worker/jobs/"+id+"/complete", "worker", jsonBody(t, engine.Attempt{JobID: id, Attempt: c.Attempt, Worker: events.Worker{Name: "gpu1", PID: 42},
+		Kind: events.OutcomeCanceled, ExitCode: -1, Duration: time.Second, Stderr: "stopped", EndedAt: time.Now(), Fence: c.Fence}))
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
 	require.Equal(t, "canceled", r.body["status"])
 }
