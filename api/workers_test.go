@@ -21,10 +21,16 @@ import (
 
 // startWorkers serves an API whose plugin render runs on remote workers
 // only (not installed here) and routes its render.more events to itself;
-// claims wait on the fixture's projector.
-func startWorkers(t *testing.T) *fixture {
+// claims wait on the fixture's projector. tune, if given, changes the
+// options last.
+func startWorkers(t *testing.T, tune ...func(*api.Options)) *fixture {
 	t.Helper()
 	return start(t, func(o *api.Options) {
+		defer func() {
+			for _, f := range tune {
+				f(o)
+			}
+		}()
 		o.Settings.MaxBodySize = 64 * 1024
 		cfg := config.Default()
 		pc := config.DefaultPlugin()
@@ -182,17 +188,22 @@ func TestWorkerRunsAJobOverHTTP(t *testing.T) {
 // A claim with nothing queued waits, then answers 204; one waiting is
 // woken by an enqueue and gets the job.
 func TestClaimWaitsForAJob(t *testing.T) {
-	f := startWorkers(t)
+	handling := make(chan struct{}, 16)
+	f := startWorkers(t, signalEngine(handling))
 	f.registerWorker("gpu1")
 	r, _ := f.claim("gpu1", 50*time.Millisecond)
 	require.Equal(t, http.StatusNoContent, r.status, string(r.raw))
 	require.Empty(t, r.raw)
 
+	for len(handling) > 0 {
+		<-handling
+	}
 	got := make(chan *engine.Claimed, 1)
 	go func() {
 		_, c := f.claim("gpu1", engine.MaxClaimWait)
 		got <- c
 	}()
+	<-handling // the claim is being handled: it finds nothing queued, and waits
 	id := f.enqueueRender(`{}`)
 	select {
 	case c := <-got:
@@ -203,11 +214,32 @@ func TestClaimWaitsForAJob(t *testing.T) {
 	}
 }
 
+// signalEngine makes the API's Engine signal on handling each time a
+// handler asks for it (the request is being handled), if there is room.
+func signalEngine(handling chan struct{}) func(*api.Options) {
+	return func(o *api.Options) {
+		engineOf := o.Engine
+		o.Engine = func() *engine.Engine {
+			select {
+			case handling <- struct{}{}:
+			default:
+			}
+			return engineOf()
+		}
+	}
+}
+
 // A claim whose client goes away is freed: the server shuts down at once
-// instead of waiting out the claim's wait.
+// instead of waiting out the claim's wait. The client goes once the
+// handler asked for the engine (it runs: its context ends when the server
+// sees the connection closed).
 func TestClaimHonoursTheRequestContext(t *testing.T) {
-	f := startWorkers(t)
+	handling := make(chan struct{}, 16)
+	f := startWorkers(t, signalEngine(handling))
 	f.registerWorker("gpu1")
+	for len(handling) > 0 {
+		<-handling
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "POST", f.base+"/worker/claim",
 		strings.NewReader(`{"worker":{"name":"gpu1"},"wait_ms":60000}`))
@@ -221,7 +253,7 @@ func TestClaimHonoursTheRequestContext(t *testing.T) {
 		}
 		done <- err
 	}()
-	f.waitProjected()
+	<-handling
 	cancel()
 	require.Error(t, <-done)
 	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
