@@ -94,30 +94,19 @@ func pluginRun(c *cli.Context) error {
 		return nil
 	}
 
-	// d is this process's own runner, when no daemon is there to run the job.
-	d, holder, err := openRunner(ctx, e)
+	w, err := openEnqueuer(ctx, e)
 	if err != nil {
 		return err
 	}
+	defer w.close()
+	d, l, eng := w.core, w.ledger, w.engine
 	daemonRuns := d == nil
-	var l *ledger.Ledger
-	var eng cliEngine
-	if daemonRuns {
-		if l, err = e.openLedger(ctx); err != nil {
-			return err
-		}
-		defer l.Close()
-		if eng, err = daemonEngine(ctx, e, l, holder.PID); err != nil {
-			return err
-		}
-	} else {
-		defer d.Close()
+	if !daemonRuns {
 		if waitTree {
 			return hintf(errcode.Conflict, "start one with: ductile system start (or use --wait for this job alone)",
 				"--wait-tree needs a running daemon: without one, plugin run runs its own job only, and the jobs it routes wait for a daemon")
 		}
-		l, out.RanBy = d.Ledger, "cli"
-		eng = cliEngine{Engine: d.Engine()}
+		out.RanBy = "cli"
 	}
 	res, err := enqueue(eng, false)
 	if err != nil {
@@ -139,7 +128,7 @@ func pluginRun(c *cli.Context) error {
 		if c.Bool("json") {
 			return printJSON(e.stdout, out)
 		}
-		fmt.Fprintf(e.stdout, "enqueued job %s (%s %s); the daemon (pid %d) will run it\n", res.JobID, name, res.Command, holder.PID)
+		fmt.Fprintf(e.stdout, "enqueued job %s (%s %s); the daemon (pid %d) will run it\n", res.JobID, name, res.Command, eng.daemonPID)
 		fmt.Fprintf(e.stdout, "follow it with: ductile job inspect %s\n", res.JobID)
 		return nil
 	}
@@ -234,6 +223,36 @@ func printRunResult(e *env, out runOutput, last events.AttemptEnded) {
 // it. Another plugin run holding the lock runs only its own
 // job, so this one waits for it to finish and then takes its place. (That
 // wait polls the lock every 20 ms: flock cannot wait under a context.)
+// enqueuer is where a CLI enqueue goes: the daemon's ledger when a daemon
+// runs (it runs the job), else this process's own Core, which runs it.
+type enqueuer struct {
+	core   *daemon.Core // nil when a daemon runs the job
+	ledger *ledger.Ledger
+	engine cliEngine
+	close  func()
+}
+
+// openEnqueuer opens where an enqueue of this process goes (enqueuer).
+func openEnqueuer(ctx context.Context, e *env) (*enqueuer, error) {
+	d, holder, err := openRunner(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		return &enqueuer{core: d, ledger: d.Ledger, engine: cliEngine{Engine: d.Engine()}, close: func() { d.Close() }}, nil
+	}
+	l, err := e.openLedger(ctx)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := daemonEngine(ctx, e, l, holder.PID)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return &enqueuer{ledger: l, engine: eng, close: func() { l.Close() }}, nil
+}
+
 func openRunner(ctx context.Context, e *env) (*daemon.Core, daemon.LockHolder, error) {
 	for {
 		h, err := daemon.Holder(e.stateDir)

@@ -11,7 +11,6 @@ import (
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
-	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
 )
 
@@ -110,25 +109,15 @@ func runCreate(c *cli.Context) error {
 		return nil
 	}
 
-	d, holder, err := openRunner(ctx, e)
+	w, err := openEnqueuer(ctx, e)
 	if err != nil {
 		return err
 	}
+	defer w.close()
+	d, l, eng := w.core, w.ledger, w.engine
 	daemonRuns := d == nil
-	var l *ledger.Ledger
-	var eng cliEngine
-	if daemonRuns {
-		if l, err = e.openLedger(ctx); err != nil {
-			return err
-		}
-		defer l.Close()
-		if eng, err = daemonEngine(ctx, e, l, holder.PID); err != nil {
-			return err
-		}
-	} else {
-		defer d.Close()
-		l, out.RanBy = d.Ledger, "cli"
-		eng = cliEngine{Engine: d.Engine()}
+	if !daemonRuns {
+		out.RanBy = "cli"
 	}
 	res, err := create(eng, false)
 	if err != nil {
@@ -174,7 +163,7 @@ func runCreate(c *cli.Context) error {
 			return err
 		}
 	} else {
-		printRunCreated(e, out, holder.PID)
+		printRunCreated(e, out, eng.daemonPID)
 	}
 	if waited && rec.Status.Terminal() && rec.Status != views.RunSucceeded {
 		return silent(exitFailure)
