@@ -47,6 +47,7 @@ var guard = fakeGuard{
 	"jobs-ro":   {auth.JobsRO},
 	"jobs-rw":   {auth.JobsRW},
 	"events-ro": {auth.EventsRO},
+	"worker":    {auth.Worker},
 }
 
 var applied = events.ConfigAppliedData{
@@ -168,6 +169,8 @@ func routeOf(method, path string) string {
 		parts[2] = "{plugin}"
 	case len(parts) == 3 && parts[1] == "pipeline":
 		return "/pipeline/{name}"
+	case len(parts) >= 4 && parts[1] == "worker" && parts[2] == "jobs":
+		parts[3] = "{id}"
 	case len(parts) >= 3 && (parts[1] == "job" || parts[1] == "run"):
 		parts[2] = "{id}"
 	case len(parts) >= 3 && parts[1] == "runs" && parts[2] != "stream":

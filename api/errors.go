@@ -20,7 +20,7 @@ import (
 // what to do next.
 type Error struct {
 	Status  int                 `json:"-"`
-	Code    errcode.Code        `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,idempotency_conflict,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
+	Code    errcode.Code        `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,idempotency_conflict,stale_fence,unknown_worker,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
 	Scope   string              `json:"scope,omitempty" doc:"The scope the route needs, which the token lacks (403 forbidden)"`
@@ -158,6 +158,12 @@ func errorOf(err error) *Error {
 	case errors.As(err, &idempotent):
 		return &Error{Status: http.StatusConflict, Code: errcode.IdempotencyConflict, Message: idempotent.Error(),
 			Hint: "give another idempotency_key for another plugin or entry; the key's run: GET /runs/" + idempotent.JobID}
+	case errors.Is(err, commands.ErrStaleFence):
+		return &Error{Status: http.StatusConflict, Code: errcode.StaleFence, Message: err.Error(),
+			Hint: "drop the job: another claim holds it now, or it ended (the sweeper ends an attempt whose lease ran out); claim again"}
+	case errors.Is(err, engine.ErrUnknownWorker):
+		return &Error{Status: http.StatusConflict, Code: errcode.UnknownWorker, Message: err.Error(),
+			Hint: "register first (POST /worker/register), with the plugins the config places runs_on: remote or any"}
 	case errors.Is(err, views.ErrUnknownRunStatus):
 		return newError(http.StatusBadRequest, "give a run status: queued, running, cancel_requested, succeeded, failed, timeout or canceled", err.Error())
 	case errors.Is(err, views.ErrBadCursor):

@@ -74,6 +74,7 @@ func (s *Server) register() {
 	s.registerPipelines()
 	s.registerRuns()
 	s.registerPlugins()
+	s.registerWorkers()
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
 	}, s.handleHealth)

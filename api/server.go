@@ -42,6 +42,9 @@ type Options struct {
 	Guard   auth.Guard
 	Events  http.Handler // GET /events (SSE); nil: 404
 	Metrics http.Handler // GET /metrics; nil: 404
+	// Workers counts what remote workers do through the worker routes
+	// (metrics.Metrics); nil: not counted.
+	Workers WorkerObserver
 	Logger  *slog.Logger
 	Now     func() time.Time
 	Started time.Time // when the daemon started, for /healthz

@@ -23,6 +23,7 @@ const (
 	JobsRW   = config.ScopeJobsRW
 	EventsRO = config.ScopeEventsRO
 	EventsRW = config.ScopeEventsRW
+	Worker   = config.ScopeWorker // the worker routes only: no read scope comes with it
 	All      = config.ScopeAll
 )
 

@@ -14,11 +14,16 @@ const (
 	ScopeJobsRW   Scope = "jobs:rw"
 	ScopeEventsRO Scope = "events:ro"
 	ScopeEventsRW Scope = "events:rw"
-	ScopeAll      Scope = "*"
+	// ScopeWorker grants the routes a remote worker host calls (register,
+	// claim, renew, logs, control, complete, fail) and nothing else; it
+	// cannot be limited to named plugins (a worker claims only the plugins
+	// it registered and the config places runs_on: remote or any).
+	ScopeWorker Scope = "worker"
+	ScopeAll    Scope = "*"
 )
 
 // Scopes are the valid scopes, in the order messages list them.
-var Scopes = []Scope{ScopePluginRO, ScopePluginRW, ScopeJobsRO, ScopeJobsRW, ScopeEventsRO, ScopeEventsRW, ScopeAll}
+var Scopes = []Scope{ScopePluginRO, ScopePluginRW, ScopeJobsRO, ScopeJobsRW, ScopeEventsRO, ScopeEventsRW, ScopeWorker, ScopeAll}
 
 // ValidScopes are the names of Scopes: what a scopes file may grant.
 var ValidScopes = scopeNames(Scopes)

@@ -79,11 +79,15 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	if opts.Metrics == nil && d.Metrics != nil {
 		opts.Metrics = d.Metrics.Handler()
 	}
-	s := api.New(api.Options{
+	apiOpts := api.Options{
 		Ledger: d.Ledger, Projector: d.Projector, Settings: settings, Guard: opts.Guard,
 		Events: opts.Events, Metrics: opts.Metrics, Logger: d.log, Started: d.started,
 		Engine: d.Engine,
-	})
+	}
+	if d.Metrics != nil {
+		apiOpts.Workers = d.Metrics
+	}
+	s := api.New(apiOpts)
 	d.api = &apiServer{server: s, served: make(chan error, 1), certificate: certificate}
 	go func() { d.api.served <- s.Serve(ln) }()
 	d.apiState.Listening = ln.Addr().String()

@@ -41,6 +41,14 @@ const (
 	// IdempotencyConflict: an idempotency key given with another plugin or
 	// entry than the run it made (409).
 	IdempotencyConflict Code = "idempotency_conflict"
+	// StaleFence: a remote worker sent a renewal, log batch, progress,
+	// completion or failure under a lease that no longer holds the job: it
+	// was recorded as superseded and not applied; the worker drops the
+	// job (409).
+	StaleFence Code = "stale_fence"
+	// UnknownWorker: a worker asked for work before registering, or for
+	// plugins it may not claim jobs of (409).
+	UnknownWorker Code = "unknown_worker"
 	// RunFailed: a synchronous pipeline's run failed (424).
 	RunFailed Code = "run_failed"
 	// InvalidConfig: the config file does not load.

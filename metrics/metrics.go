@@ -34,6 +34,7 @@ type Metrics struct {
 	log      *slog.Logger
 	attempts *prometheus.HistogramVec
 	spawns   *prometheus.CounterVec
+	workers  workerSeries
 }
 
 var _ dispatch.Observer = (*Metrics)(nil)
@@ -60,7 +61,9 @@ func New(opts Options) *Metrics {
 			Name: "ductile_spawn_failures_total",
 			Help: "Plugin processes that could not be started, by plugin.",
 		}, []string{"plugin"}),
+		workers: newWorkerSeries(),
 	}
+	m.registry.MustRegister(m.workers.collectors()...)
 	m.registry.MustRegister(m.attempts, m.spawns,
 		&ledgerCollector{l: opts.Ledger, p: opts.Projector, timeout: opts.ScrapeTimeout},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -26,6 +26,9 @@ type Attempt struct {
 	StartedAt       string          `json:"started_at"`
 	CompletedAt     *string         `json:"completed_at,omitempty"`
 	DurationMS      *int64          `json:"duration_ms,omitempty"`
+	// Worker is who ran the attempt (its job.started's worker: a remote
+	// worker's name, or "<host>/local"); "" in events recorded before it.
+	Worker string `json:"worker,omitempty"`
 }
 
 // Inspection is everything known about one job: its state, cancel, retry
@@ -112,6 +115,7 @@ func Inspect(ctx context.Context, l *ledger.Ledger, id string) (*Inspection, err
 		in.Events = append(in.Events, EventOf(ev))
 	}
 	in.linksFromEvents(evs)
+	in.workersFromEvents(evs)
 	if err := in.runFromEvents(evs); err != nil {
 		return nil, err
 	}
@@ -158,6 +162,24 @@ func (in *Inspection) linksFromEvents(evs []ledger.Event) {
 			m, _ := ev.Metadata()
 			in.Cancel = &Cancel{Reason: d.Reason, By: string(m.Actor), RequestedAt: ev.RecordedAtText(), Pending: ev.Type == events.JobCancelRequested}
 		}
+	}
+}
+
+// workersFromEvents names the worker of each attempt, from its
+// job.started.
+func (in *Inspection) workersFromEvents(evs []ledger.Event) {
+	byAttempt := map[int64]string{}
+	for _, ev := range evs {
+		if ev.Type != events.JobStarted {
+			continue
+		}
+		var d events.Started
+		if json.Unmarshal(ev.Data, &d) == nil && d.Worker != nil {
+			byAttempt[int64(d.Attempt)] = d.Worker.Name
+		}
+	}
+	for i := range in.Attempts {
+		in.Attempts[i].Worker = byAttempt[in.Attempts[i].Attempt]
 	}
 }
 

@@ -223,6 +223,9 @@ func jobInspect(c *cli.Context, e *env, l *ledger.Ledger) error {
 		if a.DurationMS != nil {
 			fmt.Fprintf(w, " (%d ms)", *a.DurationMS)
 		}
+		if a.Worker != "" {
+			fmt.Fprintf(w, " on %s", a.Worker)
+		}
 		if a.Error != nil {
 			fmt.Fprintf(w, " %s", oneLine(*a.Error, 100))
 		}

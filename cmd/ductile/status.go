@@ -42,8 +42,11 @@ type statusOutput struct {
 	Queue   views.QueueCounts `json:"queue"`
 	// Workers is how busy the running daemon's worker pool is; absent when
 	// no daemon runs.
-	Workers *views.Workers   `json:"workers,omitempty"`
-	Ledger  views.LedgerSize `json:"ledger"`
+	Workers *views.Workers `json:"workers,omitempty"`
+	// Remote are the registered remote workers and the leases they hold
+	// (views.ReadFleet), with or without a daemon.
+	Remote []views.FleetWorker `json:"remote_workers"`
+	Ledger views.LedgerSize    `json:"ledger"`
 	// Warnings say what the figures above may not reflect.
 	Warnings []string `json:"warnings"`
 }
@@ -198,6 +201,9 @@ func systemStatus(c *cli.Context) error {
 		return err
 	}
 	out := statusOutput{Daemon: side.status, Plugins: []pluginStatus{}, Queue: st.Queue, Ledger: st.Ledger, Warnings: orEmpty(warnings)}
+	if out.Remote, err = views.ReadFleet(ctx, l); err != nil {
+		return err
+	}
 	if side.status.Running {
 		w, err := views.ReadWorkers(ctx, l, side.config.Service.MaxWorkers, time.Now())
 		if err != nil {
@@ -320,6 +326,10 @@ func printStatus(e *env, out statusOutput) {
 			fmt.Fprintf(w, ": every worker is busy while %s for one (a hung plugin holds its worker until its timeout; see: ductile queue; raise service.max_workers)", jobs)
 		}
 		fmt.Fprintln(w)
+	}
+	for _, r := range out.Remote {
+		fmt.Fprintf(w, "remote    %s on %s (%s): %d running, plugins %s, last seen %s\n", r.Name, dashIfEmpty(r.Host), dashIfEmpty(r.Version),
+			r.Claims, dashIfEmpty(strings.Join(r.Plugins, ",")), dashIfEmpty(r.LastSeen))
 	}
 	lg := out.Ledger
 	fmt.Fprintf(w, "ledger    %s (WAL %s, archives %s); head seq %d, projector lag %d\n",

@@ -19,11 +19,11 @@ import (
 	"github.com/ductile/ductile/workerhost"
 )
 
-// workerCommand is `ductile worker`: a worker host that claims a daemon's
-// jobs over its HTTP API and runs them here. Its subcommands (list) are
-// added beside it.
-func workerCommand() *cli.Command {
-	cmd := &cli.Command{Name: "worker"}
+// workerRunCommand is `ductile worker` (workerCommand, with its
+// subcommands) run as a worker host: it claims a daemon's jobs over its
+// HTTP API and runs them here.
+func workerRunCommand() *cli.Command {
+	cmd := workerCommand()
 	setWorkerRun(cmd)
 	return cmd
 }
