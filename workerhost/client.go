@@ -135,9 +135,10 @@ type logLine struct {
 func (c *Client) Logs(ctx context.Context, cl *engine.Claimed, lines pluginhost.StderrLines) error {
 	body := struct {
 		lease
+		Line      int       `json:"line"` // the first line's number among the attempt's, from 1
 		Lines     []logLine `json:"lines"`
 		Truncated bool      `json:"truncated"`
-	}{lease: c.lease(cl), Lines: make([]logLine, 0, len(lines.Lines)), Truncated: lines.Truncated}
+	}{lease: c.lease(cl), Line: lines.First + 1, Lines: make([]logLine, 0, len(lines.Lines)), Truncated: lines.Truncated}
 	for _, l := range lines.Lines {
 		body.Lines = append(body.Lines, logLine{At: l.At, Text: l.Text})
 	}

@@ -27,6 +27,7 @@ const (
 // daemon accepted its completion.
 func (h *Host) runClaim(jobs context.Context, claim *engine.Claimed) bool {
 	claimedAt := time.Now()
+	var claimToStart time.Duration
 	log := h.log.With("job_id", claim.JobID, "plugin", claim.Plugin, "command", claim.Command, "attempt", claim.Attempt, "fence", claim.Fence)
 	p, ok := h.byName[claim.Plugin]
 	if !ok {
@@ -58,6 +59,7 @@ func (h *Host) runClaim(jobs context.Context, claim *engine.Claimed) bool {
 		Timeout: timeout, Grace: h.o.KillGrace, RunID: claim.JobID, TraceID: claim.TraceID,
 		OnStart: func(int) {
 			d := time.Since(claimedAt)
+			claimToStart = d
 			h.metrics.mu.Lock()
 			h.metrics.ClaimToStart = append(h.metrics.ClaimToStart, d)
 			h.metrics.mu.Unlock()
@@ -82,7 +84,7 @@ func (h *Host) runClaim(jobs context.Context, claim *engine.Claimed) bool {
 		return false
 	}
 	a := attemptOf(claim, h.o.Client.Worker(), res, context.Cause(run))
-	return h.complete(jobs, a, log)
+	return h.complete(jobs, a, log.With("claim_to_start_us", claimToStart.Microseconds()))
 }
 
 // attemptOf is how res went, for the daemon to record: as the dispatcher

@@ -1,0 +1,258 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// workerScript is the remote plugin: it answers at once, sleeps first
+// with "mode":"slow", or hangs with a child, writing its pid, with
+// "mode":"hang".
+const workerScript = `#!/bin/sh
+read -r req
+echo "handled by $WORKER_NAME" >&2
+case "$req" in
+*'"mode":"hang"'*)
+	sleep 300 &
+	echo $$ > "$PIDFILE"
+	wait
+	;;
+*'"mode":"slow"'*)
+	echo $$ > "$PIDFILE"
+	sleep 3
+	;;
+esac
+echo '{"status":"ok","result":"done"}'
+`
+
+// remoteWorld is a daemon whose plugin remote runs only on workers: it is
+// not installed on the daemon's machine.
+type remoteWorld struct {
+	*runsWorld
+	workerKey string
+}
+
+func newRemoteWorld(t *testing.T) *remoteWorld {
+	w := &remoteWorld{runsWorld: newRunsWorld(t, `
+api: {listen: 127.0.0.1:0}
+plugins:
+  remote: {runs_on: remote, retry: {max_attempts: 3, backoff_base: 1s}}
+`)}
+	w.workerKey = lastLine(mustRun(t, nil, w.args("config", "token", "create", "workers", "--scopes", "worker")...).stdout)
+	mustRun(t, nil, w.args("system", "reload")...)
+	return w
+}
+
+// worker starts `ductile worker` NAME with a plugin directory and a state
+// folder of its own, as on another machine.
+func (w *remoteWorld) worker(name string, args ...string) (*proc, string) {
+	t := w.t
+	t.Helper()
+	home := t.TempDir()
+	dir := filepath.Join(home, "plugins", "remote")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	manifest := "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: remote\nversion: 1.0.0\nprotocol: 2\nentrypoint: run.sh\n" +
+		"concurrency_safe: true\ncommands: [{name: handle, type: write}]\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(manifest), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte(workerScript), 0o755))
+	pidFile := filepath.Join(home, "pid")
+	env := cleanEnv(t, "XDG_STATE_HOME="+filepath.Join(home, "state"), "DUCTILE_WORKER_TOKEN="+w.workerKey,
+		"WORKER_NAME="+name, "PIDFILE="+pidFile)
+	p := start(t, env, append([]string{"--log-format", "json", "worker", "--api", w.base, "--plugins", filepath.Join(home, "plugins"),
+		"--name", name}, args...)...)
+	t.Cleanup(func() {
+		if t.Failed() {
+			select {
+			case <-p.done:
+				t.Logf("worker %s stderr:\n%s", name, p.stderr.String())
+			default:
+			}
+		}
+	})
+	waitFor(t, 20*time.Second, "worker "+name+" registered", func() bool {
+		var fleet struct {
+			Workers []struct {
+				Name string `json:"name"`
+			} `json:"workers"`
+		}
+		_, raw := w.do("GET", "/workers", nil)
+		_ = json.Unmarshal(raw, &fleet)
+		for _, f := range fleet.Workers {
+			if f.Name == name {
+				return true
+			}
+		}
+		return false
+	})
+	return p, pidFile
+}
+
+// enqueue enqueues a job of remote with payload.
+func (w *remoteWorld) enqueue(payload map[string]any) string {
+	var accepted struct {
+		JobID string `json:"job_id"`
+	}
+	w.doJSON(http.StatusAccepted, &accepted, "POST", "/plugin/remote/handle", payload)
+	return accepted.JobID
+}
+
+// job is the job's status and the types of its events.
+func (w *remoteWorld) job(id string) (string, []string) {
+	var job struct {
+		Status string `json:"status"`
+	}
+	w.doJSON(http.StatusOK, &job, "GET", "/job/"+id, nil)
+	var evs struct {
+		Events []struct {
+			Type string `json:"type"`
+		} `json:"events"`
+	}
+	_, raw := w.do("GET", "/job/"+id+"/events", nil)
+	_ = json.Unmarshal(raw, &evs)
+	var types []string
+	for _, e := range evs.Events {
+		types = append(types, e.Type)
+	}
+	return job.Status, types
+}
+
+func count(types []string, t string) int {
+	n := 0
+	for _, x := range types {
+		if x == t {
+			n++
+		}
+	}
+	return n
+}
+
+// stopWorker stops p with SIGTERM and returns its log lines.
+func stopWorker(t *testing.T, p *proc) []map[string]any {
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t))
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// TestTwoWorkersRunARemotePluginsJobsEachOnce: a daemon whose plugin runs
+// only remotely and two `ductile worker` processes with their own plugin
+// directories and state folders: N jobs (200; DUCTILE_E2E_WORKER_JOBS for
+// more), each completed once, by both workers, and the ledger verifies.
+func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
+	n := 200
+	if v := os.Getenv("DUCTILE_E2E_WORKER_JOBS"); v != "" {
+		var err error
+		n, err = strconv.Atoi(v)
+		require.NoError(t, err)
+	}
+	w := newRemoteWorld(t)
+	a, _ := w.worker("box-a", "--concurrency", "4")
+	b, _ := w.worker("box-b", "--concurrency", "4")
+
+	began := time.Now()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := i; j < n; j += 4 {
+				ids[j] = w.enqueue(map[string]any{"n": j})
+			}
+		}()
+	}
+	wg.Wait()
+	waitFor(t, 40*time.Second, "every job succeeded", func() bool {
+		var page struct {
+			Jobs []struct{} `json:"jobs"`
+		}
+		_, raw := w.do("GET", fmt.Sprintf("/jobs?status=succeeded&limit=%d", n+1), nil)
+		_ = json.Unmarshal(raw, &page)
+		return len(page.Jobs) >= n
+	})
+	elapsed := time.Since(began)
+	for _, id := range ids {
+		status, types := w.job(id)
+		require.Equal(t, "succeeded", status, id)
+		require.Equal(t, 1, count(types, "job.started"), "%s: %v", id, types)
+		require.Equal(t, 1, count(types, "job.succeeded"), "%s: %v", id, types)
+	}
+	mustRun(t, nil, w.args("ledger", "verify")...)
+
+	perWorker := map[string]int{}
+	var claimToStart []time.Duration
+	for name, p := range map[string]*proc{"box-a": a, "box-b": b} {
+		for _, l := range stopWorker(t, p) {
+			if l["message"] == "job completed" {
+				perWorker[name]++
+				claimToStart = append(claimToStart, time.Duration(l["claim_to_start_us"].(float64))*time.Microsecond)
+			}
+		}
+	}
+	require.Equal(t, n, perWorker["box-a"]+perWorker["box-b"])
+	require.Positive(t, perWorker["box-a"])
+	require.Positive(t, perWorker["box-b"])
+	slices.Sort(claimToStart)
+	t.Logf("%d jobs through 2 remote workers (concurrency 4 each) in %v: %.0f jobs/s; per worker %v; claim-to-start p50 %v p99 %v",
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), perWorker,
+		claimToStart[len(claimToStart)/2], claimToStart[len(claimToStart)*99/100])
+}
+
+// TestACanceledRemoteJobsProcessGroupIsGoneWithinOneRenewal: a cancel of
+// a job running on a worker reaches it with a renewal (every third of the
+// lease period) and kills the plugin's process group there; the job ends
+// canceled.
+func TestACanceledRemoteJobsProcessGroupIsGoneWithinOneRenewal(t *testing.T) {
+	w := newRemoteWorld(t)
+	p, pidFile := w.worker("box-a")
+	id := w.enqueue(map[string]any{"mode": "hang"})
+	var pgid int
+	waitFor(t, 20*time.Second, "the plugin running", func() bool {
+		data, err := os.ReadFile(pidFile)
+		if err != nil || !strings.HasSuffix(string(data), "\n") {
+			return false
+		}
+		pgid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil
+	})
+	renewal := 10 * time.Second // the default lease period's third (the daemon has no setting for it)
+	canceled := time.Now()
+	code, raw := w.do("POST", "/job/"+id+"/cancel", map[string]any{})
+	require.Less(t, code, 300, string(raw))
+	waitFor(t, renewal+5*time.Second, "the plugin's process group gone", func() bool {
+		return syscall.Kill(-pgid, 0) == syscall.ESRCH
+	})
+	gone := time.Since(canceled)
+	t.Logf("process group gone %v after the cancel (renewal period %v, kill grace included)", gone.Round(time.Millisecond), renewal)
+	require.LessOrEqual(t, gone, renewal+pluginGrace, "within one renewal period (and the SIGTERM grace)")
+	waitFor(t, 20*time.Second, "the job canceled", func() bool {
+		status, _ := w.job(id)
+		return status == "canceled"
+	})
+	stopWorker(t, p)
+}
+
+// pluginGrace is the SIGTERM-to-SIGKILL grace of a plugin (its shell
+// waits on sleep; SIGTERM ends it at once).
+const pluginGrace = 5 * time.Second
