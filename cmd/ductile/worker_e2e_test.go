@@ -256,3 +256,38 @@ func TestACanceledRemoteJobsProcessGroupIsGoneWithinOneRenewal(t *testing.T) {
 // pluginGrace is the SIGTERM-to-SIGKILL grace of a plugin (its shell
 // waits on sleep; SIGTERM ends it at once).
 const pluginGrace = 5 * time.Second
+
+// TestAJobOfAWorkerKilledMidJobFinishesOnTheOther: kill -9 a worker while
+// its plugin runs; once the lease expires (the daemon's default lease
+// period, 30 s: it has no setting for it) the sweeper ends the attempt
+// and the retry runs on the other worker; the job succeeds once.
+func TestAJobOfAWorkerKilledMidJobFinishesOnTheOther(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a 30 s lease to expire")
+	}
+	w := newRemoteWorld(t)
+	a, pidFile := w.worker("box-a")
+	id := w.enqueue(map[string]any{"mode": "slow"})
+	waitFor(t, 20*time.Second, "the plugin running on box-a", func() bool {
+		_, err := os.Stat(pidFile)
+		return err == nil
+	})
+	killed := time.Now()
+	require.NoError(t, a.cmd.Process.Kill()) // SIGKILL: no completion, no goodbye
+	a.wait(t)
+	b, _ := w.worker("box-b")
+	waitFor(t, 40*time.Second, "the job succeeded on box-b", func() bool {
+		status, _ := w.job(id)
+		return status == "succeeded"
+	})
+	t.Logf("job finished on the other worker %v after the kill", time.Since(killed).Round(time.Millisecond))
+	_, types := w.job(id)
+	require.Equal(t, 2, count(types, "job.started"), "%v", types)
+	require.Equal(t, 1, count(types, "job.succeeded"), "%v", types)
+	completedOnB := false
+	for _, l := range stopWorker(t, b) {
+		completedOnB = completedOnB || l["message"] == "job completed" && l["job_id"] == id
+	}
+	require.True(t, completedOnB, "box-b completed the job")
+	mustRun(t, nil, w.args("ledger", "verify")...)
+}
