@@ -90,10 +90,12 @@ func (r Registered) LeasePeriod() time.Duration {
 	return time.Duration(r.LeasePeriodMS) * time.Millisecond
 }
 
-// Register records the worker and the plugins it serves.
-func (c *Client) Register(ctx context.Context, host, version string, plugins []events.WorkerPlugin) (Registered, error) {
+// Register records the worker and the plugins it serves;
+// concurrency is how many jobs it runs at once.
+func (c *Client) Register(ctx context.Context, host, version string, concurrency int, plugins []events.WorkerPlugin) (Registered, error) {
 	var out Registered
-	err := c.call(ctx, "/worker/register", map[string]any{"name": c.worker.Name, "host": host, "version": version, "plugins": plugins}, &out)
+	err := c.call(ctx, "/worker/register", map[string]any{"name": c.worker.Name, "host": host, "version": version, "pid": c.worker.PID,
+		"concurrency": concurrency, "plugins": plugins}, &out)
 	return out, err
 }
 

@@ -190,7 +190,7 @@ func (h *Host) register(ctx context.Context) error {
 	}
 	var b backoff
 	for {
-		reg, err := h.o.Client.Register(ctx, h.o.Host, h.o.Version, plugins)
+		reg, err := h.o.Client.Register(ctx, h.o.Host, h.o.Version, h.o.Concurrency, plugins)
 		if err == nil {
 			h.lease = reg.LeasePeriod()
 			if h.lease <= 0 {

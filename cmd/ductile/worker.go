@@ -100,7 +100,7 @@ func workerRun(c *cli.Context) error {
 	case err != nil:
 		var tlsErr *apiclient.TLSError
 		if errors.As(err, &tlsErr) {
-			return withHint(errcode.Unavailable, err, tlsErr.Hint)
+			return withHint(errcode.Error, err, tlsErr.Hint)
 		}
 		return failf("%v", err)
 	}
