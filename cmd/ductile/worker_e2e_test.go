@@ -291,3 +291,28 @@ func TestAJobOfAWorkerKilledMidJobFinishesOnTheOther(t *testing.T) {
 	require.True(t, completedOnB, "box-b completed the job")
 	mustRun(t, nil, w.args("ledger", "verify")...)
 }
+
+// TestWorkerOnceHandlesOneJobAndExits: --once exits 0 after the one job it
+// completed, and the other job stays queued for the next worker.
+func TestWorkerOnceHandlesOneJobAndExits(t *testing.T) {
+	w := newRemoteWorld(t)
+	first := w.enqueueAfterRegistration(t)
+	p, _ := w.worker("box-once", "--once")
+	require.Equal(t, 0, p.wait(t), p.stderr.String())
+	status, _ := w.job(first)
+	require.Equal(t, "succeeded", status)
+	second := w.enqueue(map[string]any{"n": 2})
+	status, _ = w.job(second)
+	require.Equal(t, "queued", status, "a worker that exited claims nothing more")
+}
+
+// enqueueAfterRegistration registers a worker that exits at once (so the
+// daemon accepts the remote plugin's jobs) and enqueues one job.
+func (w *remoteWorld) enqueueAfterRegistration(t *testing.T) string {
+	t.Helper()
+	code, raw := w.do("POST", "/worker/register", map[string]any{"name": "placeholder", "host": "h", "version": "e2e",
+		"plugins": []any{map[string]any{"name": "remote", "version": "1.0.0", "commands": []any{map[string]any{"name": "handle", "type": "write"}},
+			"concurrency_safe": true}}})
+	require.Equal(t, http.StatusOK, code, string(raw))
+	return w.enqueue(map[string]any{"n": 1})
+}
