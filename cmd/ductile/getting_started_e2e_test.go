@@ -600,6 +600,7 @@ var masks = []struct {
 	re   *regexp.Regexp
 	with string
 }{
+	{regexp.MustCompile(`\bon [^\s/]+/local\b`), "on <host>/local"}, // job inspect's attempts: this machine's local worker
 	{regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z| UTC)?`), "<time>"},
 	{regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}(-[0-9a-f]{4}(-[0-9a-f]{4}(-[0-9a-f]{12})?)?)?-?`), "<id>"},
 	{regexp.MustCompile(`\b[0-9a-f]{12,}\b|\b[0-9a-f]{12,}$`), "<hex>"},
