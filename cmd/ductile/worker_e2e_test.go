@@ -109,6 +109,15 @@ func (w *remoteWorld) enqueue(payload map[string]any) string {
 	return accepted.JobID
 }
 
+// status is the job's status.
+func (w *remoteWorld) status(id string) string {
+	var job struct {
+		Status string `json:"status"`
+	}
+	w.doJSON(http.StatusOK, &job, "GET", "/job/"+id, nil)
+	return job.Status
+}
+
 // job is the job's status and the types of its events.
 func (w *remoteWorld) job(id string) (string, []string) {
 	var job struct {
@@ -157,11 +166,11 @@ func stopWorker(t *testing.T, p *proc) []map[string]any {
 
 // TestTwoWorkersRunARemotePluginsJobsEachOnce: a daemon whose plugin runs
 // only remotely and two `ductile worker` processes with their own plugin
-// directories and state folders: N jobs (200; DUCTILE_E2E_WORKER_JOBS for
+// directories and state folders: N jobs (200; E2E_WORKER_JOBS for
 // more), each completed once, by both workers, and the ledger verifies.
 func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
 	n := 200
-	if v := os.Getenv("DUCTILE_E2E_WORKER_JOBS"); v != "" {
+	if v := os.Getenv("E2E_WORKER_JOBS"); v != "" {
 		var err error
 		n, err = strconv.Atoi(v)
 		require.NoError(t, err)
@@ -183,13 +192,15 @@ func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	done := 0 // ids[:done] have succeeded
 	waitFor(t, 40*time.Second, "every job succeeded", func() bool {
-		var page struct {
-			Jobs []struct{} `json:"jobs"`
+		for done < n {
+			if w.status(ids[done]) != "succeeded" {
+				return false
+			}
+			done++
 		}
-		_, raw := w.do("GET", fmt.Sprintf("/jobs?status=succeeded&limit=%d", n+1), nil)
-		_ = json.Unmarshal(raw, &page)
-		return len(page.Jobs) >= n
+		return true
 	})
 	elapsed := time.Since(began)
 	for _, id := range ids {
@@ -315,4 +326,40 @@ func (w *remoteWorld) enqueueAfterRegistration(t *testing.T) string {
 			"concurrency_safe": true}}})
 	require.Equal(t, http.StatusOK, code, string(raw))
 	return w.enqueue(map[string]any{"n": 1})
+}
+
+// TestALateWorkersCompletionIsSupersededAndChangesNothing: SIGSTOP a
+// worker mid-job past its lease; the other worker runs the retry to its
+// end; SIGCONT: what the stopped worker sends then (a renewal or its
+// completion) carries a stale fence, is recorded as job.superseded and
+// changes nothing, and the worker drops the job.
+func TestALateWorkersCompletionIsSupersededAndChangesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a 30 s lease to expire")
+	}
+	w := newRemoteWorld(t)
+	a, pidFile := w.worker("box-a")
+	id := w.enqueue(map[string]any{"mode": "slow"})
+	waitFor(t, 20*time.Second, "the plugin running on box-a", func() bool {
+		_, err := os.Stat(pidFile)
+		return err == nil
+	})
+	require.NoError(t, syscall.Kill(a.pid(), syscall.SIGSTOP))
+	b, _ := w.worker("box-b")
+	waitFor(t, 40*time.Second, "the job succeeded on box-b", func() bool { return w.status(id) == "succeeded" })
+	require.NoError(t, syscall.Kill(a.pid(), syscall.SIGCONT))
+	waitFor(t, 20*time.Second, "box-a's late request superseded", func() bool {
+		_, types := w.job(id)
+		return count(types, "job.superseded") > 0
+	})
+	status, types := w.job(id)
+	require.Equal(t, "succeeded", status)
+	require.Equal(t, 1, count(types, "job.succeeded"), "%v", types)
+	dropped := false
+	for _, l := range stopWorker(t, a) {
+		dropped = dropped || strings.Contains(fmt.Sprint(l["message"]), "dropped") || strings.Contains(fmt.Sprint(l["message"]), "refused")
+	}
+	require.True(t, dropped, "box-a says it dropped the job")
+	stopWorker(t, b)
+	mustRun(t, nil, w.args("ledger", "verify")...)
 }
