@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ductile/ductile/apiclient"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/pluginhost"
@@ -199,7 +200,10 @@ func (h *Host) register(ctx context.Context) error {
 			h.log.Info("registered", "plugins", h.names, "lease_period", h.lease)
 			return nil
 		}
-		if permanent(err) {
+		var tlsErr *apiclient.TLSError
+		if permanent(err) || errors.As(err, &tlsErr) {
+			// Asking again changes nothing: the token, or the certificate
+			// and --ca, must change first.
 			return fmt.Errorf("register with the daemon: %w", err)
 		}
 		wait := b.next()

@@ -363,3 +363,32 @@ func TestALateWorkersCompletionIsSupersededAndChangesNothing(t *testing.T) {
 	stopWorker(t, b)
 	mustRun(t, nil, w.args("ledger", "verify")...)
 }
+
+// TestWorkerOverTLS: a worker given the CA with --ca registers with a
+// daemon serving TLS; without it, it exits 1 saying to pass --ca.
+func TestWorkerOverTLS(t *testing.T) {
+	w := newTLSWorld(t)
+	w.writeConfig("api:\n  listen: 127.0.0.1:0\n  hosts: [ductile.test]\n  tls: {cert_file: " + w.certFile + ", key_file: " + w.keyFile + "}\n" +
+		"plugins:\n  remote: {runs_on: remote}\n")
+	key := lastLine(mustRun(t, nil, w.args("config", "token", "create", "box", "--scopes", "worker")...).stdout)
+	d := w.startDaemon()
+	api := "https://" + apiAddr(t, d)
+	plugins := filepath.Join(t.TempDir(), "plugins")
+	dir := filepath.Join(plugins, "remote")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("manifest_spec: ductile.plugin\nmanifest_version: 1\nname: remote\n"+
+		"version: 1.0.0\nprotocol: 2\nentrypoint: run.sh\ncommands: [{name: handle, type: write}]\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte(workerScript), 0o755))
+	env := cleanEnv(t, "DUCTILE_WORKER_TOKEN="+key)
+
+	r := ductile(t, env, "worker", "--api", api, "--plugins", plugins, "--name", "box", "--once")
+	require.Equal(t, 1, r.code, r.String())
+	require.Contains(t, r.stderr, "pass --ca FILE")
+
+	p := start(t, env, "--log-format", "json", "worker", "--api", api, "--plugins", plugins, "--name", "box", "--ca", w.caFile)
+	waitFor(t, 20*time.Second, "the worker registered over TLS", func() bool {
+		return strings.Contains(w.run("worker", "list", "--json").stdout, `"box"`)
+	})
+	p.signal(t, syscall.SIGTERM)
+	require.Equal(t, 0, p.wait(t), p.stderr.String())
+}
