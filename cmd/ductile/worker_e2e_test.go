@@ -203,8 +203,10 @@ func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
 		return true
 	})
 	elapsed := time.Since(began)
+	events := 0
 	for _, id := range ids {
 		status, types := w.job(id)
+		events += len(types)
 		require.Equal(t, "succeeded", status, id)
 		require.Equal(t, 1, count(types, "job.started"), "%s: %v", id, types)
 		require.Equal(t, 1, count(types, "job.succeeded"), "%s: %v", id, types)
@@ -225,8 +227,8 @@ func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
 	require.Positive(t, perWorker["box-a"])
 	require.Positive(t, perWorker["box-b"])
 	slices.Sort(claimToStart)
-	t.Logf("%d jobs through 2 remote workers (concurrency 4 each) in %v: %.0f jobs/s; per worker %v; claim-to-start p50 %v p99 %v",
-		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), perWorker,
+	t.Logf("%d jobs through 2 remote workers (concurrency 4 each) in %v: %.0f jobs/s; %.1f events per job; per worker %v; claim-to-start p50 %v p99 %v",
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), float64(events)/float64(n), perWorker,
 		claimToStart[len(claimToStart)/2], claimToStart[len(claimToStart)*99/100])
 }
 
