@@ -30,23 +30,23 @@ const workerDescription = "A route of remote worker hosts (ductile worker; docs/
 
 // registerWorkers adds the worker routes.
 func (s *Server) registerWorkers() {
-	max := s.opts.Settings.MaxBodySize + 1
+	maxBody := s.opts.Settings.MaxBodySize + 1
 	jobErrors := []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge}
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "register-worker", Method: http.MethodPost, Path: "/worker/register", Summary: "Register a worker host and the plugins it serves",
 		Description: workerDescription + "Records worker.registered: who the worker is and each plugin it serves as its manifest there " +
 			"declares it. A plugin the config places runs_on: remote or any need not be installed on the daemon's machine. " +
 			"Registering again replaces the worker's registration. The answer gives the lease period: renew every third of it.",
-		MaxBodyBytes: max, Errors: []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge},
+		MaxBodyBytes: maxBody, Errors: []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge},
 	}, auth.Worker), s.handleRegisterWorker)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "claim-job", Method: http.MethodPost, Path: "/worker/claim", Summary: "Claim a job under a lease, waiting for one",
 		Description: workerDescription + "Gives the worker the oldest queued job, due now, of the plugins it registered (or of those named " +
 			"in plugins) that the config places runs_on: remote or any, within each plugin's parallelism cap: 200 with the claim " +
 			"(the protocol v2 request to run the plugin with, the fence and lease_until). With none, it waits up to wait_ms " +
-			"(at most 60 s), woken as soon as a job is enqueued, then answers 204. A worker that did not register, or serves no " +
+			"(at most 60 s), woken as soon as a job is enqueued, then answers 204 (at once when the daemon begins to stop). A worker that did not register, or serves no " +
 			"plugin it may claim, is 409 code unknown_worker.",
-		MaxBodyBytes: max, Middlewares: huma.Middlewares{s.liftClaimDeadline},
+		MaxBodyBytes: maxBody, Middlewares: huma.Middlewares{s.liftClaimDeadline},
 		Errors: []int{http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge},
 	}, auth.Worker), s.handleClaimJob)
 	claim := s.api.OpenAPI().Paths["/worker/claim"].Post
@@ -56,31 +56,31 @@ func (s *Server) registerWorkers() {
 		Description: workerDescription + "Extends the lease by the lease period (recorded at most once per third of it: renewing more " +
 			"often is harmless). cancel_requested true tells the worker to stop the plugin's process group and complete the attempt " +
 			"(it ends canceled).",
-		MaxBodyBytes: max, Errors: jobErrors,
+		MaxBodyBytes: maxBody, Errors: jobErrors,
 	}, auth.Worker), s.handleRenewLease)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "record-worker-logs", Method: http.MethodPost, Path: "/worker/jobs/{id}/logs", Summary: "Record a batch of the plugin's stderr lines",
 		Description:  workerDescription + "Appends the lines (job.stderr_written), as the daemon records a local plugin's stderr.",
-		MaxBodyBytes: max, Errors: jobErrors,
+		MaxBodyBytes: maxBody, Errors: jobErrors,
 	}, auth.Worker), s.handleRecordWorkerLogs)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "report-worker-control", Method: http.MethodPost, Path: "/worker/jobs/{id}/control", Summary: "Report the run's progress or an export item",
 		Description: workerDescription + "What the plugin wrote on its control channel (fd 3): progress (coalesced as for a local run: " +
 			"at most one job.progressed per second) and export items (validated against the caps and stored durably before the " +
 			"answer, which gives the item's id; over a cap: 400 and nothing is stored).",
-		MaxBodyBytes: max, Errors: jobErrors,
+		MaxBodyBytes: maxBody, Errors: jobErrors,
 	}, auth.Worker), s.handleReportWorkerControl)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "complete-job", Method: http.MethodPost, Path: "/worker/jobs/{id}/complete", Summary: "Complete a claimed job's attempt",
 		Description: workerDescription + "Records how the attempt ended, with the plugin's response, through the same path as a local " +
 			"completion: outcome, state and facts, routed jobs, pipelines, circuit breaker. A job completes once: a second " +
 			"completion, or one after the lease expired, is superseded (409 stale_fence).",
-		MaxBodyBytes: max, Errors: jobErrors,
+		MaxBodyBytes: maxBody, Errors: jobErrors,
 	}, auth.Worker), s.handleCompleteJob)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "fail-job", Method: http.MethodPost, Path: "/worker/jobs/{id}/fail", Summary: "Fail a claimed job's attempt without a plugin response",
 		Description:  workerDescription + "For an attempt whose plugin could not start or was lost: the job's retry policy decides what follows.",
-		MaxBodyBytes: max, Errors: jobErrors,
+		MaxBodyBytes: maxBody, Errors: jobErrors,
 	}, auth.Worker), s.handleFailJob)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "list-workers", Method: http.MethodGet, Path: "/workers", Summary: "The registered worker hosts: plugins, claims, last seen",
@@ -161,9 +161,17 @@ type ClaimBody struct {
 
 func (s *Server) handleClaimJob(ctx context.Context, in *ClaimInput) (*ClaimAnswer, error) {
 	wait := time.Duration(in.Body.WaitMS) * time.Millisecond
+	// The wait ends with the request (its client went away) or when the
+	// server begins to shut down (it answers 204: claim again).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.streams, cancel)()
 	c, err := s.opts.Engine().Claim(ctx, in.Body.Worker, in.Body.Plugins, wait)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case s.streams.Err() != nil:
+			return &ClaimAnswer{Status: http.StatusNoContent}, nil
+		case ctx.Err() != nil:
 			return nil, newError(http.StatusServiceUnavailable, "claim again", "the claim's request ended before a job came")
 		}
 		return nil, errorOf(err)

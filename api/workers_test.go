@@ -261,6 +261,27 @@ func TestClaimHonoursTheRequestContext(t *testing.T) {
 	require.NoError(t, f.server.Shutdown(shutdown), "the abandoned claim still held its request")
 }
 
+// A claim waiting when the server begins to shut down answers 204 at
+// once: it does not hold the shutdown for its wait.
+func TestClaimEndsAtShutdown(t *testing.T) {
+	handling := make(chan struct{}, 16)
+	f := startWorkers(t, signalEngine(handling))
+	f.registerWorker("gpu1")
+	for len(handling) > 0 {
+		<-handling
+	}
+	got := make(chan response, 1)
+	go func() {
+		r, _ := f.claim("gpu1", engine.MaxClaimWait)
+		got <- r
+	}()
+	<-handling
+	shutdown, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	require.NoError(t, f.server.Shutdown(shutdown), "the waiting claim held the shutdown")
+	require.Equal(t, http.StatusNoContent, (<-got).status)
+}
+
 // What a worker sends under a fence that no longer holds the job is
 // refused with 409 stale_fence and recorded as job.superseded, never
 // applied.
