@@ -35,6 +35,10 @@ type DiscoverOptions struct {
 	// Config is the operator's plugin config keyed by plugin name; it is
 	// checked against each manifest's config_keys.required.
 	Config map[string]map[string]any
+	// ConfigElsewhere skips that check: the plugins' config is not known
+	// here (a remote worker gets it with each claim; the daemon's config
+	// check does it).
+	ConfigElsewhere bool
 	// Logger receives warnings (symlinks). Nil discards them.
 	Logger *slog.Logger
 }
@@ -283,7 +287,7 @@ func (d *discoverer) load(path string) (*Plugin, error) {
 		return fail(err)
 	}
 
-	if missing := missingKeys(m.ConfigKeys.Required, d.opts.Config[m.Name]); len(missing) > 0 {
+	if missing := missingKeys(m.ConfigKeys.Required, d.opts.Config[m.Name]); len(missing) > 0 && !d.opts.ConfigElsewhere {
 		return fail(kindErrorf(ErrMissingConfig, "missing required config key(s): %s (set them under plugins.%s in the config)",
 			strings.Join(missing, ", "), m.Name))
 	}
