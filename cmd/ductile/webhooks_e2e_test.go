@@ -29,8 +29,11 @@ func TestWebhookDeliveryRunsAJob(t *testing.T) {
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte("manifest_spec: ductile.plugin\nmanifest_version: 1\nname: hooked\n"+
 		"version: 0.1.0\nprotocol: 2\nentrypoint: run.sh\ncommands: {handle: {type: write}}\n"), 0o644))
-	// It keeps what it was given, so the test can see the payload arrive.
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\ncat > \"$0.in\"\nprintf '%s\\n' '{\"status\":\"ok\",\"result\":\"hooked\"}'\n"), 0o755))
+	// It keeps what it was given, so the test can see the payload arrive;
+	// a process the dispatcher spawned ahead and then let go without a
+	// request (a start the ledger refused for now is tried again with a new
+	// process) reads nothing and must not clobber what the real one kept.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\nin=$(cat)\n[ -n \"$in\" ] && printf '%s' \"$in\" > \"$0.in\"\nprintf '%s\\n' '{\"status\":\"ok\",\"result\":\"hooked\"}'\n"), 0o755))
 	w := newJobWorld(t, `
 plugin_roots: ["`+root+`"]
 api: {enabled: false} # /healthz below is ok, not degraded by a default address another test holds
