@@ -23,6 +23,12 @@ const (
 	DefaultRouteCommand    = "handle"
 	DefaultMaxRouteDepth   = 20
 	DefaultMaxHookDepth    = 3
+	// DefaultLeasePeriod is service.lease_period left out: how long a
+	// remote worker's claim or renewal holds a job (engine.DefaultLeasePeriod).
+	DefaultLeasePeriod = 30 * time.Second
+	// MinLeasePeriod and MaxLeasePeriod bound service.lease_period.
+	MinLeasePeriod = time.Second
+	MaxLeasePeriod = time.Hour
 	// MinDefaultWorkers is the floor of the default worker pool,
 	// max(MinDefaultWorkers, NumCPU-1). The spec's max(1, NumCPU-1) is one
 	// worker on a two-core machine, where one hung plugin would stall
@@ -110,6 +116,10 @@ type Service struct {
 	// MaxHookDepth is how many lifecycle hooks may chain (a hook's run's
 	// job firing a hook…): past it no hook fires.
 	MaxHookDepth int
+	// LeasePeriod is how long a remote worker's claim or renewal holds a
+	// job (workers renew every third of it). Read when the daemon starts:
+	// a reload that changes it warns that a restart is needed.
+	LeasePeriod time.Duration
 }
 
 // PluginConfig is the operator's settings for one plugin.
@@ -210,6 +220,7 @@ func Default() *Config {
 			JobLogRetention: DefaultJobLogRetention,
 			MaxRouteDepth:   DefaultMaxRouteDepth,
 			MaxHookDepth:    DefaultMaxHookDepth,
+			LeasePeriod:     DefaultLeasePeriod,
 		},
 		Plugins:         map[string]PluginConfig{},
 		Routes:          []Route{},

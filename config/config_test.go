@@ -71,6 +71,7 @@ func TestDefault(t *testing.T) {
 			JobLogRetention: 30 * 24 * time.Hour,
 			MaxRouteDepth:   20,
 			MaxHookDepth:    3,
+			LeasePeriod:     30 * time.Second,
 		},
 		Plugins:         map[string]config.PluginConfig{},
 		Routes:          []config.Route{},
@@ -176,6 +177,7 @@ func TestLoad(t *testing.T) {
 					AllowSymlinks:   true,
 					MaxRouteDepth:   20,
 					MaxHookDepth:    3,
+					LeasePeriod:     30 * time.Second, // default
 				}, c.Service)
 
 				echo := c.Plugin("echo")
@@ -370,7 +372,7 @@ func TestLoadErrors(t *testing.T) {
 			name: "typo",
 			want: []string{
 				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, tokens, webhooks)",
-				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_hook_depth, max_route_depth, max_workers)",
+				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, lease_period, max_hook_depth, max_route_depth, max_workers)",
 				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, runs_on, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, runs_on, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:9: plugins.echo.timeouts.sync: unknown key (valid keys: handle, health, init, poll); commands other than poll, health and init use handle's timeout",
@@ -414,6 +416,15 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "zero-route-depth",
 			want: []string{"config.yaml:2: service.max_route_depth: must be ≥ 1, got 0 (the deepest a routed job may be; a job enqueued by a producer is depth 0)"},
+		},
+		{
+			name: "lease-period-range",
+			want: []string{"config.yaml:2: service.lease_period: must be between 1s and 1h, got 500ms (how long a remote worker's claim holds a job; workers renew every third of it)"},
+		},
+		{
+			name: "lease-period-range",
+			file: "long.yaml",
+			want: []string{"long.yaml:2: service.lease_period: must be between 1s and 1h, got 2h (how long a remote worker's claim holds a job; workers renew every third of it)"},
 		},
 		{
 			name: "duplicate-key",
@@ -471,7 +482,7 @@ func TestFieldError(t *testing.T) {
 		File: "config.yaml",
 		Line: 4,
 		Path: "service.max_worker",
-		Msg:  "unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, max_hook_depth, max_route_depth, max_workers)",
+		Msg:  "unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, lease_period, max_hook_depth, max_route_depth, max_workers)",
 	}, ve.Errors[1])
 }
 
@@ -553,7 +564,7 @@ api: {listen: ":8080", insecure_plaintext: true}
 	js, err := json.Marshal(c)
 	require.NoError(t, err)
 	require.Equal(t, `{"plugin_roots":[`+mustJSON(t, filepath.Join(dir, "plugins"))+`],`+
-		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false,"max_route_depth":5,"max_hook_depth":3},`+
+		`"service":{"max_workers":2,"dedupe_ttl":"24h","job_log_retention":"720h","allow_symlinks":false,"max_route_depth":5,"max_hook_depth":3,"lease_period":"30s"},`+
 		`"plugins":{"echo":{"enabled":true,"parallelism":0,"max_outstanding_polls":1,"retry":{"max_attempts":4,"backoff_base":"1m30s"},`+
 		`"timeouts":{"poll":"1m","handle":"2m","health":"10s","init":"30s"},"circuit_breaker":{"enabled":true,"threshold":3,"reset_after":"30m"},"notify_on_complete":false,"config":{"a":"x","b":1}}},`+
 		`"routes":[{"from":"echo","event_type":"e","to":"sink","command":"handle"}],`+
@@ -570,6 +581,7 @@ service:
     allow_symlinks: false
     max_route_depth: 5
     max_hook_depth: 3
+    lease_period: 30s
 plugins:
     echo:
         enabled: true

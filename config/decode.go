@@ -103,6 +103,19 @@ func (l *loader) service(n *yaml.Node, path string, s *Service) {
 				s.MaxHookDepth = i
 			}
 		}},
+		field{"lease_period", func(v *yaml.Node, path string) {
+			var d time.Duration
+			l.duration(v, path, &d)
+			if d == 0 {
+				return // refused by duration
+			}
+			if d < MinLeasePeriod || d > MaxLeasePeriod {
+				l.fail(v, path, "must be between %s and %s, got %s (how long a remote worker's claim holds a job; workers renew every third of it)",
+					formatDuration(MinLeasePeriod), formatDuration(MaxLeasePeriod), v.Value)
+				return
+			}
+			s.LeasePeriod = d
+		}},
 	)
 }
 

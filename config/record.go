@@ -27,12 +27,14 @@ func fileHashesOf(hashes []events.FileHash) []FileHash {
 
 func (v serviceView) settings() events.ServiceSettings {
 	return events.ServiceSettings{MaxWorkers: v.MaxWorkers, DedupeTTL: v.DedupeTTL, JobLogRetention: v.JobLogRetention,
-		AllowSymlinks: v.AllowSymlinks, MaxRouteDepth: v.MaxRouteDepth, MaxHookDepth: v.MaxHookDepth}
+		AllowSymlinks: v.AllowSymlinks, MaxRouteDepth: v.MaxRouteDepth, MaxHookDepth: v.MaxHookDepth,
+		LeasePeriod: v.LeasePeriod}
 }
 
 func serviceViewOf(s events.ServiceSettings) serviceView {
 	return serviceView{MaxWorkers: s.MaxWorkers, DedupeTTL: s.DedupeTTL, JobLogRetention: s.JobLogRetention,
-		AllowSymlinks: s.AllowSymlinks, MaxRouteDepth: s.MaxRouteDepth, MaxHookDepth: s.MaxHookDepth}
+		AllowSymlinks: s.AllowSymlinks, MaxRouteDepth: s.MaxRouteDepth, MaxHookDepth: s.MaxHookDepth,
+		LeasePeriod: s.LeasePeriod}
 }
 
 // routeSettings is routes as recorded; never nil.

@@ -24,6 +24,7 @@ service:
   allow_symlinks: true
   max_route_depth: 6
   max_hook_depth: 3
+  lease_period: 12s
 plugins:
   echo:
     parallelism: 2

@@ -141,3 +141,16 @@ func TestSettingsDiffMatchesEntries(t *testing.T) {
 	// …and removed, the other way round.
 	require.Equal(t, []string{"plugins.echo.schedules[first]"}, diffPaths(config.DiffSettings(a, loadSettingsConfig(t, added).Settings())))
 }
+
+// TestSettingsRecordedBeforeLeasePeriodRebuild: settings recorded before
+// service.lease_period existed (no lease_period) rebuild with its default.
+func TestSettingsRecordedBeforeLeasePeriodRebuild(t *testing.T) {
+	stored := config.Default().Settings()
+	stored.Service.LeasePeriod = ""
+	b, err := json.Marshal(stored.Service)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "lease_period", "an absent lease period is not recorded")
+	back, err := config.FromSettings(stored)
+	require.NoError(t, err)
+	require.Equal(t, config.DefaultLeasePeriod, back.Service.LeasePeriod)
+}

@@ -278,6 +278,9 @@ type serviceView struct {
 	AllowSymlinks   bool   `json:"allow_symlinks" yaml:"allow_symlinks"`
 	MaxRouteDepth   int    `json:"max_route_depth" yaml:"max_route_depth"`
 	MaxHookDepth    int    `json:"max_hook_depth" yaml:"max_hook_depth"`
+	// LeasePeriod is empty only when rebuilt from settings recorded before
+	// the key existed (FromSettings): the default then.
+	LeasePeriod string `json:"lease_period,omitempty" yaml:"lease_period,omitempty"`
 }
 
 type pluginView struct {
@@ -374,6 +377,7 @@ func (c *Config) view() configView {
 			AllowSymlinks:   c.Service.AllowSymlinks,
 			MaxRouteDepth:   c.Service.MaxRouteDepth,
 			MaxHookDepth:    c.Service.MaxHookDepth,
+			LeasePeriod:     formatDuration(c.Service.LeasePeriod),
 		},
 		Plugins:   make(map[string]pluginView, len(c.Plugins)),
 		Routes:    make([]routeView, 0, len(c.Routes)),

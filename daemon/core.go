@@ -124,7 +124,7 @@ func OpenCore(ctx context.Context, opts CoreOptions) (_ *Core, err error) {
 	applied.StartedAt = commands.Time(c.started)
 	applied.Pipelines, applied.SkippedPipelines = appliedPipelines(set), skippedPipelines
 	c.engine.Store(engine.New(engine.Options{Ledger: c.Ledger, Config: cfg, Applied: applied, Plugins: reg, Pipelines: set,
-		Fleet: engine.NewFleet(engine.FleetOptions{})}))
+		Fleet: engine.NewFleet(engine.FleetOptions{LeasePeriod: cfg.Service.LeasePeriod})}))
 	if opts.Starting != nil {
 		if err := opts.Starting(ctx, c); err != nil {
 			return nil, err

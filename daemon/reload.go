@@ -149,6 +149,10 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	if cfg.StateDir != "" && cfg.StateDir != d.Config().StateDir {
 		rc.Warnings = append(rc.Warnings, fmt.Sprintf("state_dir changed in the config (%s): a reload cannot move the ledger; restart the daemon to use it (in use: %s)", cfg.StateDir, d.StateDir))
 	}
+	if lp, inUse := cfg.Service.LeasePeriod, d.Engine().Fleet().LeasePeriod(); lp != 0 && lp != inUse {
+		// The Fleet, and the leases it holds, outlive a reload.
+		rc.Warnings = append(rc.Warnings, fmt.Sprintf("service.lease_period changed in the config (%s): a reload keeps the lease period; restart the daemon to use it (in use: %s)", lp, inUse))
+	}
 	old := d.Engine().Applied()
 	a := Applied(reg, cfg, "reload")
 	a.Pipelines, a.SkippedPipelines = appliedPipelines(set), rc.SkippedPipelines

@@ -150,7 +150,7 @@ func appliedExample() events.ConfigAppliedData {
 		Settings: events.Settings{Hash: "blake3:5e77", Source: "/etc/ductile/config.yaml",
 			Files:    []events.FileHash{{Path: "/etc/ductile/config.yaml", BLAKE3: "blake3:0a1b"}},
 			StateDir: "/var/lib/ductile", PluginRoots: []string{"/srv/ductile/plugins"},
-			Service: events.ServiceSettings{MaxWorkers: 3, DedupeTTL: "1h", JobLogRetention: "168h", MaxRouteDepth: 8, MaxHookDepth: 2},
+			Service: events.ServiceSettings{MaxWorkers: 3, DedupeTTL: "1h", JobLogRetention: "168h", MaxRouteDepth: 8, MaxHookDepth: 2, LeasePeriod: "30s"},
 			Plugins: map[string]events.PluginSettings{"echo": {Enabled: true, Parallelism: 2, MaxOutstandingPolls: 1,
 				Retry:            events.RetrySettings{MaxAttempts: 4, BackoffBase: "30s"},
 				Timeouts:         events.TimeoutSettings{Poll: "1m", Handle: "2m", Health: "10s", Init: "30s"},

@@ -45,6 +45,9 @@ type ServiceSettings struct {
 	AllowSymlinks   bool   `json:"allow_symlinks"`
 	MaxRouteDepth   int    `json:"max_route_depth"`
 	MaxHookDepth    int    `json:"max_hook_depth"`
+	// LeasePeriod is service.lease_period; absent from settings recorded
+	// before the key existed (30s then).
+	LeasePeriod string `json:"lease_period,omitempty"`
 }
 
 // PluginSettings are one plugin's settings: its config: map by hash only.

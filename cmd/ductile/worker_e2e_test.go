@@ -45,8 +45,20 @@ type remoteWorld struct {
 	workerKey string
 }
 
-func newRemoteWorld(t *testing.T) *remoteWorld {
-	w := &remoteWorld{runsWorld: newRunsWorld(t, `
+func newRemoteWorld(t *testing.T) *remoteWorld { return newRemoteWorldLeasing(t, 0) }
+
+// testLease is the service.lease_period of the tests that wait for a lease
+// to run out or for a renewal: short, so that they take seconds.
+const testLease = 3 * time.Second
+
+// newRemoteWorldLeasing is newRemoteWorld with service.lease_period set to
+// lease (the default for 0).
+func newRemoteWorldLeasing(t *testing.T, lease time.Duration) *remoteWorld {
+	service := ""
+	if lease > 0 {
+		service = fmt.Sprintf("service: {lease_period: %s}\n", lease)
+	}
+	w := &remoteWorld{runsWorld: newRunsWorld(t, service+`
 api: {listen: 127.0.0.1:0}
 plugins:
   remote: {runs_on: remote, retry: {max_attempts: 3, backoff_base: 1s}}
@@ -237,7 +249,7 @@ func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
 // lease period) and kills the plugin's process group there; the job ends
 // canceled.
 func TestACanceledRemoteJobsProcessGroupIsGoneWithinOneRenewal(t *testing.T) {
-	w := newRemoteWorld(t)
+	w := newRemoteWorldLeasing(t, testLease)
 	p, pidFile := w.worker("box-a")
 	id := w.enqueue(map[string]any{"mode": "hang"})
 	var pgid int
@@ -249,7 +261,7 @@ func TestACanceledRemoteJobsProcessGroupIsGoneWithinOneRenewal(t *testing.T) {
 		pgid, err = strconv.Atoi(strings.TrimSpace(string(data)))
 		return err == nil
 	})
-	renewal := 10 * time.Second // the default lease period's third (the daemon has no setting for it)
+	renewal := testLease / 3 // the worker renews every third of the lease period
 	canceled := time.Now()
 	code, raw := w.do("POST", "/job/"+id+"/cancel", map[string]any{})
 	require.Less(t, code, 300, string(raw))
@@ -271,14 +283,11 @@ func TestACanceledRemoteJobsProcessGroupIsGoneWithinOneRenewal(t *testing.T) {
 const pluginGrace = 5 * time.Second
 
 // TestAJobOfAWorkerKilledMidJobFinishesOnTheOther: kill -9 a worker while
-// its plugin runs; once the lease expires (the daemon's default lease
-// period, 30 s: it has no setting for it) the sweeper ends the attempt
-// and the retry runs on the other worker; the job succeeds once.
+// its plugin runs; once the lease expires (service.lease_period, short
+// here) the sweeper ends the attempt and the retry runs on the other
+// worker; the job succeeds once.
 func TestAJobOfAWorkerKilledMidJobFinishesOnTheOther(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a 30 s lease to expire")
-	}
-	w := newRemoteWorld(t)
+	w := newRemoteWorldLeasing(t, testLease)
 	a, pidFile := w.worker("box-a")
 	id := w.enqueue(map[string]any{"mode": "slow"})
 	waitFor(t, 20*time.Second, "the plugin running on box-a", func() bool {
@@ -289,12 +298,13 @@ func TestAJobOfAWorkerKilledMidJobFinishesOnTheOther(t *testing.T) {
 	require.NoError(t, a.cmd.Process.Kill()) // SIGKILL: no completion, no goodbye
 	a.wait(t)
 	b, _ := w.worker("box-b")
-	waitFor(t, 40*time.Second, "the job succeeded on box-b", func() bool {
+	waitFor(t, 20*time.Second, "the job succeeded on box-b", func() bool {
 		status, _ := w.job(id)
 		return status == "succeeded"
 	})
-	t.Logf("job finished on the other worker %v after the kill", time.Since(killed).Round(time.Millisecond))
+	t.Logf("job finished on the other worker %v after the kill (lease period %v)", time.Since(killed).Round(time.Millisecond), testLease)
 	_, types := w.job(id)
+	require.Equal(t, 1, count(types, "job.recovered"), "box-a's attempt ended by its lease running out: %v", types)
 	require.Equal(t, 2, count(types, "job.started"), "%v", types)
 	require.Equal(t, 1, count(types, "job.succeeded"), "%v", types)
 	completedOnB := false
@@ -336,10 +346,7 @@ func (w *remoteWorld) enqueueAfterRegistration(t *testing.T) string {
 // completion) carries a stale fence, is recorded as job.superseded and
 // changes nothing, and the worker drops the job.
 func TestALateWorkersCompletionIsSupersededAndChangesNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a 30 s lease to expire")
-	}
-	w := newRemoteWorld(t)
+	w := newRemoteWorldLeasing(t, testLease)
 	a, pidFile := w.worker("box-a")
 	id := w.enqueue(map[string]any{"mode": "slow"})
 	waitFor(t, 20*time.Second, "the plugin running on box-a", func() bool {
@@ -348,7 +355,7 @@ func TestALateWorkersCompletionIsSupersededAndChangesNothing(t *testing.T) {
 	})
 	require.NoError(t, syscall.Kill(a.pid(), syscall.SIGSTOP))
 	b, _ := w.worker("box-b")
-	waitFor(t, 40*time.Second, "the job succeeded on box-b", func() bool { return w.status(id) == "succeeded" })
+	waitFor(t, 20*time.Second, "the job succeeded on box-b", func() bool { return w.status(id) == "succeeded" })
 	require.NoError(t, syscall.Kill(a.pid(), syscall.SIGCONT))
 	waitFor(t, 20*time.Second, "box-a's late request superseded", func() bool {
 		_, types := w.job(id)
