@@ -37,6 +37,10 @@ type FleetOptions struct {
 type Fleet struct {
 	leasePeriod time.Duration
 	now         func() time.Time
+	// since is when the Fleet began: no lease expires before one lease
+	// period after it (graceUntil), since the workers could not renew
+	// while the daemon was away.
+	since time.Time
 
 	claimMu sync.Mutex // one claim picks and starts at a time
 
@@ -78,13 +82,21 @@ func NewFleet(o FleetOptions) *Fleet {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Fleet{leasePeriod: o.LeasePeriod, now: o.Now, claims: map[string]claimed{}, active: map[string]string{},
+	return &Fleet{leasePeriod: o.LeasePeriod, now: o.Now, since: o.Now(), claims: map[string]claimed{}, active: map[string]string{},
 		reports: map[string]remoteReport{},
 		workers: map[string]events.WorkerRegisteredData{}, leases: make(chan struct{}, 1)}
 }
 
 // LeasePeriod is how long a claim or a renewal holds.
 func (f *Fleet) LeasePeriod() time.Duration { return f.leasePeriod }
+
+// graceUntil is when the leases found at the Fleet's start may first
+// expire: one lease period after it. A worker renews a lease every third
+// of the period, but while the daemon was down it could not, and the
+// ledger holds only the renewals recorded (coalesced): a lease whose
+// recorded lease_until passed while the daemon was away is given a whole
+// period to be renewed before the sweeper ends its attempt as lost.
+func (f *Fleet) graceUntil() time.Time { return f.since.Add(f.leasePeriod) }
 
 // Now is the Fleet's clock.
 func (f *Fleet) Now() time.Time { return f.now() }

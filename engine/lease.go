@@ -177,6 +177,11 @@ func (e *Engine) Sweep(ctx context.Context, log *slog.Logger) (time.Time, error)
 			}
 			e.fleet.ended(l.JobID)
 			log.Warn("a remote attempt passed its deadline: timed out", "job_id", l.JobID, "worker", l.Worker, "attempt", l.Attempt, "fence", l.Fence)
+		case !now.Before(l.LeaseUntil) && now.Before(e.fleet.graceUntil()):
+			later(e.fleet.graceUntil()) // the daemon has just started: the worker may still renew
+			if !l.DeadlineAt.IsZero() {
+				later(l.DeadlineAt)
+			}
 		case !now.Before(l.LeaseUntil):
 			res, err := commands.RecoverJob(ctx, e.ledger, commands.Recover{JobID: l.JobID, Fence: l.Fence, Reason: commands.LeaseExpiredReason,
 				Now: now, Pipelines: e.pipelines})

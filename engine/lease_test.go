@@ -509,3 +509,47 @@ func TestRemoteReport(t *testing.T) {
 	require.Contains(t, string(evs[last].Data), `"progress":0.9`, "the last progress landed before the end")
 	require.Less(t, last, len(evs)-1)
 }
+
+// A daemon that starts again after its workers' leases ran out (as
+// recorded: renewals are coalesced, and none could be made while it was
+// down) gives each lease one whole lease period to be renewed before its
+// sweeper ends the attempt as lost.
+func TestARestartedDaemonGivesLeasesAPeriodToBeRenewed(t *testing.T) {
+	t.Parallel()
+	b := setupLeases(t, nil)
+	w := b.register(t, "w1", true)
+	log := testLogger(t)
+	renewed, lost := b.enqueue(t), b.enqueue(t)
+	c1, err := b.eng.Claim(b.ctx, w, nil, 0)
+	require.NoError(t, err)
+	c2, err := b.eng.Claim(b.ctx, w, nil, 0)
+	require.NoError(t, err)
+	fence := map[string]int64{c1.JobID: c1.Fence, c2.JobID: c2.Fence}
+
+	b.clock.add(2 * leasePeriod) // the daemon was down for two periods
+	restarted := engine.NewFleet(engine.FleetOptions{LeasePeriod: leasePeriod, Now: b.clock.Now})
+	restarted.Watch(b.p)
+	eng := engine.New(engine.Options{Ledger: b.l, Config: b.eng.Config(), Fleet: restarted})
+
+	next, err := eng.Sweep(b.ctx, log)
+	require.NoError(t, err)
+	require.Equal(t, b.clock.Now().Add(leasePeriod), next, "the sweeper wakes when the grace ends")
+	for _, id := range []string{renewed, lost} {
+		j, _ := b.job(t, id)
+		require.Equal(t, events.StatusRunning, j.Status, "the lease ran out while the daemon was down, but the grace holds")
+	}
+
+	b.clock.add(time.Second) // the worker reaches the new daemon and renews one job
+	_, err = eng.Renew(b.ctx, renewed, commands.Fenced{Worker: w.Name, Attempt: 1, Fence: fence[renewed]})
+	require.NoError(t, err)
+
+	b.clock.add(leasePeriod - time.Second) // the grace is over
+	_, err = eng.Sweep(b.ctx, log)
+	require.NoError(t, err)
+	j, evs := b.job(t, renewed)
+	require.Equal(t, events.StatusRunning, j.Status, "renewed within the grace: still held")
+	require.Zero(t, count(evs, events.JobRecovered))
+	j, evs = b.job(t, lost)
+	require.Equal(t, events.StatusQueued, j.Status, "not renewed within the grace: lost and retried")
+	require.Equal(t, 1, count(evs, events.JobRecovered))
+}
