@@ -71,20 +71,52 @@ plugins:
 // worker starts `ductile worker` NAME with a plugin directory and a state
 // folder of its own, as on another machine.
 func (w *remoteWorld) worker(name string, args ...string) (*proc, string) {
-	t := w.t
+	w.t.Helper()
+	return w.workerOf(workerSpec{name: name, script: workerScript}, args...)
+}
+
+// workerSpec is how workerOf starts a worker.
+type workerSpec struct {
+	name   string
+	script string   // the plugin remote's run.sh
+	env    []string // more of the worker's environment (its plugin's)
+	// logOnStdout sends the worker's log (stderr) to its stdout, so that
+	// the test reads it line by line while it runs (proc.waitLine).
+	logOnStdout bool
+}
+
+// writeRemotePlugin writes the plugin remote, running script, into
+// home/plugins and returns that directory.
+func writeRemotePlugin(t *testing.T, home, script string) string {
 	t.Helper()
-	home := t.TempDir()
 	dir := filepath.Join(home, "plugins", "remote")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	manifest := "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: remote\nversion: 1.0.0\nprotocol: 2\nentrypoint: run.sh\n" +
 		"concurrency_safe: true\ncommands: [{name: handle, type: write}]\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(manifest), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte(workerScript), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte(script), 0o755))
+	return filepath.Join(home, "plugins")
+}
+
+// workerOf starts `ductile worker` as spec says, with a plugin directory
+// and a state folder of its own, and waits until it registered; it
+// returns the worker and where its plugin writes its pid.
+func (w *remoteWorld) workerOf(spec workerSpec, args ...string) (*proc, string) {
+	t, name := w.t, spec.name
+	t.Helper()
+	home := t.TempDir()
+	plugins := writeRemotePlugin(t, home, spec.script)
 	pidFile := filepath.Join(home, "pid")
-	env := cleanEnv(t, "XDG_STATE_HOME="+filepath.Join(home, "state"), "DUCTILE_WORKER_TOKEN="+w.workerKey,
-		"WORKER_NAME="+name, "PIDFILE="+pidFile)
-	p := start(t, env, append([]string{"--log-format", "json", "worker", "--api", w.base, "--plugins", filepath.Join(home, "plugins"),
-		"--name", name}, args...)...)
+	env := cleanEnv(t, append([]string{"XDG_STATE_HOME=" + filepath.Join(home, "state"), "DUCTILE_WORKER_TOKEN=" + w.workerKey,
+		"WORKER_NAME=" + name, "PIDFILE=" + pidFile}, spec.env...)...)
+	args = append([]string{"--log-format", "json", "worker", "--api", w.base, "--plugins", plugins, "--name", name}, args...)
+	var p *proc
+	if spec.logOnStdout {
+		// sh execs the worker: its pid is the worker's.
+		p = startProcess(t, env, "/bin/sh", append([]string{"-c", `exec "$0" "$@" 2>&1`, ductileBin}, args...)...)
+	} else {
+		p = start(t, env, args...)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			select {
