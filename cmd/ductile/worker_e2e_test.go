@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -213,48 +212,11 @@ func stopWorker(t *testing.T, p *proc) []map[string]any {
 // directories and state folders: N jobs (200; E2E_WORKER_JOBS for
 // more), each completed once, by both workers, and the ledger verifies.
 func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
-	n := 200
-	if v := os.Getenv("E2E_WORKER_JOBS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(t, err)
-	}
+	n := workerJobs(t, 200)
 	w := newRemoteWorld(t)
 	a, _ := w.worker("box-a", "--concurrency", "4")
 	b, _ := w.worker("box-b", "--concurrency", "4")
-
-	began := time.Now()
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := i; j < n; j += 4 {
-				ids[j] = w.enqueue(map[string]any{"n": j})
-			}
-		}()
-	}
-	wg.Wait()
-	done := 0 // ids[:done] have succeeded
-	waitFor(t, 40*time.Second, "every job succeeded", func() bool {
-		for done < n {
-			if w.status(ids[done]) != "succeeded" {
-				return false
-			}
-			done++
-		}
-		return true
-	})
-	elapsed := time.Since(began)
-	events := 0
-	for _, id := range ids {
-		status, types := w.job(id)
-		events += len(types)
-		require.Equal(t, "succeeded", status, id)
-		require.Equal(t, 1, count(types, "job.started"), "%s: %v", id, types)
-		require.Equal(t, 1, count(types, "job.succeeded"), "%s: %v", id, types)
-	}
+	elapsed, events := w.runJobs(n)
 	mustRun(t, nil, w.args("ledger", "verify")...)
 
 	perWorker := map[string]int{}
@@ -272,7 +234,7 @@ func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
 	require.Positive(t, perWorker["box-b"])
 	slices.Sort(claimToStart)
 	t.Logf("%d jobs through 2 remote workers (concurrency 4 each) in %v: %.0f jobs/s; %.1f events per job; per worker %v; claim-to-start p50 %v p99 %v",
-		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), float64(events)/float64(n), perWorker,
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), events, perWorker,
 		claimToStart[len(claimToStart)/2], claimToStart[len(claimToStart)*99/100])
 }
 
