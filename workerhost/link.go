@@ -40,7 +40,7 @@ func (l *link) failed(path string, err error) {
 		l.log.Warn("the daemon cannot be reached: waiting for it to come back. Running plugins go on; their renewals, "+
 			"log batches and completions are kept and sent again; claims resume once it answers",
 			"api", l.api, "call", path, "err", err,
-			"hint", "a daemon restart is ridden out if it lasts less than the lease period; else is it running, and --api its address?")
+			"hint", "a daemon restart shorter than a third of the lease period is ridden out; else is it running, and --api its address?")
 	case now.Sub(l.said) >= outageReminder:
 		l.said = now
 		l.log.Warn("still waiting for the daemon to answer", "api", l.api, "down_for", now.Sub(l.downSince).Round(time.Second), "err", err)
