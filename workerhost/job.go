@@ -13,17 +13,15 @@ import (
 	"github.com/ductile/ductile/pluginhost"
 )
 
-// Bounds of reporting one job.
-const (
-	// callTimeout bounds one call to the daemon but a claim.
-	callTimeout = 30 * time.Second
-	// lastReportFor is how long a job's last reports (stderr batches,
-	// export items, its completion) are still tried once the host's
-	// shutdown grace is over, before they are dropped (the lease then
-	// expires and the daemon's retry policy decides). While the host runs
-	// they are tried until the daemon takes or refuses them.
-	lastReportFor = 10 * time.Second
-)
+// callTimeout bounds one call to the daemon but a claim.
+const callTimeout = 30 * time.Second
+
+// lastReportFor is how long a job's last reports (stderr batches, export
+// items, its completion) are still tried once the host's shutdown grace
+// is over, before they are dropped (the lease then expires and the
+// daemon's retry policy decides). While the host runs they are tried
+// until the daemon takes or refuses them. A variable for the tests only.
+var lastReportFor = 10 * time.Second
 
 // reportContext is the context of claim's reports to the daemon: it
 // lasts while the host runs (a daemon away for a while, a restart, is

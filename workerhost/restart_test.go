@@ -173,6 +173,8 @@ func TestAWorkerRidesOutADaemonRestart(t *testing.T) {
 	// takes a job's output before its outcome).
 	d.waitFor("the finished job's last stderr lines kept", func() bool { return book.count("stderr lines not delivered: kept") == 1 })
 	require.Empty(t, d.callsTo("complete"))
+	tried := book.count("renewal failed; trying again")
+	d.waitFor("renewals going on while the result waits", func() bool { return book.count("renewal failed; trying again") >= tried+2 })
 	t.Logf("away for %v", time.Since(wentAway).Round(time.Millisecond))
 
 	back := time.Now()
@@ -223,6 +225,35 @@ func TestAResultTheDaemonNoLongerWantsAfterARestartIsDroppedOnce(t *testing.T) {
 	err := <-ran
 	require.True(t, errors.Is(err, workerhost.ErrNoJob), "%v", err)
 	require.Len(t, d.callsTo("complete"), 1, "a refused completion is never sent again")
+	_, dropped, _ := h.Snapshot()
+	require.Equal(t, 1, dropped)
+}
+
+// TestAWorkerToldToStopWhileTheDaemonIsAwayStillExits: what a stopping
+// worker holds for a daemon that does not come back is tried for the
+// grace and lastReportFor, then dropped: Run returns.
+func TestAWorkerToldToStopWhileTheDaemonIsAwayStillExits(t *testing.T) {
+	workerhost.SetLastReportFor(t, 300*time.Millisecond)
+	d := newDaemon(t, 900*time.Millisecond)
+	srv := serveRestartable(t, d)
+	release, pidFile := waitRelease(t, d)
+	h, book := restartHost(t, d, srv, workerhost.Options{ShutdownGrace: 200 * time.Millisecond, KillGrace: 200 * time.Millisecond})
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- h.Run(ctx) }()
+	pgidOf(t, d, pidFile)
+	srv.down()
+	require.NoError(t, os.WriteFile(release, nil, 0o600))
+	d.waitFor("the finished job's last stderr lines kept", func() bool { return book.count("stderr lines not delivered: kept") == 1 })
+	stop()
+	select {
+	case err := <-ran:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the worker did not stop")
+	}
+	require.Equal(t, 1, book.count("stderr lines not delivered before the worker stopped; dropped"))
+	require.Equal(t, 1, book.count("completion not delivered before the worker stopped; dropped"))
 	_, dropped, _ := h.Snapshot()
 	require.Equal(t, 1, dropped)
 }
