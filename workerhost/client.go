@@ -27,6 +27,7 @@ type Client struct {
 	token  string
 	http   *http.Client
 	worker events.Worker
+	link   *link // set by New: what the host knows of the daemon's reachability
 }
 
 // NewClient is a Client of the API at base (https://host:port) that
@@ -181,8 +182,15 @@ func (c *Client) Fail(ctx context.Context, cl *engine.Claimed, kind events.Outco
 }
 
 // call POSTs in as JSON to path and decodes a 200 answer into out (a 204
-// leaves it as it is).
+// leaves it as it is), and notes whether the daemon answered.
 func (c *Client) call(ctx context.Context, path string, in, out any) error {
+	sent := time.Now()
+	err := c.post(ctx, path, in, out)
+	c.link.note(ctx, path, sent, err)
+	return err
+}
+
+func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)

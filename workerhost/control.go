@@ -40,10 +40,12 @@ type forwarder struct {
 	cancel   context.CancelFunc
 }
 
-func newForwarder(c *Client, claim *engine.Claimed, log *slog.Logger) *forwarder {
+// newForwarder starts the forwarder of claim's control lines; ctx bounds
+// its sends.
+func newForwarder(ctx context.Context, c *Client, claim *engine.Claimed, log *slog.Logger) *forwarder {
 	f := &forwarder{client: c, claim: claim, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	f.room = sync.NewCond(&f.mu)
-	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.ctx, f.cancel = context.WithCancel(ctx)
 	go f.run()
 	return f
 }
@@ -137,15 +139,29 @@ func (f *forwarder) run() {
 	}
 }
 
-// send forwards one progress value or export item; the daemon's refusal
-// (an item over a cap) is logged, not retried.
+// send forwards one progress value (tried once: a later one replaces it)
+// or export item (tried again while the daemon cannot take it: an item is
+// part of the job's result); the daemon's refusal (an item over a cap, a
+// stale fence) is logged, not retried.
 func (f *forwarder) send(p *events.Progressed, x *events.Exported) {
-	ctx, cancel := context.WithTimeout(f.ctx, callTimeout)
-	defer cancel()
-	id, err := f.client.Control(ctx, f.claim, p, x)
+	var id string
+	var err error
+	if x != nil {
+		err = retry(f.ctx, f.log, "export item", func(ctx context.Context) error {
+			var sendErr error
+			id, sendErr = f.client.Control(ctx, f.claim, nil, x)
+			return sendErr
+		})
+	} else {
+		ctx, cancel := context.WithTimeout(f.ctx, callTimeout)
+		_, err = f.client.Control(ctx, f.claim, p, nil)
+		cancel()
+	}
 	switch {
 	case err != nil && x != nil:
 		f.log.Warn("export item not stored", "type", x.Type, "err", err)
+	case err != nil && unreachable(err):
+		f.log.Debug("progress not delivered (a later value replaces it)", "err", err)
 	case err != nil:
 		f.log.Warn("progress not delivered", "err", err)
 	case x != nil:

@@ -27,6 +27,9 @@ const (
 	// DefaultShutdownGrace is how long running jobs may go on once the host
 	// is told to stop, before their plugins are killed.
 	DefaultShutdownGrace = 30 * time.Second
+	// claimSlack is how much longer than its wait a claim may take before
+	// the host deems the daemon hung and asks again.
+	claimSlack = 15 * time.Second
 )
 
 // Options configure a Host.
@@ -115,6 +118,7 @@ func New(o Options) (*Host, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	h := &Host{o: o, log: o.Log.With("component", "worker", "worker", o.Client.Worker().Name), byName: map[string]*pluginhost.Plugin{}}
+	o.Client.link = &link{log: h.log, api: o.Client.base}
 	for _, p := range o.Plugins {
 		h.byName[p.Name] = p
 		h.names = append(h.names, p.Name)
@@ -191,7 +195,9 @@ func (h *Host) register(ctx context.Context) error {
 	}
 	var b backoff
 	for {
-		reg, err := h.o.Client.Register(ctx, h.o.Host, h.o.Version, h.o.Concurrency, plugins)
+		call, cancel := context.WithTimeout(ctx, callTimeout)
+		reg, err := h.o.Client.Register(call, h.o.Host, h.o.Version, h.o.Concurrency, plugins)
+		cancel()
 		if err == nil {
 			h.lease = reg.LeasePeriod()
 			if h.lease <= 0 {
@@ -206,7 +212,7 @@ func (h *Host) register(ctx context.Context) error {
 			// and --ca, must change first.
 			return fmt.Errorf("register with the daemon: %w", err)
 		}
-		wait := b.next()
+		wait := b.after(err)
 		h.log.Warn("cannot register with the daemon; trying again", "err", err, "retry_in", wait.Round(time.Millisecond),
 			"hint", "is the daemon running and --api its address (ductile system status on its machine)?")
 		if !sleep(ctx, wait) {
@@ -227,7 +233,11 @@ func (h *Host) slot(ctx, jobs context.Context, done func(), onceDone <-chan stru
 			return
 		default:
 		}
-		claim, err := h.o.Client.Claim(ctx, h.names, h.o.ClaimWait)
+		// A long-poll cut by the daemon going away fails at once; one that
+		// a hung daemon never answers is given up after the slack.
+		call, cancel := context.WithTimeout(ctx, h.o.ClaimWait+claimSlack)
+		claim, err := h.o.Client.Claim(call, h.names, h.o.ClaimWait)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -239,8 +249,8 @@ func (h *Host) slot(ctx, jobs context.Context, done func(), onceDone <-chan stru
 					h.log.Error("registering again failed", "err", rerr)
 				}
 			}
-			wait := b.next()
-			h.log.Warn("claim failed; trying again", "err", err, "retry_in", wait.Round(time.Millisecond), "hint", claimHint(err))
+			wait := b.after(err)
+			logRetry(h.log, "claim failed; trying again", err, wait, "hint", claimHint(err))
 			if !sleep(ctx, wait) {
 				return
 			}

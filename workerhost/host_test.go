@@ -44,6 +44,13 @@ case "$req" in
 	echo $$ > "$PIDFILE"
 	wait
 	;;
+*'"command":"wait"'*)
+	echo $$ > "$PIDFILE"
+	echo "before the release" >&2
+	while [ ! -e "$RELEASE" ]; do sleep 0.02; done
+	echo "after the release" >&2
+	echo '{"status":"ok","result":"released"}'
+	;;
 *)
 	echo '{"status":"ok","result":"done"}'
 	;;
@@ -57,7 +64,7 @@ func plugins(t *testing.T) []*pluginhost.Plugin {
 	dir := filepath.Join(root, "remote")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	manifest := "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: remote\nversion: 1.0.0\nprotocol: 2\nentrypoint: run.sh\n" +
-		"concurrency_safe: true\ncommands: [{name: report, type: write}, {name: hang, type: write}, {name: handle, type: write}]\n" +
+		"concurrency_safe: true\ncommands: [{name: report, type: write}, {name: hang, type: write}, {name: handle, type: write}, {name: wait, type: write}]\n" +
 		"config_keys: {required: [endpoint]}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(manifest), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte(script), 0o755))

@@ -13,27 +13,46 @@ import (
 	"github.com/ductile/ductile/pluginhost"
 )
 
-// Bounds of reporting one job.
-const (
-	// callTimeout bounds one renewal, log batch or control call.
-	callTimeout = 30 * time.Second
-	// completeFor is how long a completion the daemon cannot be reached
-	// for is tried again before the job is dropped (its lease then
-	// expires and the daemon's retry policy decides).
-	completeFor = 2 * time.Minute
-)
+// callTimeout bounds one call to the daemon but a claim.
+const callTimeout = 30 * time.Second
+
+// lastReportFor is how long a job's last reports (stderr batches, export
+// items, its completion) are still tried once the host's shutdown grace
+// is over, before they are dropped (the lease then expires and the
+// daemon's retry policy decides). While the host runs they are tried
+// until the daemon takes or refuses them. A variable for the tests only.
+var lastReportFor = 10 * time.Second
+
+// reportContext is the context of claim's reports to the daemon: it
+// lasts while the host runs (a daemon away for a while, a restart, is
+// waited for: a finished result is never dropped for it), and for
+// lastReportFor once jobs ends (the host stopped and its grace is over).
+func reportContext(jobs context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(jobs))
+	stop := context.AfterFunc(jobs, func() { time.AfterFunc(lastReportFor, cancel) })
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
 
 // runClaim runs claim's plugin and reports the attempt; true if the
-// daemon accepted its completion.
+// daemon accepted its completion. The lease is renewed until the
+// completion is delivered, not only while the plugin runs: a completion
+// that waits for the daemon to come back must not find the lease expired.
 func (h *Host) runClaim(jobs context.Context, claim *engine.Claimed) bool {
 	claimedAt := time.Now()
 	var claimToStart time.Duration
 	log := h.log.With("job_id", claim.JobID, "plugin", claim.Plugin, "command", claim.Command, "attempt", claim.Attempt, "fence", claim.Fence)
+	report, endReport := reportContext(jobs)
+	defer endReport()
 	p, ok := h.byName[claim.Plugin]
 	if !ok {
 		// The daemon gave a job of a plugin this host did not register:
 		// say so, and let the job's retry policy decide.
-		err := h.o.Client.Fail(jobs, claim, events.OutcomeError, "worker "+h.o.Client.Worker().Name+" has no plugin "+claim.Plugin, true)
+		err := retry(report, log, "failure", func(ctx context.Context) error {
+			return h.o.Client.Fail(ctx, claim, events.OutcomeError, "worker "+h.o.Client.Worker().Name+" has no plugin "+claim.Plugin, true)
+		})
 		log.Error("claimed a job of a plugin this worker does not serve", "err", err)
 		return false
 	}
@@ -45,7 +64,12 @@ func (h *Host) runClaim(jobs context.Context, claim *engine.Claimed) bool {
 		defer close(renewStopped)
 		h.renew(jobs, claim, stop, renewDone, log)
 	}()
-	forward := newForwarder(h.o.Client, claim, log)
+	defer func() {
+		close(renewDone)
+		<-renewStopped
+	}()
+	logs := newLogSender(report, h.o.Client, claim, log)
+	forward := newForwarder(report, h.o.Client, claim, log)
 	req := claim.Request
 	if req.JobID == "" {
 		req.JobID = claim.JobID
@@ -64,27 +88,19 @@ func (h *Host) runClaim(jobs context.Context, claim *engine.Claimed) bool {
 			h.metrics.ClaimToStart = append(h.metrics.ClaimToStart, d)
 			h.metrics.mu.Unlock()
 		},
-		OnStderr: func(lines pluginhost.StderrLines) {
-			ctx, cancel := context.WithTimeout(jobs, callTimeout)
-			defer cancel()
-			if err := h.o.Client.Logs(ctx, claim, lines); err != nil {
-				log.Warn("stderr lines not delivered", "lines", len(lines.Lines), "err", err)
-			}
-		},
-		Control: forward.take,
+		OnStderr: logs.take,
+		Control:  forward.take,
 	})
-	close(renewDone)
-	<-renewStopped
-	flush, cancelFlush := context.WithTimeout(context.WithoutCancel(jobs), callTimeout)
-	forward.close(flush)
-	cancelFlush()
+	// The plugin's output, then its outcome: the daemon orders them so.
+	logs.close()
+	forward.close(report)
 	if cause := context.Cause(run); errors.Is(cause, errLeaseLost) {
 		h.dropped()
 		log.Warn("job dropped: the daemon gave it to another worker (stale fence); its outcome here is not reported", "outcome", res.Kind)
 		return false
 	}
 	a := attemptOf(claim, h.o.Client.Worker(), res, context.Cause(run))
-	return h.complete(jobs, a, log.With("claim_to_start_us", claimToStart.Microseconds()))
+	return h.complete(report, a, log.With("claim_to_start_us", claimToStart.Microseconds()))
 }
 
 // attemptOf is how res went, for the daemon to record: as the dispatcher
@@ -115,39 +131,30 @@ func attemptOf(claim *engine.Claimed, worker events.Worker, res pluginhost.Resul
 	return a
 }
 
-// complete delivers a, trying again while the daemon cannot be reached
-// (for completeFor at most); true if it was accepted. A refusal (stale
-// fence, or any other 4xx) drops it: never retried.
+// complete delivers a, trying again while the daemon cannot take it
+// (away, restarting, or answering 5xx) until ctx ends (reportContext);
+// true if it was accepted. A refusal (stale fence, or any other 4xx) drops
+// it: never retried.
 func (h *Host) complete(ctx context.Context, a engine.Attempt, log *slog.Logger) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), completeFor)
-	defer cancel()
-	var b backoff
-	for {
-		err := h.o.Client.Complete(ctx, a)
-		switch {
-		case err == nil:
-			h.metrics.mu.Lock()
-			h.metrics.Completed++
-			h.metrics.mu.Unlock()
-			log.Info("job completed", "outcome", a.Kind, "duration", a.Duration)
-			return true
-		case IsStaleFence(err):
-			h.dropped()
-			log.Warn("completion refused: the job's lease had passed to another worker (stale fence); recorded as superseded by the daemon, dropped here", "outcome", a.Kind)
-			return false
-		case permanent(err):
-			h.dropped()
-			log.Error("completion refused; dropped (the lease expires and the daemon's retry policy decides)", "err", err)
-			return false
-		}
-		wait := b.next()
-		log.Warn("completion not delivered; trying again", "err", err, "retry_in", wait.Round(time.Millisecond))
-		if !sleep(ctx, wait) {
-			h.dropped()
-			log.Error("completion not delivered in time; dropped (the lease expires and the daemon's retry policy decides)", "err", err)
-			return false
-		}
+	err := retry(ctx, log, "completion", func(ctx context.Context) error { return h.o.Client.Complete(ctx, a) })
+	switch {
+	case err == nil:
+		h.metrics.mu.Lock()
+		h.metrics.Completed++
+		h.metrics.mu.Unlock()
+		log.Info("job completed", "outcome", a.Kind, "duration", a.Duration)
+		return true
+	case IsStaleFence(err):
+		h.dropped()
+		log.Warn("completion refused: the job's lease had passed to another worker (stale fence); recorded as superseded by the daemon, dropped here", "outcome", a.Kind)
+	case permanent(err):
+		h.dropped()
+		log.Error("completion refused; dropped (the lease expires and the daemon's retry policy decides)", "err", err)
+	default:
+		h.dropped()
+		log.Error("completion not delivered before the worker stopped; dropped (the lease expires and the daemon's retry policy decides)", "err", err)
 	}
+	return false
 }
 
 func (h *Host) dropped() {
@@ -157,32 +164,54 @@ func (h *Host) dropped() {
 }
 
 // renew renews claim's lease every third of the lease period until done
-// is closed: a renewal that says cancel_requested kills the plugin
-// (errCanceled), one refused as stale drops the job (errLeaseLost).
+// is closed (the completion was delivered or dropped) or ctx ends: a
+// renewal that says cancel_requested kills the plugin (errCanceled), one
+// refused as stale drops the job (errLeaseLost). A renewal that fails
+// otherwise (the daemon is away) is tried again after a backoff, sooner
+// than the next period, so that one gets through as soon as the daemon is
+// back; the plugin goes on meanwhile.
 func (h *Host) renew(ctx context.Context, claim *engine.Claimed, stop context.CancelCauseFunc, done <-chan struct{}, log *slog.Logger) {
 	period := max(h.lease/3, 10*time.Millisecond)
-	t := time.NewTicker(period)
+	t := time.NewTimer(period)
 	defer t.Stop()
+	var b backoff
+	leaseUntil := claim.LeaseUntil
+	warnedPast := false // said that the lease's end passed without a renewal
 	for {
 		select {
 		case <-done:
+			return
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, min(callTimeout, h.lease))
 		r, err := h.o.Client.Renew(rctx, claim)
 		cancel()
+		next := period
 		switch {
-		case err == nil && r.CancelRequested:
-			log.Info("cancel requested: stopping the plugin")
-			stop(errCanceled)
 		case err == nil:
+			b.reset()
+			leaseUntil, warnedPast = r.LeaseUntil, false
+			if r.CancelRequested {
+				log.Info("cancel requested: stopping the plugin")
+				stop(errCanceled)
+			}
 		case IsStaleFence(err):
 			stop(errLeaseLost)
 			return
+		case ctx.Err() != nil:
+			return
 		default:
-			log.Warn("renewal failed; trying again at the next renewal", "err", err,
-				"hint", "the lease expires unless a renewal gets through before it; is the daemon reachable?")
+			next = min(b.after(err), period)
+			if !leaseUntil.IsZero() && time.Now().After(leaseUntil) && !warnedPast {
+				warnedPast = true
+				log.Warn("renewal failed past the lease's end: the plugin goes on; when the daemon answers it says whether the job is still this worker's",
+					"lease_until", leaseUntil, "err", err)
+			}
+			logRetry(log, "renewal failed; trying again", err, next, "lease_until", leaseUntil,
+				"hint", "the lease expires unless a renewal gets through before lease_until; is the daemon reachable?")
 		}
+		t.Reset(next)
 	}
 }

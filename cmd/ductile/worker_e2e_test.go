@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,20 +70,52 @@ plugins:
 // worker starts `ductile worker` NAME with a plugin directory and a state
 // folder of its own, as on another machine.
 func (w *remoteWorld) worker(name string, args ...string) (*proc, string) {
-	t := w.t
+	w.t.Helper()
+	return w.workerOf(workerSpec{name: name, script: workerScript}, args...)
+}
+
+// workerSpec is how workerOf starts a worker.
+type workerSpec struct {
+	name   string
+	script string   // the plugin remote's run.sh
+	env    []string // more of the worker's environment (its plugin's)
+	// logOnStdout sends the worker's log (stderr) to its stdout, so that
+	// the test reads it line by line while it runs (proc.waitLine).
+	logOnStdout bool
+}
+
+// writeRemotePlugin writes the plugin remote, running script, into
+// home/plugins and returns that directory.
+func writeRemotePlugin(t *testing.T, home, script string) string {
 	t.Helper()
-	home := t.TempDir()
 	dir := filepath.Join(home, "plugins", "remote")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	manifest := "manifest_spec: ductile.plugin\nmanifest_version: 1\nname: remote\nversion: 1.0.0\nprotocol: 2\nentrypoint: run.sh\n" +
 		"concurrency_safe: true\ncommands: [{name: handle, type: write}]\n"
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(manifest), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte(workerScript), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), []byte(script), 0o755))
+	return filepath.Join(home, "plugins")
+}
+
+// workerOf starts `ductile worker` as spec says, with a plugin directory
+// and a state folder of its own, and waits until it registered; it
+// returns the worker and where its plugin writes its pid.
+func (w *remoteWorld) workerOf(spec workerSpec, args ...string) (*proc, string) {
+	t, name := w.t, spec.name
+	t.Helper()
+	home := t.TempDir()
+	plugins := writeRemotePlugin(t, home, spec.script)
 	pidFile := filepath.Join(home, "pid")
-	env := cleanEnv(t, "XDG_STATE_HOME="+filepath.Join(home, "state"), "DUCTILE_WORKER_TOKEN="+w.workerKey,
-		"WORKER_NAME="+name, "PIDFILE="+pidFile)
-	p := start(t, env, append([]string{"--log-format", "json", "worker", "--api", w.base, "--plugins", filepath.Join(home, "plugins"),
-		"--name", name}, args...)...)
+	env := cleanEnv(t, append([]string{"XDG_STATE_HOME=" + filepath.Join(home, "state"), "DUCTILE_WORKER_TOKEN=" + w.workerKey,
+		"WORKER_NAME=" + name, "PIDFILE=" + pidFile}, spec.env...)...)
+	args = append([]string{"--log-format", "json", "worker", "--api", w.base, "--plugins", plugins, "--name", name}, args...)
+	var p *proc
+	if spec.logOnStdout {
+		// sh execs the worker: its pid is the worker's.
+		p = startProcess(t, env, "/bin/sh", append([]string{"-c", `exec "$0" "$@" 2>&1`, ductileBin}, args...)...)
+	} else {
+		p = start(t, env, args...)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			select {
@@ -181,48 +212,11 @@ func stopWorker(t *testing.T, p *proc) []map[string]any {
 // directories and state folders: N jobs (200; E2E_WORKER_JOBS for
 // more), each completed once, by both workers, and the ledger verifies.
 func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
-	n := 200
-	if v := os.Getenv("E2E_WORKER_JOBS"); v != "" {
-		var err error
-		n, err = strconv.Atoi(v)
-		require.NoError(t, err)
-	}
+	n := workerJobs(t, 200)
 	w := newRemoteWorld(t)
 	a, _ := w.worker("box-a", "--concurrency", "4")
 	b, _ := w.worker("box-b", "--concurrency", "4")
-
-	began := time.Now()
-	ids := make([]string, n)
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := i; j < n; j += 4 {
-				ids[j] = w.enqueue(map[string]any{"n": j})
-			}
-		}()
-	}
-	wg.Wait()
-	done := 0 // ids[:done] have succeeded
-	waitFor(t, 40*time.Second, "every job succeeded", func() bool {
-		for done < n {
-			if w.status(ids[done]) != "succeeded" {
-				return false
-			}
-			done++
-		}
-		return true
-	})
-	elapsed := time.Since(began)
-	events := 0
-	for _, id := range ids {
-		status, types := w.job(id)
-		events += len(types)
-		require.Equal(t, "succeeded", status, id)
-		require.Equal(t, 1, count(types, "job.started"), "%s: %v", id, types)
-		require.Equal(t, 1, count(types, "job.succeeded"), "%s: %v", id, types)
-	}
+	elapsed, events := w.runJobs(n)
 	mustRun(t, nil, w.args("ledger", "verify")...)
 
 	perWorker := map[string]int{}
@@ -240,7 +234,7 @@ func TestTwoWorkersRunARemotePluginsJobsEachOnce(t *testing.T) {
 	require.Positive(t, perWorker["box-b"])
 	slices.Sort(claimToStart)
 	t.Logf("%d jobs through 2 remote workers (concurrency 4 each) in %v: %.0f jobs/s; %.1f events per job; per worker %v; claim-to-start p50 %v p99 %v",
-		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), float64(events)/float64(n), perWorker,
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), events, perWorker,
 		claimToStart[len(claimToStart)/2], claimToStart[len(claimToStart)*99/100])
 }
 
