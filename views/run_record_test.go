@@ -62,7 +62,7 @@ func TestRunRecord(t *testing.T) {
 	b.progress(t, id, 1, 0.5, "download", "half way")                                                                                 // 3
 	first := b.export(t, id, 1, events.Exported{Type: events.ExportText, Text: "partial"})                                            // 4
 	mid := b.mark(t)
-	b.complete(t, id, 1, timedOut)                                                                      // 5
+	b.complete(t, id, 1, timedOut) // 5
 	_, err := commands.StartJob(b.ctx, b.l, commands.Start{JobID: id, Timeout: time.Minute, PID: 1, Now: now.Add(time.Hour),
 		Worker: &events.Worker{Name: "gpu-box", PID: 5100}}) // 6
 	require.NoError(t, err)
