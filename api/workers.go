@@ -104,17 +104,31 @@ type WorkerObserver interface {
 }
 
 // observe counts worker's request: a claim, an applied completion, or,
-// when err is a stale fence, a superseded request of kind refused.
-func (s *Server) observe(worker, refused string, err error, count func(WorkerObserver)) {
+// when err is a stale fence, a superseded request of kind refused. count
+// gets the worker's label: its name if it registered, else
+// UnregisteredWorker, so that the series' worker labels are bounded by
+// the registered workers, not by what requests claim to be.
+func (s *Server) observe(ctx context.Context, worker, refused string, err error, count func(o WorkerObserver, worker string)) {
 	o := s.opts.Workers
-	switch {
-	case o == nil:
-	case errors.Is(err, commands.ErrStaleFence):
-		o.WorkerSuperseded(worker, refused)
-	case err == nil:
-		count(o)
+	if o == nil || (err != nil && !errors.Is(err, commands.ErrStaleFence)) {
+		return
 	}
+	label := UnregisteredWorker
+	if workers, werr := s.opts.Engine().Workers(context.WithoutCancel(ctx)); werr == nil {
+		if _, ok := workers[worker]; ok {
+			label = worker
+		}
+	}
+	if err != nil {
+		o.WorkerSuperseded(label, refused)
+		return
+	}
+	count(o, label)
 }
+
+// UnregisteredWorker is the worker label of /metrics' per-worker series
+// for requests under a name no worker registered.
+const UnregisteredWorker = "(unregistered)"
 
 // liftClaimDeadline lets a claim wait up to engine.MaxClaimWait before
 // it answers, beyond api.write_timeout.
@@ -246,7 +260,7 @@ func (s *Server) handleClaimJob(ctx context.Context, in *ClaimInput) (*ClaimAnsw
 	if c == nil {
 		return &ClaimAnswer{Status: http.StatusNoContent}, nil
 	}
-	s.observe(in.Body.Worker.Name, "", nil, func(o WorkerObserver) { o.WorkerClaimed(in.Body.Worker.Name, c.Plugin) })
+	s.observe(ctx, in.Body.Worker.Name, "", nil, func(o WorkerObserver, worker string) { o.WorkerClaimed(worker, c.Plugin) })
 	return &ClaimAnswer{Status: http.StatusOK, Body: &ClaimBody{Claim: c}}, nil
 }
 
@@ -278,7 +292,7 @@ func (s *Server) handleRenewLease(ctx context.Context, in *RenewInput) (*RenewAn
 		return nil, err
 	}
 	r, err := s.opts.Engine().Renew(ctx, in.ID, in.Body.fenced())
-	s.observe(in.Body.Worker.Name, events.RefusedRenew, err, func(WorkerObserver) {})
+	s.observe(ctx, in.Body.Worker.Name, events.RefusedRenew, err, func(WorkerObserver, string) {})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -302,7 +316,7 @@ func (s *Server) handleRecordWorkerLogs(ctx context.Context, in *WorkerLogsInput
 	}
 	b := in.Body
 	err := s.opts.Engine().RecordRemoteStderr(ctx, b.fenced(), commands.StderrLines{JobID: in.ID, Line: b.Line, Lines: b.Lines, Truncated: b.Truncated})
-	s.observe(b.Worker.Name, events.RefusedLog, err, func(WorkerObserver) {})
+	s.observe(ctx, b.Worker.Name, events.RefusedLog, err, func(WorkerObserver, string) {})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -434,7 +448,7 @@ func (s *Server) handleCompleteJob(ctx context.Context, in *CompleteInput) (*Com
 		ExitCode: b.ExitCode, Duration: b.Duration, Response: b.Response, Stdout: b.Stdout, StdoutBytes: b.StdoutBytes, Stderr: b.Stderr,
 		StderrTruncated: b.StderrTruncated, StderrBytes: b.StderrBytes, EndedAt: b.EndedAt}
 	c, err := s.opts.Engine().CompleteRemote(ctx, b.Fence.Fence, a)
-	s.observe(b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver) { o.WorkerCompleted(b.Worker.Name, c.Kind) })
+	s.observe(ctx, b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver, worker string) { o.WorkerCompleted(worker, c.Kind) })
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -480,7 +494,7 @@ func (s *Server) handleFailJob(ctx context.Context, in *FailInput) (*CompleteAns
 	}
 	c, err := s.opts.Engine().Fail(ctx, engine.Failure{JobID: in.ID, Worker: b.Worker, Attempt: b.Attempt, Fence: b.Fence.Fence,
 		Kind: b.Kind, Error: b.Error, Retryable: b.Retryable, ExitCode: b.ExitCode, Duration: b.Duration})
-	s.observe(b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver) { o.WorkerCompleted(b.Worker.Name, c.Kind) })
+	s.observe(ctx, b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver, worker string) { o.WorkerCompleted(worker, c.Kind) })
 	if err != nil {
 		return nil, errorOf(err)
 	}

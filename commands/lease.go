@@ -45,11 +45,12 @@ type Fenced struct {
 }
 
 // checkFence returns nil if f's fence is the one of the lease that holds
-// j's running attempt, else the job.superseded that records what was
-// refused and the error to answer.
+// j's running attempt, and f's worker the lease's, else the
+// job.superseded that records what was refused and the error to answer.
+// (A fence is a stream version: another worker could guess it.)
 func (f Fenced) checkFence(j *Job, refused string, kind events.Outcome) ([]ledger.NewEvent, *StaleFenceError) {
 	lease := j.Leased()
-	if lease != nil && lease.Fence == f.Fence && f.Fence > 0 {
+	if lease != nil && lease.Fence == f.Fence && f.Fence > 0 && lease.Worker == f.Worker {
 		return nil, nil
 	}
 	stale := &StaleFenceError{JobID: j.JobID, Refused: refused, Fence: f.Fence, Status: j.Status}
