@@ -256,7 +256,7 @@ func (f *Fleet) Workers(ctx context.Context, l *ledger.Ledger) (map[string]event
 	loaded := f.loaded
 	f.mu.Unlock()
 	if !loaded {
-		found, err := readWorkers(ctx, l)
+		found, err := ReadRegistrations(ctx, l)
 		if err != nil {
 			return nil, err
 		}
@@ -278,8 +278,9 @@ func (f *Fleet) Workers(ctx context.Context, l *ledger.Ledger) (map[string]event
 	return out, nil
 }
 
-// readWorkers reads the last registration of every worker stream.
-func readWorkers(ctx context.Context, l *ledger.Ledger) (map[string]events.WorkerRegisteredData, error) {
+// ReadRegistrations reads the last registration of every worker stream,
+// by worker name (config check reads them without a daemon).
+func ReadRegistrations(ctx context.Context, l *ledger.Ledger) (map[string]events.WorkerRegisteredData, error) {
 	var streams []string
 	prefix := events.WorkerStream("")
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -150,8 +151,8 @@ func (e *Engine) Workers(ctx context.Context) (map[string]events.WorkerRegistere
 	return e.fleet.Workers(ctx, e.ledger)
 }
 
-// remotePlugin is plugin name as a registered worker serves it (the
-// registration of the worker whose name sorts first, when several do).
+// remotePlugin is plugin name as a registered worker serves it
+// (RegisteredPlugin).
 func (e *Engine) remotePlugin(name string) (events.WorkerPlugin, bool) {
 	if e.ledger == nil {
 		return events.WorkerPlugin{}, false
@@ -160,12 +161,14 @@ func (e *Engine) remotePlugin(name string) (events.WorkerPlugin, bool) {
 	if err != nil {
 		return events.WorkerPlugin{}, false
 	}
-	names := make([]string, 0, len(workers))
-	for n := range workers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	return RegisteredPlugin(workers, name)
+}
+
+// RegisteredPlugin is plugin name as workers (registrations by worker
+// name) serve it: the registration of the worker whose name sorts first,
+// when several do.
+func RegisteredPlugin(workers map[string]events.WorkerRegisteredData, name string) (events.WorkerPlugin, bool) {
+	for _, n := range slices.Sorted(maps.Keys(workers)) {
 		for _, p := range workers[n].Plugins {
 			if p.Name == name {
 				return p, true

@@ -13,6 +13,8 @@ import (
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/views"
 )
@@ -157,32 +159,38 @@ func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
 	for _, p := range problems {
 		out.Skipped = append(out.Skipped, p.Error())
 	}
-	f, err := daemon.CheckConfig(cfg, reg, problems)
+	fleet, registrations, err := readFleetIfAny(c.Context, e)
+	if err != nil {
+		return err
+	}
+	f, err := daemon.CheckConfig(cfg, reg, problems, daemon.RegisteredPlugins(registrations))
 	if err != nil {
 		return err
 	}
 	out.Errors, out.Warnings = append(out.Errors, f.Errors...), append(out.Warnings, f.Warnings...)
-	fleet, err := readFleetIfAny(c.Context, e)
-	if err != nil {
-		return err
-	}
 	remote, warnings := daemon.CheckRemote(cfg, func(name string) bool { _, ok := reg.Get(name); return ok }, fleet, time.Now())
 	out.RemotePlugins, out.Warnings = remote, append(out.Warnings, warnings...)
 	return nil
 }
 
 // readFleetIfAny reads the registered workers from the state directory's
-// ledger, read-only; none when there is no ledger yet.
-func readFleetIfAny(ctx context.Context, e *env) ([]views.FleetWorker, error) {
+// ledger, read-only, with their registrations; none when there is no
+// ledger yet.
+func readFleetIfAny(ctx context.Context, e *env) ([]views.FleetWorker, map[string]events.WorkerRegisteredData, error) {
 	l, err := ledger.Open(ctx, daemon.DBPath(e.stateDir), ledger.Options{ReadOnly: true, Logger: e.quietLogger()})
 	if errors.Is(err, ledger.ErrNoLedger) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, ledgerError(err)
+		return nil, nil, ledgerError(err)
 	}
 	defer l.Close()
-	return views.ReadFleet(ctx, l)
+	fleet, err := views.ReadFleet(ctx, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	registrations, err := engine.ReadRegistrations(ctx, l)
+	return fleet, registrations, err
 }
 
 // printRemotePlugins prints which workers serve each remote plugin.
