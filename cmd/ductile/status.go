@@ -49,7 +49,7 @@ type statusOutput struct {
 	// RemotePlugins are the enabled plugins the config places runs_on:
 	// remote or any, each with the registered workers that serve it.
 	RemotePlugins []views.RemotePlugin `json:"remote_plugins"`
-	Ledger views.LedgerSize    `json:"ledger"`
+	Ledger        views.LedgerSize     `json:"ledger"`
 	// Warnings say what the figures above may not reflect.
 	Warnings []string `json:"warnings"`
 }
