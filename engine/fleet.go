@@ -250,12 +250,13 @@ func (f *Fleet) registered(w events.WorkerRegisteredData) {
 }
 
 // Workers are the workers' registrations as last recorded, read from l
-// the first time.
+// the first time (with l nil, those known already: an Engine moved off
+// its ledger keeps what it read).
 func (f *Fleet) Workers(ctx context.Context, l *ledger.Ledger) (map[string]events.WorkerRegisteredData, error) {
 	f.mu.Lock()
 	loaded := f.loaded
 	f.mu.Unlock()
-	if !loaded {
+	if !loaded && l != nil {
 		found, err := ReadRegistrations(ctx, l)
 		if err != nil {
 			return nil, err

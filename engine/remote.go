@@ -154,9 +154,6 @@ func (e *Engine) Workers(ctx context.Context) (map[string]events.WorkerRegistere
 // remotePlugin is plugin name as a registered worker serves it
 // (RegisteredPlugin).
 func (e *Engine) remotePlugin(name string) (events.WorkerPlugin, bool) {
-	if e.ledger == nil {
-		return events.WorkerPlugin{}, false
-	}
 	workers, err := e.fleet.Workers(context.Background(), e.ledger)
 	if err != nil {
 		return events.WorkerPlugin{}, false
