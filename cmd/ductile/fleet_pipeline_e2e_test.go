@@ -53,7 +53,9 @@ type remotePluginsOutput struct {
 // serves ocr, naming the command to run; the pipeline's run goes local →
 // worker → local as an all-local one does (each step entered with the
 // previous one's event, baggage accumulating, the run succeeded), and the
-// remote step's run record and run get name the worker.
+// remote step's run record and run get name the worker. A worker of the
+// limited token serving another plugin too, and one of another token
+// under box-a's name, are refused and exit 1 saying what to do.
 func TestAPipelineStepRunsOnARemoteWorker(t *testing.T) {
 	t.Parallel()
 	w := newPipeWorld(t, []stepPlugin{
@@ -153,6 +155,25 @@ func TestAPipelineStepRunsOnARemoteWorker(t *testing.T) {
 	w.runJSON(0, &rec, "run", "get", s1.ID, "--json")
 	require.True(t, strings.HasSuffix(rec.Attempts[0].Worker.Name, "/local"), rec.Attempts[0].Worker.Name)
 	mustRun(t, nil, w.args("ledger", "verify")...)
+
+	// The painter token may not register another plugin; another token
+	// may not take box-a's name. Each worker exits 1 with the fix.
+	writeStepPlugin(t, filepath.Join(home, "more"), w.scratch, stepPlugin{name: "sketch"})
+	other := lastLine(mustRun(t, nil, w.args("config", "token", "create", "other", "--scopes", "worker")...).stdout)
+	mustRun(t, nil, w.args("system", "reload")...)
+	runWorker := func(key, name string) result {
+		return ductile(t, cleanEnv(t, "XDG_STATE_HOME="+filepath.Join(t.TempDir(), "state"), "DUCTILE_WORKER_TOKEN="+key),
+			"worker", "--api", base, "--plugins", filepath.Join(home, "plugins"), "--plugins", filepath.Join(home, "more"), "--name", name, "--once")
+	}
+	r1 := runWorker(workerKey, "box-b")
+	require.Equal(t, 1, r1.code, "%s", r1)
+	require.Contains(t, r1.stderr, "plugin_not_permitted")
+	require.Contains(t, r1.stderr, `token "painter" may serve only paint as a worker, not plugin "sketch"`)
+	require.Contains(t, r1.stderr, "--scopes worker:plugin=sketch")
+	r2 := runWorker(other, "box-a")
+	require.Equal(t, 1, r2.code, "%s", r2)
+	require.Contains(t, r2.stderr, "worker_name_taken")
+	require.Contains(t, r2.stderr, "ductile worker --name NAME")
 }
 
 // requireWarning requires a warning holding every part.
