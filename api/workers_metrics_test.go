@@ -26,7 +26,9 @@ func TestWorkerSeriesAreBoundedByRegistrations(t *testing.T) {
 
 	for _, ghost := range []string{"ghost-1", "ghost-2", "ghost-3"} {
 		fence := map[string]any{"worker": events.Worker{Name: ghost}, "attempt": c.Attempt, "fence": c.Fence}
-		requireError(t, f.do("POST", "/worker/jobs/"+id+"/renew", "worker", jsonBody(t, fence)), http.StatusConflict, "stale_fence")
+		r := f.do("POST", "/worker/jobs/"+id+"/renew", "worker", jsonBody(t, fence))
+		requireError(t, r, http.StatusConflict, "stale_fence")
+		require.Contains(t, r.body["message"], "is held by worker gpu1, not the worker that sent it", "a guessed fence under another name")
 	}
 	f.requireSeries(`ductile_worker_superseded_total{refused="renew",worker="(unregistered)"} 3`)
 	r = f.do("GET", "/metrics", "jobs-ro", nil)

@@ -23,9 +23,16 @@ type StaleFenceError struct {
 	Fence   int64  // the fence sent
 	Current int64  // the job's current fence (0: no lease holds it)
 	Status  events.Status
+	// Holder is the lease's worker when the fence sent is current but
+	// another worker sent it ("" otherwise).
+	Holder string
 }
 
 func (e *StaleFenceError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("job %s: fence %d is held by worker %s, not the worker that sent it: the %s was recorded as superseded and not applied; drop the job",
+			e.JobID, e.Fence, e.Holder, e.Refused)
+	}
 	if e.Current > 0 {
 		return fmt.Sprintf("job %s: fence %d is stale (the job is %s under fence %d): the %s was recorded as superseded and not applied; drop the job",
 			e.JobID, e.Fence, e.Status, e.Current, e.Refused)
@@ -56,6 +63,9 @@ func (f Fenced) checkFence(j *Job, refused string, kind events.Outcome) ([]ledge
 	stale := &StaleFenceError{JobID: j.JobID, Refused: refused, Fence: f.Fence, Status: j.Status}
 	if lease != nil {
 		stale.Current = lease.Fence
+		if lease.Fence == f.Fence {
+			stale.Holder = lease.Worker
+		}
 	}
 	ev := j.next(events.JobSuperseded, events.Superseded{Refused: refused, Worker: f.Worker, Attempt: f.Attempt, Fence: f.Fence,
 		CurrentFence: stale.Current, Status: j.Status, Kind: kind}, "", events.ActorWorker)
