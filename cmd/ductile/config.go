@@ -161,7 +161,9 @@ func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
 	}
 	fleet, registrations, err := readFleetIfAny(c.Context, e)
 	if err != nil {
-		return err
+		// The config is checked without them: the ledger is the daemon's
+		// business, and config check must work before it can be read.
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the registered remote workers were not read (%v): which workers serve the remote plugins is not shown", err))
 	}
 	f, err := daemon.CheckConfig(cfg, reg, problems, daemon.RegisteredPlugins(registrations))
 	if err != nil {
