@@ -71,9 +71,28 @@ func (e *Engine) RegisterWorker(ctx context.Context, w events.WorkerRegisteredDa
 		return err
 	}
 	stream := events.WorkerStream(w.Name)
+	for try := 1; ; try++ {
+		err := e.appendRegistration(ctx, stream, w)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ledger.ErrVersionConflict) || try == 3 {
+			return fmt.Errorf("register worker %s: %w", w.Name, err)
+		}
+		// Another registration under this name came first: decide again
+		// against it.
+	}
+	e.fleet.registered(w)
+	return nil
+}
+
+// appendRegistration appends w to stream, expecting the version whose
+// registration it checked the name's binding against (any version when
+// that registration is w's token's already).
+func (e *Engine) appendRegistration(ctx context.Context, stream string, w events.WorkerRegisteredData) error {
 	last, found, err := e.ledger.LastEvent(ctx, stream)
 	if err != nil {
-		return fmt.Errorf("register worker %s: %w", w.Name, err)
+		return err
 	}
 	expected := int64(0)
 	if found {
@@ -83,18 +102,14 @@ func (e *Engine) RegisterWorker(ctx context.Context, w events.WorkerRegisteredDa
 			if err := e.boundTo(w.Name, prev.Token, w.Token); err != nil {
 				return err
 			}
+			if w.Token == "" || prev.Token == w.Token {
+				expected = ledger.AnyVersion // bound to this token already, or binding nothing: nothing to race for
+			}
 		}
 	}
 	_, err = e.ledger.Append(ctx, ledger.NewEvent{Stream: stream, ExpectedVersion: expected,
 		Type: events.WorkerRegistered, Data: w, Meta: ledger.Meta{Actor: events.ActorWorker}})
-	if errors.Is(err, ledger.ErrVersionConflict) {
-		return fmt.Errorf("register worker %s: another registration under this name came first: register again: %w", w.Name, err)
-	}
-	if err != nil {
-		return fmt.Errorf("register worker %s: %w", w.Name, err)
-	}
-	e.fleet.registered(w)
-	return nil
+	return err
 }
 
 // boundTo refuses token acting as worker name when the name is bound to

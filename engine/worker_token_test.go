@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,4 +44,35 @@ func TestWorkerNameBinding(t *testing.T) {
 	require.NoError(t, reg("anon", ""), "a registration without a token binds nothing")
 	require.NoError(t, reg("anon", "gpu-token"))
 	require.ErrorIs(t, reg("anon", "cpu-token"), engine.ErrWorkerNameTaken)
+}
+
+// Two tokens racing to register a new name: one gets it, every
+// registration of the other is refused, and none fails otherwise.
+func TestWorkerNameRace(t *testing.T) {
+	t.Parallel()
+	b := setupLeases(t, nil, func(c *config.Config) {
+		hash := config.HashBytes([]byte("k"))
+		c.Tokens = []config.Token{{Name: "t0", KeyHash: hash, Scopes: []string{"worker"}}, {Name: "t1", KeyHash: hash, Scopes: []string{"worker"}}}
+	})
+	errs := make([]error, 16)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.eng.RegisterWorker(b.ctx, events.WorkerRegisteredData{Name: "race", Host: "h", Version: "test", Token: fmt.Sprintf("t%d", i%2),
+				Plugins: []events.WorkerPlugin{{Name: "render", Commands: []events.AppliedCommand{{Name: "handle", Type: "write"}}}}})
+		}()
+	}
+	wg.Wait()
+	workers, err := b.eng.Workers(b.ctx)
+	require.NoError(t, err)
+	winner := workers["race"].Token
+	for i, err := range errs {
+		if fmt.Sprintf("t%d", i%2) == winner {
+			require.NoError(t, err, "registration %d", i)
+		} else {
+			require.ErrorIs(t, err, engine.ErrWorkerNameTaken, "registration %d", i)
+		}
+	}
 }
