@@ -114,13 +114,17 @@ func (e *Engine) appendRegistration(ctx context.Context, stream string, w events
 
 // boundTo refuses token acting as worker name when the name is bound to
 // another token (bound, the one that registered it) that is still
-// configured. Without a token on either side nothing is bound.
+// configured and is not an operator's (scope *: it may act as any worker,
+// so it binds no name). Without a token on either side nothing is bound.
 func (e *Engine) boundTo(name, bound, token string) error {
 	if bound == "" || token == "" || bound == token {
 		return nil
 	}
-	if e.auth != nil && e.auth.Len() > 0 && !slices.ContainsFunc(e.auth.Tokens(), func(t auth.TokenInfo) bool { return t.Name == bound }) {
-		return nil // the token was revoked: the name is free
+	if e.auth != nil && e.auth.Len() > 0 {
+		i := slices.IndexFunc(e.auth.Tokens(), func(t auth.TokenInfo) bool { return t.Name == bound })
+		if i < 0 || slices.Contains(e.auth.Tokens()[i].Scopes, auth.All) {
+			return nil // the token was revoked, or is an operator's: the name is free
+		}
 	}
 	return &WorkerNameTakenError{Name: name, Token: bound}
 }

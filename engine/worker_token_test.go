@@ -14,14 +14,15 @@ import (
 
 // A worker name is bound to the token that registered it while that token
 // is configured: another token is refused (worker_name_taken), a name
-// bound to a token no longer configured (revoked) is free, and a name
-// registered with no token is taken by the first token that registers it.
+// bound to a token no longer configured (revoked), or to an operator's
+// token (scope *), is free, and a name registered with no token is taken
+// by the first token that registers it.
 func TestWorkerNameBinding(t *testing.T) {
 	t.Parallel()
 	b := setupLeases(t, nil, func(c *config.Config) {
 		hash := config.HashBytes([]byte("k"))
 		c.Tokens = []config.Token{{Name: "gpu-token", KeyHash: hash, Scopes: []string{"worker"}},
-			{Name: "cpu-token", KeyHash: hash, Scopes: []string{"worker"}}}
+			{Name: "cpu-token", KeyHash: hash, Scopes: []string{"worker"}}, {Name: "admin", KeyHash: hash, Scopes: []string{"*"}}}
 	})
 	reg := func(name, token string) error {
 		return b.eng.RegisterWorker(b.ctx, events.WorkerRegisteredData{Name: name, Host: "h", Version: "test", Token: token,
@@ -40,6 +41,10 @@ func TestWorkerNameBinding(t *testing.T) {
 	require.NoError(t, reg("old", "revoked-token"), "registered by a token since revoked")
 	require.NoError(t, reg("old", "cpu-token"), "a revoked token's name is free")
 	require.ErrorIs(t, reg("old", "gpu-token"), engine.ErrWorkerNameTaken, "and now bound to cpu-token")
+
+	require.NoError(t, reg("ops", "admin"), "an operator's token (scope *) binds nothing")
+	require.NoError(t, reg("ops", "cpu-token"))
+	require.ErrorIs(t, reg("ops", "admin"), engine.ErrWorkerNameTaken, "but may not take a name bound to a worker token")
 
 	require.NoError(t, reg("anon", ""), "a registration without a token binds nothing")
 	require.NoError(t, reg("anon", "gpu-token"))
