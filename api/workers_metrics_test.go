@@ -12,7 +12,8 @@ import (
 // /metrics has per-worker series whose worker label is bounded by the
 // registered workers: a registered worker's claims, leases, plugins and
 // last seen; a request under a name no worker registered counts under
-// (unregistered), however many names are sent.
+// (unregistered), however many names are sent. GET /runs/{id} names the
+// worker of the attempt.
 func TestWorkerSeriesAreBoundedByRegistrations(t *testing.T) {
 	f := startWorkers(t)
 	f.registerWorker("gpu1")
@@ -37,4 +38,11 @@ func TestWorkerSeriesAreBoundedByRegistrations(t *testing.T) {
 	r = f.do("POST", "/worker/jobs/"+id+"/complete", "worker", jsonBody(t, with(fenceOf("gpu1", c), "kind", "ok", "response", map[string]any{"status": "ok"})))
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
 	f.requireSeries(`ductile_worker_completions_total{outcome="ok",worker="gpu1"} 1`, `ductile_worker_leases{worker="gpu1"} 0`)
+
+	// GET /runs/{id} names the attempt's worker, as job inspect does.
+	r = f.do("GET", "/runs/"+id, "jobs-ro", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.raw))
+	attempts := r.body["attempts"].([]any)
+	require.Len(t, attempts, 1)
+	require.Equal(t, map[string]any{"name": "gpu1", "pid": float64(42)}, attempts[0].(map[string]any)["worker"])
 }
