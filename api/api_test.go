@@ -40,14 +40,25 @@ func (g fakeGuard) Check(authorization string, need auth.Scope) (string, error) 
 	return key, nil
 }
 
+// WorkerPlugins limits a key's worker routes as auth.Registry does.
+func (g fakeGuard) WorkerPlugins(authorization string) ([]string, bool) {
+	key, _ := strings.CutPrefix(authorization, "Bearer ")
+	return auth.WorkerPlugins(g[key])
+}
+
+var _ auth.WorkerLimiter = fakeGuard{}
+
 var guard = fakeGuard{
-	"admin":     {auth.All},
-	"plugin-ro": {auth.PluginRO},
-	"plugin-rw": {auth.PluginRW},
-	"jobs-ro":   {auth.JobsRO},
-	"jobs-rw":   {auth.JobsRW},
-	"events-ro": {auth.EventsRO},
-	"worker":    {auth.Worker},
+	"admin":       {auth.All},
+	"plugin-ro":   {auth.PluginRO},
+	"plugin-rw":   {auth.PluginRW},
+	"jobs-ro":     {auth.JobsRO},
+	"jobs-rw":     {auth.JobsRW},
+	"events-ro":   {auth.EventsRO},
+	"worker":      {auth.Worker},
+	"worker-2":    {auth.Worker},
+	"render-only": {config.WorkerPluginScope("render")},
+	"other-only":  {config.WorkerPluginScope("other")},
 }
 
 var applied = events.ConfigAppliedData{

@@ -64,12 +64,24 @@ func (s *Server) authorize(ctx huma.Context, next func(huma.Context)) {
 		return
 	}
 	authorization := ctx.Header("Authorization")
-	if _, err := s.check(authorization, need); err != nil {
+	token, err := s.check(authorization, need)
+	if err != nil {
 		e := errorOf(err)
 		_ = huma.WriteErr(s.api, ctx, e.Status, e.Message, withHint{e})
 		return
 	}
-	next(huma.WithValue(ctx, authorizationKey{}, authorization))
+	next(huma.WithValue(huma.WithValue(ctx, authorizationKey{}, authorization), tokenKey{}, token))
+}
+
+// tokenKey is the context key of the name of the token that passed
+// authorize.
+type tokenKey struct{}
+
+// tokenOf is the name of the token the request was authorized with ("":
+// none).
+func tokenOf(ctx context.Context) string {
+	name, _ := ctx.Value(tokenKey{}).(string)
+	return name
 }
 
 // require checks a further scope inside a handler, with the Authorization

@@ -20,7 +20,7 @@ import (
 // what to do next.
 type Error struct {
 	Status  int                 `json:"-"`
-	Code    errcode.Code        `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,idempotency_conflict,stale_fence,unknown_worker,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
+	Code    errcode.Code        `json:"code" enum:"invalid_input,unauthorized,forbidden,not_found,conflict,idempotency_conflict,stale_fence,unknown_worker,worker_name_taken,plugin_not_permitted,archived,too_large,unavailable,too_many_sync,too_many_streams,error" doc:"Stable error code"`
 	Message string              `json:"message" doc:"What went wrong"`
 	Hint    string              `json:"hint,omitempty" doc:"What to do next"`
 	Scope   string              `json:"scope,omitempty" doc:"The scope the route needs, which the token lacks (403 forbidden)"`
@@ -164,6 +164,9 @@ func errorOf(err error) *Error {
 	case errors.Is(err, engine.ErrUnknownWorker):
 		return &Error{Status: http.StatusConflict, Code: errcode.UnknownWorker, Message: err.Error(),
 			Hint: "register first (POST /worker/register), with the plugins the config places runs_on: remote or any"}
+	case errors.Is(err, engine.ErrWorkerNameTaken):
+		return &Error{Status: http.StatusConflict, Code: errcode.WorkerNameTaken, Message: err.Error(),
+			Hint: "run this worker under another name (ductile worker --name NAME), or with the token that registered the name; revoking that token frees it"}
 	case errors.Is(err, views.ErrUnknownRunStatus):
 		return newError(http.StatusBadRequest, "give a run status: queued, running, cancel_requested, succeeded, failed, timeout or canceled", err.Error())
 	case errors.Is(err, views.ErrBadCursor):

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -12,7 +15,9 @@ import (
 
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
+	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/views"
 )
@@ -36,8 +41,11 @@ func (s *Server) registerWorkers() {
 		OperationID: "register-worker", Method: http.MethodPost, Path: "/worker/register", Summary: "Register a worker host and the plugins it serves",
 		Description: workerDescription + "Records worker.registered: who the worker is and each plugin it serves as its manifest there " +
 			"declares it. A plugin the config places runs_on: remote or any need not be installed on the daemon's machine. " +
-			"Registering again replaces the worker's registration. The answer gives the lease period: renew every third of it.",
-		MaxBodyBytes: maxBody, Errors: []int{http.StatusBadRequest, http.StatusRequestEntityTooLarge},
+			"Registering again replaces the worker's registration. The answer gives the lease period: renew every third of it. " +
+			"The name is bound to the token that registered it while that token is configured: another token registering, claiming or " +
+			"reporting under it is 409 code worker_name_taken. A token whose scopes are worker:plugin=NAME may register only those plugins " +
+			"(403 code plugin_not_permitted).",
+		MaxBodyBytes: maxBody, Errors: []int{http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge},
 	}, auth.Worker), s.handleRegisterWorker)
 	huma.Register(s.api, secured(huma.Operation{
 		OperationID: "claim-job", Method: http.MethodPost, Path: "/worker/claim", Summary: "Claim a job under a lease, waiting for one",
@@ -96,17 +104,31 @@ type WorkerObserver interface {
 }
 
 // observe counts worker's request: a claim, an applied completion, or,
-// when err is a stale fence, a superseded request of kind refused.
-func (s *Server) observe(worker, refused string, err error, count func(WorkerObserver)) {
+// when err is a stale fence, a superseded request of kind refused. count
+// gets the worker's label: its name if it registered, else
+// UnregisteredWorker, so that the series' worker labels are bounded by
+// the registered workers, not by what requests claim to be.
+func (s *Server) observe(ctx context.Context, worker, refused string, err error, count func(o WorkerObserver, worker string)) {
 	o := s.opts.Workers
-	switch {
-	case o == nil:
-	case errors.Is(err, commands.ErrStaleFence):
-		o.WorkerSuperseded(worker, refused)
-	case err == nil:
-		count(o)
+	if o == nil || (err != nil && !errors.Is(err, commands.ErrStaleFence)) {
+		return
 	}
+	label := UnregisteredWorker
+	if workers, werr := s.opts.Engine().Workers(context.WithoutCancel(ctx)); werr == nil {
+		if _, ok := workers[worker]; ok {
+			label = worker
+		}
+	}
+	if err != nil {
+		o.WorkerSuperseded(label, refused)
+		return
+	}
+	count(o, label)
 }
+
+// UnregisteredWorker is the worker label of /metrics' per-worker series
+// for requests under a name no worker registered.
+const UnregisteredWorker = "(unregistered)"
 
 // liftClaimDeadline lets a claim wait up to engine.MaxClaimWait before
 // it answers, beyond api.write_timeout.
@@ -129,8 +151,55 @@ type WorkerRegistered struct {
 	}
 }
 
+// workerLimits are the plugins the request's token may serve as a worker
+// (its worker:plugin=NAME scopes), with limited true; limited is false
+// when it may serve every plugin.
+func (s *Server) workerLimits(ctx context.Context) (plugins []string, limited bool) {
+	l, ok := s.opts.Guard.(auth.WorkerLimiter)
+	if !ok {
+		return nil, false
+	}
+	authorization, _ := ctx.Value(authorizationKey{}).(string)
+	return l.WorkerPlugins(authorization)
+}
+
+// permitted refuses plugins the request's token may not serve as a worker:
+// 403 plugin_not_permitted naming the first.
+func (s *Server) permitted(ctx context.Context, plugins []string) error {
+	allowed, limited := s.workerLimits(ctx)
+	if !limited {
+		return nil
+	}
+	for _, p := range plugins {
+		if !slices.Contains(allowed, p) {
+			return &Error{Status: http.StatusForbidden, Code: errcode.PluginNotPermitted, Scope: string(config.WorkerPluginScope(p)),
+				Message: fmt.Sprintf("token %q may serve only %s as a worker, not plugin %q", tokenOf(ctx), strings.Join(allowed, ", "), p),
+				Hint: "serve only those plugins (ductile worker --plugin NAME), or use a token with worker:plugin=" + p +
+					" or worker (ductile config token create NAME --scopes worker:plugin=" + p + ", then ductile system reload)"}
+		}
+	}
+	return nil
+}
+
+// actAs refuses the request's token acting as worker name when another
+// token registered it (409 worker_name_taken).
+func (s *Server) actAs(ctx context.Context, e *engine.Engine, name string) error {
+	if err := e.CheckWorkerToken(ctx, name, tokenOf(ctx)); err != nil {
+		return errorOf(err)
+	}
+	return nil
+}
+
 func (s *Server) handleRegisterWorker(ctx context.Context, in *RegisterWorkerInput) (*WorkerRegistered, error) {
 	e := s.opts.Engine()
+	names := make([]string, len(in.Body.Plugins))
+	for i, p := range in.Body.Plugins {
+		names[i] = p.Name
+	}
+	if err := s.permitted(ctx, names); err != nil {
+		return nil, err
+	}
+	in.Body.Token = tokenOf(ctx)
 	if err := e.RegisterWorker(ctx, in.Body); err != nil {
 		return nil, errorOf(err)
 	}
@@ -161,12 +230,24 @@ type ClaimBody struct {
 
 func (s *Server) handleClaimJob(ctx context.Context, in *ClaimInput) (*ClaimAnswer, error) {
 	wait := time.Duration(in.Body.WaitMS) * time.Millisecond
+	e := s.opts.Engine()
+	plugins := in.Body.Plugins
+	if err := s.permitted(ctx, plugins); err != nil {
+		return nil, err
+	}
+	if allowed, limited := s.workerLimits(ctx); limited && plugins == nil {
+		plugins = allowed // a registration made under another token's scopes may list more
+	}
 	// The wait ends with the request (its client went away) or when the
 	// server begins to shut down (it answers 204: claim again).
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.streams, cancel)()
-	c, err := s.opts.Engine().Claim(ctx, in.Body.Worker, in.Body.Plugins, wait)
+	err := e.CheckWorkerToken(ctx, in.Body.Worker.Name, tokenOf(ctx))
+	var c *engine.Claimed
+	if err == nil {
+		c, err = e.Claim(ctx, in.Body.Worker, plugins, wait)
+	}
 	if err != nil {
 		switch {
 		case s.streams.Err() != nil:
@@ -179,7 +260,7 @@ func (s *Server) handleClaimJob(ctx context.Context, in *ClaimInput) (*ClaimAnsw
 	if c == nil {
 		return &ClaimAnswer{Status: http.StatusNoContent}, nil
 	}
-	s.observe(in.Body.Worker.Name, "", nil, func(o WorkerObserver) { o.WorkerClaimed(in.Body.Worker.Name, c.Plugin) })
+	s.observe(ctx, in.Body.Worker.Name, "", nil, func(o WorkerObserver, worker string) { o.WorkerClaimed(worker, c.Plugin) })
 	return &ClaimAnswer{Status: http.StatusOK, Body: &ClaimBody{Claim: c}}, nil
 }
 
@@ -207,8 +288,11 @@ type RenewAnswer struct {
 }
 
 func (s *Server) handleRenewLease(ctx context.Context, in *RenewInput) (*RenewAnswer, error) {
+	if err := s.actAs(ctx, s.opts.Engine(), in.Body.Worker.Name); err != nil {
+		return nil, err
+	}
 	r, err := s.opts.Engine().Renew(ctx, in.ID, in.Body.fenced())
-	s.observe(in.Body.Worker.Name, events.RefusedRenew, err, func(WorkerObserver) {})
+	s.observe(ctx, in.Body.Worker.Name, events.RefusedRenew, err, func(WorkerObserver, string) {})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -227,9 +311,12 @@ type WorkerLogsInput struct {
 }
 
 func (s *Server) handleRecordWorkerLogs(ctx context.Context, in *WorkerLogsInput) (*struct{}, error) {
+	if err := s.actAs(ctx, s.opts.Engine(), in.Body.Worker.Name); err != nil {
+		return nil, err
+	}
 	b := in.Body
 	err := s.opts.Engine().RecordRemoteStderr(ctx, b.fenced(), commands.StderrLines{JobID: in.ID, Line: b.Line, Lines: b.Lines, Truncated: b.Truncated})
-	s.observe(b.Worker.Name, events.RefusedLog, err, func(WorkerObserver) {})
+	s.observe(ctx, b.Worker.Name, events.RefusedLog, err, func(WorkerObserver, string) {})
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -280,6 +367,9 @@ type ControlAnswer struct {
 }
 
 func (s *Server) handleReportWorkerControl(ctx context.Context, in *ControlInput) (*ControlAnswer, error) {
+	if err := s.actAs(ctx, s.opts.Engine(), in.Body.Worker.Name); err != nil {
+		return nil, err
+	}
 	b := in.Body
 	if b.Progress == nil && b.Export == nil {
 		return nil, newError(http.StatusBadRequest, "send progress, export or both", "the control message has neither progress nor export")
@@ -347,6 +437,9 @@ type CompleteAnswer struct {
 }
 
 func (s *Server) handleCompleteJob(ctx context.Context, in *CompleteInput) (*CompleteAnswer, error) {
+	if err := s.actAs(ctx, s.opts.Engine(), in.Body.Worker.Name); err != nil {
+		return nil, err
+	}
 	b := in.Body
 	if b.JobID != "" && b.JobID != in.ID {
 		return nil, newError(http.StatusBadRequest, "send the completion to its own job's path", "job_id "+b.JobID+" is not the path's job "+in.ID)
@@ -355,7 +448,7 @@ func (s *Server) handleCompleteJob(ctx context.Context, in *CompleteInput) (*Com
 		ExitCode: b.ExitCode, Duration: b.Duration, Response: b.Response, Stdout: b.Stdout, StdoutBytes: b.StdoutBytes, Stderr: b.Stderr,
 		StderrTruncated: b.StderrTruncated, StderrBytes: b.StderrBytes, EndedAt: b.EndedAt}
 	c, err := s.opts.Engine().CompleteRemote(ctx, b.Fence.Fence, a)
-	s.observe(b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver) { o.WorkerCompleted(b.Worker.Name, c.Kind) })
+	s.observe(ctx, b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver, worker string) { o.WorkerCompleted(worker, c.Kind) })
 	if err != nil {
 		return nil, errorOf(err)
 	}
@@ -392,13 +485,16 @@ type FailInput struct {
 }
 
 func (s *Server) handleFailJob(ctx context.Context, in *FailInput) (*CompleteAnswer, error) {
+	if err := s.actAs(ctx, s.opts.Engine(), in.Body.Worker.Name); err != nil {
+		return nil, err
+	}
 	b := in.Body
 	if b.JobID != "" && b.JobID != in.ID {
 		return nil, newError(http.StatusBadRequest, "send the failure to its own job's path", "job_id "+b.JobID+" is not the path's job "+in.ID)
 	}
 	c, err := s.opts.Engine().Fail(ctx, engine.Failure{JobID: in.ID, Worker: b.Worker, Attempt: b.Attempt, Fence: b.Fence.Fence,
 		Kind: b.Kind, Error: b.Error, Retryable: b.Retryable, ExitCode: b.ExitCode, Duration: b.Duration})
-	s.observe(b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver) { o.WorkerCompleted(b.Worker.Name, c.Kind) })
+	s.observe(ctx, b.Worker.Name, events.RefusedComplete, err, func(o WorkerObserver, worker string) { o.WorkerCompleted(worker, c.Kind) })
 	if err != nil {
 		return nil, errorOf(err)
 	}

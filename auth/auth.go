@@ -5,6 +5,7 @@ package auth
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/ductile/ductile/config"
@@ -50,16 +51,41 @@ type Secrets interface {
 	Secret(name string) ([]byte, bool)
 }
 
-// Grants reports whether granted covers need: All covers every scope, and
-// a write scope covers its read scope.
+// Grants reports whether granted covers need: All covers every scope, a
+// write scope covers its read scope, and worker:plugin=NAME covers Worker
+// (for that plugin only: WorkerPlugins).
 func Grants(granted []Scope, need Scope) bool {
 	for _, g := range granted {
+		_, workerOfPlugin := config.WorkerPlugin(g)
 		switch {
 		case g == All, g == need:
+			return true
+		case need == Worker && workerOfPlugin:
 			return true
 		case strings.HasSuffix(string(g), ":rw") && Scope(strings.TrimSuffix(string(g), ":rw")+":ro") == need:
 			return true
 		}
 	}
 	return false
+}
+
+// WorkerPlugins are the plugins granted limits the worker routes to: the
+// names of its worker:plugin=NAME scopes, with limited true; limited is
+// false when granted has Worker or All (every plugin) or no such scope.
+func WorkerPlugins(granted []Scope) (plugins []string, limited bool) {
+	for _, g := range granted {
+		if g == Worker || g == All {
+			return nil, false
+		}
+		if name, ok := config.WorkerPlugin(g); ok && !slices.Contains(plugins, name) {
+			plugins = append(plugins, name)
+		}
+	}
+	return plugins, len(plugins) > 0
+}
+
+// WorkerLimiter is a Guard that also says which plugins a token's worker
+// scope is limited to (auth.Registry is one).
+type WorkerLimiter interface {
+	WorkerPlugins(authorization string) (plugins []string, limited bool)
 }

@@ -28,8 +28,9 @@ type entry struct {
 }
 
 var (
-	_ Guard   = (*Registry)(nil)
-	_ Secrets = (*Registry)(nil)
+	_ Guard         = (*Registry)(nil)
+	_ WorkerLimiter = (*Registry)(nil)
+	_ Secrets       = (*Registry)(nil)
 )
 
 // New builds the Registry of cfg's tokens and secrets. A nil cfg, or one
@@ -67,9 +68,33 @@ func (r *Registry) Len() int { return len(r.tokens) }
 // when the token lacks the scope. The presented key is hashed and compared
 // with every token's key hash in constant time, whichever matches.
 func (r *Registry) Check(authorization string, need Scope) (string, error) {
-	key, ok := bearer(authorization)
+	t, ok := r.find(authorization)
 	if !ok {
 		return "", ErrUnauthorized
+	}
+	if !Grants(t.scopes, need) {
+		return t.name, ErrForbidden
+	}
+	return t.name, nil
+}
+
+// WorkerPlugins are the plugins the worker scope of authorization's token
+// is limited to (WorkerPlugins of its scopes); an unknown key is not
+// limited here (Check refuses it).
+func (r *Registry) WorkerPlugins(authorization string) ([]string, bool) {
+	t, ok := r.find(authorization)
+	if !ok {
+		return nil, false
+	}
+	return WorkerPlugins(t.scopes)
+}
+
+// find is the token whose key authorization carries, compared in constant
+// time as Check does.
+func (r *Registry) find(authorization string) (entry, bool) {
+	key, ok := bearer(authorization)
+	if !ok {
+		return entry{}, false
 	}
 	sum := blake3.Sum256([]byte(key))
 	found := -1
@@ -79,13 +104,9 @@ func (r *Registry) Check(authorization string, need Scope) (string, error) {
 		}
 	}
 	if found < 0 {
-		return "", ErrUnauthorized
+		return entry{}, false
 	}
-	t := r.tokens[found]
-	if !Grants(t.scopes, need) {
-		return t.name, ErrForbidden
-	}
-	return t.name, nil
+	return r.tokens[found], true
 }
 
 // bearer returns the key of an "Authorization: Bearer <key>" value. The

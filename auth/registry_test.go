@@ -116,3 +116,41 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestWorkerPluginScopes: a token whose scopes file lists
+// worker:plugin=NAME passes the worker routes' check and is limited to
+// those plugins; worker or * is not limited; a malformed plugin scope does
+// not load.
+func TestWorkerPluginScopes(t *testing.T) {
+	t.Parallel()
+	r := auth.New(loadTokens(t, map[string]string{
+		"gpu":    `["worker:plugin=render", "worker:plugin=transcode"]`,
+		"any":    `["worker", "worker:plugin=render"]`,
+		"reader": `["jobs:ro"]`,
+	}))
+	token, err := r.Check("Bearer key-gpu", auth.Worker)
+	require.NoError(t, err)
+	require.Equal(t, "gpu", token)
+	_, err = r.Check("Bearer key-gpu", auth.JobsRO)
+	require.ErrorIs(t, err, auth.ErrForbidden, "a plugin's worker scope grants nothing else")
+
+	plugins, limited := r.WorkerPlugins("Bearer key-gpu")
+	require.True(t, limited)
+	require.Equal(t, []string{"render", "transcode"}, plugins)
+	_, limited = r.WorkerPlugins("Bearer key-any")
+	require.False(t, limited, "worker grants every plugin")
+	_, limited = r.WorkerPlugins("Bearer key-reader")
+	require.False(t, limited)
+
+	dir := t.TempDir()
+	scopes := `{"scopes": ["worker:plugin=../x"]}`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.json"), []byte(scopes), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("tokens:\n  - name: bad\n    key_hash: "+config.HashBytes([]byte("k"))+
+		"\n    scopes_file: bad.json\n    scopes_hash: "+config.HashBytes([]byte(scopes))+"\n"), 0o600))
+	_, _, err = config.Lock(filepath.Join(dir, "config.yaml"))
+	if err == nil {
+		_, err = config.Load(filepath.Join(dir, "config.yaml"))
+	}
+	require.ErrorContains(t, err, `unknown scope "worker:plugin=../x"`)
+	require.ErrorContains(t, err, "worker:plugin=NAME")
+}

@@ -23,9 +23,16 @@ type StaleFenceError struct {
 	Fence   int64  // the fence sent
 	Current int64  // the job's current fence (0: no lease holds it)
 	Status  events.Status
+	// Holder is the lease's worker when the fence sent is current but
+	// another worker sent it ("" otherwise).
+	Holder string
 }
 
 func (e *StaleFenceError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("job %s: fence %d is held by worker %s, not the worker that sent it: the %s was recorded as superseded and not applied; drop the job",
+			e.JobID, e.Fence, e.Holder, e.Refused)
+	}
 	if e.Current > 0 {
 		return fmt.Sprintf("job %s: fence %d is stale (the job is %s under fence %d): the %s was recorded as superseded and not applied; drop the job",
 			e.JobID, e.Fence, e.Status, e.Current, e.Refused)
@@ -45,16 +52,20 @@ type Fenced struct {
 }
 
 // checkFence returns nil if f's fence is the one of the lease that holds
-// j's running attempt, else the job.superseded that records what was
-// refused and the error to answer.
+// j's running attempt, and f's worker the lease's, else the
+// job.superseded that records what was refused and the error to answer.
+// (A fence is a stream version: another worker could guess it.)
 func (f Fenced) checkFence(j *Job, refused string, kind events.Outcome) ([]ledger.NewEvent, *StaleFenceError) {
 	lease := j.Leased()
-	if lease != nil && lease.Fence == f.Fence && f.Fence > 0 {
+	if lease != nil && lease.Fence == f.Fence && f.Fence > 0 && lease.Worker == f.Worker {
 		return nil, nil
 	}
 	stale := &StaleFenceError{JobID: j.JobID, Refused: refused, Fence: f.Fence, Status: j.Status}
 	if lease != nil {
 		stale.Current = lease.Fence
+		if lease.Fence == f.Fence {
+			stale.Holder = lease.Worker
+		}
 	}
 	ev := j.next(events.JobSuperseded, events.Superseded{Refused: refused, Worker: f.Worker, Attempt: f.Attempt, Fence: f.Fence,
 		CurrentFence: stale.Current, Status: j.Status, Kind: kind}, "", events.ActorWorker)

@@ -1,5 +1,10 @@
 package config
 
+import (
+	"regexp"
+	"strings"
+)
+
 // Scope is a permission an API token grants (spec §9.4): what a token's
 // scopes file lists, and what a route of the API needs (package auth,
 // which names these under its own names, decides). A write scope implies
@@ -15,9 +20,8 @@ const (
 	ScopeEventsRO Scope = "events:ro"
 	ScopeEventsRW Scope = "events:rw"
 	// ScopeWorker grants the routes a remote worker host calls (register,
-	// claim, renew, logs, control, complete, fail) and nothing else; it
-	// cannot be limited to named plugins (a worker claims only the plugins
-	// it registered and the config places runs_on: remote or any).
+	// claim, renew, logs, control, complete, fail) and nothing else, for
+	// every plugin; WorkerPluginScope limits it to named plugins.
 	ScopeWorker Scope = "worker"
 	ScopeAll    Scope = "*"
 )
@@ -34,4 +38,40 @@ func scopeNames(scopes []Scope) []string {
 		out[i] = string(s)
 	}
 	return out
+}
+
+// workerPluginPrefix begins a worker scope limited to one plugin
+// (WorkerPluginScope).
+const workerPluginPrefix = "worker:plugin="
+
+// workerPluginName is what may follow workerPluginPrefix: a plugin name
+// (the manifest's rule).
+var workerPluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// WorkerPluginScope is the scope "worker:plugin=NAME": the worker routes,
+// for plugin NAME only (register it, claim and complete its jobs). A token
+// may list several; with ScopeWorker or ScopeAll as well it is not limited.
+func WorkerPluginScope(plugin string) Scope { return Scope(workerPluginPrefix + plugin) }
+
+// WorkerPlugin is the plugin a worker:plugin=NAME scope names, if s is one.
+func WorkerPlugin(s Scope) (string, bool) {
+	name, ok := strings.CutPrefix(string(s), workerPluginPrefix)
+	return name, ok && workerPluginName.MatchString(name)
+}
+
+// ValidScope reports whether a scopes file may grant s: one of Scopes, or
+// worker:plugin=NAME with NAME a valid plugin name.
+func ValidScope(s string) bool {
+	for _, v := range Scopes {
+		if string(v) == s {
+			return true
+		}
+	}
+	_, ok := WorkerPlugin(Scope(s))
+	return ok
+}
+
+// ScopesHelp lists what a scopes file may grant, for messages.
+func ScopesHelp() string {
+	return strings.Join(ValidScopes, ", ") + ", worker:plugin=NAME"
 }

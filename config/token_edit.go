@@ -78,8 +78,8 @@ func PlanToken(cfg *Config, name string, scopes []string) (TokenPlan, error) {
 		return TokenPlan{}, tokenEditErrorf(ErrInvalidToken, "use letters, digits and _ . - (up to 64, starting with a letter or digit)", "invalid token name %q", name)
 	}
 	for _, s := range scopes {
-		if !slices.Contains(ValidScopes, s) {
-			return TokenPlan{}, tokenEditErrorf(ErrInvalidToken, "valid scopes: "+fmt.Sprint(ValidScopes), "unknown scope %q", s)
+		if !ValidScope(s) {
+			return TokenPlan{}, tokenEditErrorf(ErrInvalidToken, "valid scopes: "+ScopesHelp(), "unknown scope %q", s)
 		}
 	}
 	if slices.ContainsFunc(cfg.Tokens, func(t Token) bool { return t.Name == name }) {

@@ -207,8 +207,8 @@ func (l *loader) scopes(n *yaml.Node, path string, fileNode, hashNode *yaml.Node
 		return false
 	}
 	for _, s := range sf.Scopes {
-		if !slices.Contains(Scopes, Scope(s)) {
-			l.fail(fileNode, fpath, "scopes file %s: unknown scope %q%s (valid: %s)", fileNode.Value, s, didYouMean(s, ValidScopes), strings.Join(ValidScopes, ", "))
+		if !ValidScope(s) {
+			l.fail(fileNode, fpath, "scopes file %s: unknown scope %q%s (valid: %s)", fileNode.Value, s, didYouMean(s, ValidScopes), ScopesHelp())
 			ok = false
 		}
 	}

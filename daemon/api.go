@@ -30,6 +30,12 @@ func (g appliedGuard) Check(authorization string, need auth.Scope) (string, erro
 	return g.d.Engine().Auth().Check(authorization, need)
 }
 
+// WorkerPlugins are the plugins the token's worker scope is limited to
+// (auth.WorkerLimiter), in the config applied now.
+func (g appliedGuard) WorkerPlugins(authorization string) ([]string, bool) {
+	return g.d.Engine().Auth().WorkerPlugins(authorization)
+}
+
 // apiShutdownTimeout bounds how long Close waits for API requests under way.
 const apiShutdownTimeout = 10 * time.Second
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -44,7 +45,13 @@ func (f *Findings) warn(warnings ...config.FieldError) {
 // date or not naming api.hosts, config.Check's and the pipelines'
 // warnings, the integrity warnings, and each ${VAR} this process's
 // environment does not set (config.LoadDeferred: only the daemon needs it).
-func CheckConfig(cfg *config.Config, reg *pluginhost.Registry, problems []error) (Findings, error) {
+//
+// remote is the plugins as registered remote workers serve them (nil: none
+// known): a pipeline step of a plugin cfg places runs_on: remote or any
+// that is not installed here compiles against it, and a command its
+// registration lacks is a warning (registrations are not config: the step
+// is skipped until a worker registers it with the command).
+func CheckConfig(cfg *config.Config, reg *pluginhost.Registry, problems []error, remote RemotePluginOf) (Findings, error) {
 	f := Findings{Errors: []string{}, Warnings: []string{}}
 	installed := map[string]config.InstalledPlugin{}
 	for _, p := range reg.List() {
@@ -63,7 +70,7 @@ func CheckConfig(cfg *config.Config, reg *pluginhost.Registry, problems []error)
 		f.Errors = append(f.Errors, "skipped "+p.Error())
 	}
 	errs, warnings := cfg.Check(installed, skipped)
-	pipelineErrs, pipelineWarnings, err := pipelineErrors(cfg, installed, skipped)
+	pipelineErrs, pipelineWarnings, err := pipelineErrors(cfg, installed, skipped, remote)
 	if err != nil {
 		return Findings{}, err
 	}
@@ -99,8 +106,10 @@ func installedPlugin(m *pluginhost.Manifest) config.InstalledPlugin {
 }
 
 // pipelineCheck is the check CheckConfig gives pipeline.Compile: whether
-// a plugin command exists among the plugins discovery loaded.
-func pipelineCheck(installed map[string]config.InstalledPlugin, skipped []string) func(plugin, command string) error {
+// a plugin command exists among the plugins discovery loaded, or the
+// plugin runs on remote workers (cfg places it runs_on: remote or any;
+// pipelineErrors warns of a command their registration lacks).
+func pipelineCheck(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string) func(plugin, command string) error {
 	loaded := make([]string, 0, len(installed))
 	for name := range installed {
 		loaded = append(loaded, name)
@@ -108,6 +117,9 @@ func pipelineCheck(installed map[string]config.InstalledPlugin, skipped []string
 	sort.Strings(loaded)
 	return func(plugin, command string) error {
 		p, ok := installed[plugin]
+		if placed, _ := remoteStep(cfg, nil, plugin, command); !ok && placed {
+			return nil
+		}
 		switch {
 		case !ok && slices.Contains(skipped, plugin):
 			return fmt.Errorf("plugin %q was skipped (the reason is among the errors)", plugin)
@@ -127,8 +139,8 @@ func pipelineCheck(installed map[string]config.InstalledPlugin, skipped []string
 // pipelineErrors are the pipelines' compile errors, and their warnings (a
 // step's on: no step before it declares emitting, an
 // on-hook pipeline no plugin can fire).
-func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string) (errs, warnings []config.FieldError, err error) {
-	set, err := pipeline.Compile(cfg, pipelineCheck(installed, skipped))
+func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlugin, skipped []string, remote RemotePluginOf) (errs, warnings []config.FieldError, err error) {
+	set, err := pipeline.Compile(cfg, pipelineCheck(cfg, installed, skipped))
 	var ve *config.ValidationError
 	switch {
 	case err == nil:
@@ -136,9 +148,31 @@ func pipelineErrors(cfg *config.Config, installed map[string]config.InstalledPlu
 			p, ok := installed[plugin]
 			return p.Emits, ok && p.Emits != nil
 		}
-		return nil, append(pipeline.HookWarnings(cfg, set), pipeline.OnWarnings(set, emits)...), nil
+		warnings = append(pipeline.HookWarnings(cfg, set), pipeline.OnWarnings(set, emits)...)
+		return nil, append(warnings, remoteStepWarnings(cfg, set, installed, remote)...), nil
 	case errors.As(err, &ve):
 		return ve.Errors, nil, nil
 	}
 	return nil, nil, err
+}
+
+// remoteStepWarnings warn of each pipeline step of a plugin not installed
+// here, placed on remote workers, whose command their registration lacks:
+// the daemon skips that pipeline until a worker registers the command.
+func remoteStepWarnings(cfg *config.Config, set *pipeline.Set, installed map[string]config.InstalledPlugin, remote RemotePluginOf) []config.FieldError {
+	var out []config.FieldError
+	for _, name := range slices.Sorted(maps.Keys(set.Pipelines)) {
+		p := set.Pipelines[name]
+		for _, id := range slices.Sorted(maps.Keys(p.Nodes)) {
+			n := p.Nodes[id]
+			if _, ok := installed[n.Plugin]; ok || n.Kind != pipeline.KindUses {
+				continue
+			}
+			if _, unfit := remoteStep(cfg, remote, n.Plugin, n.Command); unfit != "" {
+				out = append(out, config.FieldError{File: n.File, Line: n.Line, Path: "pipelines." + name,
+					Msg: fmt.Sprintf("step %s uses plugin %q, which %s: the daemon skips this pipeline until a worker registers the plugin with that command", id, n.Plugin, unfit)})
+			}
+		}
+	}
+	return out
 }

@@ -116,7 +116,12 @@ func OpenCore(ctx context.Context, opts CoreOptions) (_ *Core, err error) {
 	if err != nil {
 		return nil, err
 	}
-	set, skippedPipelines, err := CompilePipelines(cfg, reg, pluginLog)
+	fleet := engine.NewFleet(engine.FleetOptions{LeasePeriod: cfg.Service.LeasePeriod})
+	workers, err := fleet.Workers(ctx, c.Ledger) // the pipelines compile against the remote plugins they register
+	if err != nil {
+		return nil, err
+	}
+	set, skippedPipelines, err := CompilePipelines(cfg, reg, RegisteredPlugins(workers), pluginLog)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +129,7 @@ func OpenCore(ctx context.Context, opts CoreOptions) (_ *Core, err error) {
 	applied.StartedAt = commands.Time(c.started)
 	applied.Pipelines, applied.SkippedPipelines = appliedPipelines(set), skippedPipelines
 	c.engine.Store(engine.New(engine.Options{Ledger: c.Ledger, Config: cfg, Applied: applied, Plugins: reg, Pipelines: set,
-		Fleet: engine.NewFleet(engine.FleetOptions{LeasePeriod: cfg.Service.LeasePeriod})}))
+		Fleet: fleet}))
 	if opts.Starting != nil {
 		if err := opts.Starting(ctx, c); err != nil {
 			return nil, err

@@ -46,7 +46,9 @@ type ReloadCheck struct {
 // (config.LoadDeferred: the dry run, in a shell, while the daemon resolves
 // them in its own environment). err is set only when nothing could be
 // checked (the file unreadable, the bundled plugins not unpacked).
-func CheckReload(source string, deferEnv bool, discover func(*config.Config) (*pluginhost.Registry, []error, error)) (ReloadCheck, error) {
+// remote is the plugins as registered remote workers serve them (nil: none
+// known), which pipelines compile against (CompilePipelines).
+func CheckReload(source string, deferEnv bool, discover func(*config.Config) (*pluginhost.Registry, []error, error), remote RemotePluginOf) (ReloadCheck, error) {
 	rc := ReloadCheck{Findings: Findings{Errors: []string{}, Warnings: []string{}}}
 	var refused []config.FieldError
 	if source == "" {
@@ -66,13 +68,13 @@ func CheckReload(source string, deferEnv bool, discover func(*config.Config) (*p
 		return ReloadCheck{}, err
 	}
 	rc.Plugins = reg
-	f, err := CheckConfig(rc.Config, reg, problems)
+	f, err := CheckConfig(rc.Config, reg, problems, remote)
 	if err != nil {
 		return ReloadCheck{}, err
 	}
 	rc.Errors, rc.Warnings = append(rc.Errors, f.Errors...), append(rc.Warnings, f.Warnings...)
 	// Logged by the caller once it applies them.
-	set, skipped, err := CompilePipelines(rc.Config, reg, slog.New(slog.DiscardHandler))
+	set, skipped, err := CompilePipelines(rc.Config, reg, remote, slog.New(slog.DiscardHandler))
 	if err == nil {
 		rc.Pipelines, rc.SkippedPipelines = set, skipped
 	}
@@ -125,9 +127,13 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 		return events.ConfigAppliedData{}, err
 	}
 	force = force || requested
+	workers, err := d.Engine().Workers(ctx)
+	if err != nil {
+		return events.ConfigAppliedData{}, err
+	}
 	rc, err := CheckReload(d.Config().Source, false, func(cfg *config.Config) (*pluginhost.Registry, []error, error) {
 		return loadPlugins(d.StateDir, cfg, d.log)
-	})
+	}, RegisteredPlugins(workers))
 	if err == nil {
 		err = rc.Refused(force)
 	}

@@ -262,13 +262,14 @@ func (f *Fleet) registered(w events.WorkerRegisteredData) {
 }
 
 // Workers are the workers' registrations as last recorded, read from l
-// the first time.
+// the first time (with l nil, those known already: an Engine moved off
+// its ledger keeps what it read).
 func (f *Fleet) Workers(ctx context.Context, l *ledger.Ledger) (map[string]events.WorkerRegisteredData, error) {
 	f.mu.Lock()
 	loaded := f.loaded
 	f.mu.Unlock()
-	if !loaded {
-		found, err := readWorkers(ctx, l)
+	if !loaded && l != nil {
+		found, err := ReadRegistrations(ctx, l)
 		if err != nil {
 			return nil, err
 		}
@@ -290,8 +291,9 @@ func (f *Fleet) Workers(ctx context.Context, l *ledger.Ledger) (map[string]event
 	return out, nil
 }
 
-// readWorkers reads the last registration of every worker stream.
-func readWorkers(ctx context.Context, l *ledger.Ledger) (map[string]events.WorkerRegisteredData, error) {
+// ReadRegistrations reads the last registration of every worker stream,
+// by worker name (config check reads them without a daemon).
+func ReadRegistrations(ctx context.Context, l *ledger.Ledger) (map[string]events.WorkerRegisteredData, error) {
 	var streams []string
 	prefix := events.WorkerStream("")
 	err := l.Read(ctx, func(conn *sqlite.Conn) error {

@@ -2,11 +2,14 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
@@ -16,6 +19,23 @@ import (
 // ErrUnknownWorker means a worker asked for work before it registered, or
 // for plugins it did not register.
 var ErrUnknownWorker = errors.New("unknown worker")
+
+// ErrWorkerNameTaken means a worker name is bound to another API token:
+// the one that first registered it, while it is configured.
+var ErrWorkerNameTaken = errors.New("worker name taken")
+
+// WorkerNameTakenError is the answer to a token that registers, claims or
+// reports under a worker name another token registered (HTTP 409, code
+// worker_name_taken). It unwraps to ErrWorkerNameTaken.
+type WorkerNameTakenError struct {
+	Name, Token string // the worker's name and the token it is bound to
+}
+
+func (e *WorkerNameTakenError) Error() string {
+	return fmt.Sprintf("worker name %q is bound to the token %q, which registered it first", e.Name, e.Token)
+}
+
+func (e *WorkerNameTakenError) Unwrap() error { return ErrWorkerNameTaken }
 
 // StaleFenceError is the answer to a remote worker that sent a completion,
 // failure, renewal or log batch with a fence that no longer holds the job:
@@ -41,17 +61,88 @@ func staleFence(err error) error {
 // manifests declare. A plugin whose config says runs_on: remote or any
 // need not be installed here: the Engine resolves it from the
 // registrations.
+//
+// w.Token, the API token registering it, binds the name: while that token
+// is configured, a registration under the name by another token is a
+// *WorkerNameTakenError (decided against the stream's version, so two
+// tokens racing for a new name cannot both get it).
 func (e *Engine) RegisterWorker(ctx context.Context, w events.WorkerRegisteredData) error {
 	if err := checkRegistration(w); err != nil {
 		return err
 	}
-	_, err := e.ledger.Append(ctx, ledger.NewEvent{Stream: events.WorkerStream(w.Name), ExpectedVersion: ledger.AnyVersion,
-		Type: events.WorkerRegistered, Data: w, Meta: ledger.Meta{Actor: events.ActorWorker}})
-	if err != nil {
-		return fmt.Errorf("register worker %s: %w", w.Name, err)
+	stream := events.WorkerStream(w.Name)
+	for try := 1; ; try++ {
+		err := e.appendRegistration(ctx, stream, w)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ledger.ErrVersionConflict) || try == 3 {
+			return fmt.Errorf("register worker %s: %w", w.Name, err)
+		}
+		// Another registration under this name came first: decide again
+		// against it.
 	}
 	e.fleet.registered(w)
 	return nil
+}
+
+// appendRegistration appends w to stream, expecting the version whose
+// registration it checked the name's binding against (any version when
+// that registration is w's token's already).
+func (e *Engine) appendRegistration(ctx context.Context, stream string, w events.WorkerRegisteredData) error {
+	last, found, err := e.ledger.LastEvent(ctx, stream)
+	if err != nil {
+		return err
+	}
+	expected := int64(0)
+	if found {
+		expected = last.Version
+		var prev events.WorkerRegisteredData
+		if last.Type == events.WorkerRegistered && json.Unmarshal(last.Data, &prev) == nil {
+			if err := e.boundTo(w.Name, prev.Token, w.Token); err != nil {
+				return err
+			}
+			if w.Token == "" || prev.Token == w.Token {
+				expected = ledger.AnyVersion // bound to this token already, or binding nothing: nothing to race for
+			}
+		}
+	}
+	_, err = e.ledger.Append(ctx, ledger.NewEvent{Stream: stream, ExpectedVersion: expected,
+		Type: events.WorkerRegistered, Data: w, Meta: ledger.Meta{Actor: events.ActorWorker}})
+	return err
+}
+
+// boundTo refuses token acting as worker name when the name is bound to
+// another token (bound, the one that registered it) that is still
+// configured and is not an operator's (scope *: it may act as any worker,
+// so it binds no name). Without a token on either side nothing is bound.
+func (e *Engine) boundTo(name, bound, token string) error {
+	if bound == "" || token == "" || bound == token {
+		return nil
+	}
+	if e.auth != nil && e.auth.Len() > 0 {
+		i := slices.IndexFunc(e.auth.Tokens(), func(t auth.TokenInfo) bool { return t.Name == bound })
+		if i < 0 || slices.Contains(e.auth.Tokens()[i].Scopes, auth.All) {
+			return nil // the token was revoked, or is an operator's: the name is free
+		}
+	}
+	return &WorkerNameTakenError{Name: name, Token: bound}
+}
+
+// CheckWorkerToken refuses token acting as worker name (a claim, renewal,
+// log batch, progress or completion) when another token registered the
+// name (a *WorkerNameTakenError). A worker not registered passes: the
+// claim refuses it.
+func (e *Engine) CheckWorkerToken(ctx context.Context, name, token string) error {
+	workers, err := e.fleet.Workers(ctx, e.ledger)
+	if err != nil {
+		return err
+	}
+	w, ok := workers[name]
+	if !ok {
+		return nil
+	}
+	return e.boundTo(name, w.Token, token)
 }
 
 // checkRegistration refuses a registration the daemon could not use.
@@ -79,22 +170,21 @@ func (e *Engine) Workers(ctx context.Context) (map[string]events.WorkerRegistere
 	return e.fleet.Workers(ctx, e.ledger)
 }
 
-// remotePlugin is plugin name as a registered worker serves it (the
-// registration of the worker whose name sorts first, when several do).
+// remotePlugin is plugin name as a registered worker serves it
+// (RegisteredPlugin).
 func (e *Engine) remotePlugin(name string) (events.WorkerPlugin, bool) {
-	if e.ledger == nil {
-		return events.WorkerPlugin{}, false
-	}
 	workers, err := e.fleet.Workers(context.Background(), e.ledger)
 	if err != nil {
 		return events.WorkerPlugin{}, false
 	}
-	names := make([]string, 0, len(workers))
-	for n := range workers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	return RegisteredPlugin(workers, name)
+}
+
+// RegisteredPlugin is plugin name as workers (registrations by worker
+// name) serve it: the registration of the worker whose name sorts first,
+// when several do.
+func RegisteredPlugin(workers map[string]events.WorkerRegisteredData, name string) (events.WorkerPlugin, bool) {
+	for _, n := range slices.Sorted(maps.Keys(workers)) {
 		for _, p := range workers[n].Plugins {
 			if p.Name == name {
 				return p, true

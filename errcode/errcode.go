@@ -49,6 +49,12 @@ const (
 	// UnknownWorker: a worker asked for work before registering, or for
 	// plugins it may not claim jobs of (409).
 	UnknownWorker Code = "unknown_worker"
+	// WorkerNameTaken: a worker name is bound to another API token, the
+	// one that registered it first (409).
+	WorkerNameTaken Code = "worker_name_taken"
+	// PluginNotPermitted: a worker token limited to named plugins
+	// (worker:plugin=NAME) registered or claimed another plugin (403).
+	PluginNotPermitted Code = "plugin_not_permitted"
 	// RunFailed: a synchronous pipeline's run failed (424).
 	RunFailed Code = "run_failed"
 	// InvalidConfig: the config file does not load.

@@ -46,7 +46,7 @@ func goldenExamples() map[string]any {
 	}
 	slot := events.Slot{Nominal: at("2026-11-28T12:00:00Z"), Due: at("2026-11-28T12:00:07.25Z"), Start: at("2026-11-28T11:00:00Z")}
 	return map[string]any{
-		events.WorkerRegistered: events.WorkerRegisteredData{Name: "gpu-box", Host: "gpu-box.lan", Version: "0.23.0", PID: 5100, Concurrency: 4,
+		events.WorkerRegistered: events.WorkerRegisteredData{Name: "gpu-box", Host: "gpu-box.lan", Version: "0.23.0", PID: 5100, Concurrency: 4, Token: "gpu-box",
 			Plugins: []events.WorkerPlugin{{Name: "render", Version: "1.2.0", Commands: []events.AppliedCommand{{Name: "handle", Type: "write"}},
 				ConcurrencySafe: true, FactOutputs: []events.WorkerFactOutput{{Command: "handle", From: "state_updates", FactType: "render.frames", CompatibilityView: "mirror_object"}}}}},
 		events.JobLeaseRenewed: events.LeaseRenewed{Attempt: 2, Fence: 3, LeaseUntil: "2026-11-28T12:01:00.000000000Z"},

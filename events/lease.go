@@ -73,6 +73,11 @@ type WorkerRegisteredData struct {
 	// Concurrency is how many jobs the worker runs at once.
 	Concurrency int            `json:"concurrency,omitempty"`
 	Plugins     []WorkerPlugin `json:"plugins"`
+	// Token is the name of the API token that registered the worker (set
+	// by the daemon, never by the worker): the name is bound to it while
+	// that token is configured. Empty in registrations recorded before,
+	// or made without a token.
+	Token string `json:"token,omitempty" doc:"The API token that registered it (set by the daemon; ignored if sent)"`
 }
 
 // WorkerPlugin is one plugin a worker serves, as its manifest on the

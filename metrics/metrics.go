@@ -119,7 +119,8 @@ var (
 )
 
 func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{jobsDesc, finishedDesc, queueDesc, lagDesc, headDesc, bytesDesc, commitsDesc, fsyncsDesc} {
+	for _, d := range []*prometheus.Desc{jobsDesc, finishedDesc, queueDesc, lagDesc, headDesc, bytesDesc, commitsDesc, fsyncsDesc,
+		workerLeasesDesc, workerLastSeenDesc, workerPluginsDesc} {
 		ch <- d
 	}
 }
@@ -157,6 +158,8 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(lag.Events, 0)))
 		ch <- prometheus.MustNewConstMetric(headDesc, prometheus.GaugeValue, float64(lag.Head))
 	}
+
+	collectWorkers(ctx, c.l, ch)
 
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(fileSize(c.l.Path())), "database")
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(fileSize(c.l.Path()+"-wal")), "wal")

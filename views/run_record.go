@@ -87,6 +87,10 @@ type RunAttempt struct {
 	FinishedAt *float64  `json:"finished_at"`
 	ExitCode   *int      `json:"exit_code"`
 	Error      *RunError `json:"error"`
+	// Worker is who ran the attempt (its job.started's worker: a remote
+	// worker's name, or "<host>/local" for the daemon's own, with its
+	// process id); null in attempts recorded before workers were named.
+	Worker *events.Worker `json:"worker"`
 }
 
 // The statuses of an attempt (RunAttempt.Status).
@@ -180,7 +184,7 @@ func (f *runFold) apply(ev ledger.Event) error {
 		if r.StartedAt == nil {
 			r.StartedAt = ptr(at)
 		}
-		r.Attempts = append(r.Attempts, RunAttempt{Attempt: d.Attempt, Status: AttemptRunning, StartedAt: at})
+		r.Attempts = append(r.Attempts, RunAttempt{Attempt: d.Attempt, Status: AttemptRunning, StartedAt: at, Worker: d.Worker})
 		r.Progress, r.Stage, r.Message = nil, nil, nil
 		f.status = events.StatusRunning
 	case events.JobSucceeded, events.JobFailed, events.JobTimedOut:

@@ -48,7 +48,8 @@ var timedOut = commands.Outcome{Kind: events.OutcomeTimeout, Retryable: true, Er
 
 // TestRunRecord: a run created with task, trace and idempotency key
 // reports progress and an item on its first attempt, which times out; its
-// second reports another item and times out too, so the run ends timeout
+// second, run by worker gpu-box (named on its attempt), reports another
+// item and times out too, so the run ends timeout
 // with a TIMEOUT error naming attempt 2, its two attempts listed, and the
 // second attempt's item as its result set. As of a seq before its end it
 // was running, with the progress and the items made by then and no result
@@ -61,8 +62,10 @@ func TestRunRecord(t *testing.T) {
 	b.progress(t, id, 1, 0.5, "download", "half way")                                                                                 // 3
 	first := b.export(t, id, 1, events.Exported{Type: events.ExportText, Text: "partial"})                                            // 4
 	mid := b.mark(t)
-	b.complete(t, id, 1, timedOut)                                                                      // 5
-	b.start(t, id)                                                                                      // 6
+	b.complete(t, id, 1, timedOut) // 5
+	_, err := commands.StartJob(b.ctx, b.l, commands.Start{JobID: id, Timeout: time.Minute, PID: 1, Now: now.Add(time.Hour),
+		Worker: &events.Worker{Name: "gpu-box", PID: 5100}}) // 6
+	require.NoError(t, err)
 	second := b.export(t, id, 2, events.Exported{Type: events.ExportURL, URL: "https://example.com/r"}) // 7
 	b.complete(t, id, 2, timedOut)                                                                      // 8
 
@@ -80,6 +83,7 @@ func TestRunRecord(t *testing.T) {
 				Error: &views.RunError{Code: views.RunErrorTimeout, Message: "timed out after 1m",
 					Details: views.RunErrorDetails{Attempt: 1, ExitCode: ptr(-1), Kind: events.OutcomeTimeout, Retryable: true}}},
 			{Attempt: 2, Status: views.AttemptTimeout, StartedAt: epochOf(6), FinishedAt: ptr(epochOf(8)), ExitCode: ptr(-1),
+				Worker: &events.Worker{Name: "gpu-box", PID: 5100},
 				Error: &views.RunError{Code: views.RunErrorTimeout, Message: "timed out after 1m",
 					Details: views.RunErrorDetails{Attempt: 2, ExitCode: ptr(-1), Kind: events.OutcomeTimeout, Retryable: true}}},
 		},

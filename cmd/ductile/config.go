@@ -1,14 +1,22 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/views"
 )
 
 func configCommand() *cli.Command {
@@ -49,6 +57,10 @@ type checkOutput struct {
 	Plugins  []string `json:"plugins"`
 	Skipped  []string `json:"skipped_plugins"`
 	StateDir string   `json:"state_dir"`
+	// RemotePlugins are the enabled plugins placed runs_on: remote or any,
+	// each with the registered workers that serve it (from the state
+	// directory's ledger; none when it has no ledger yet).
+	RemotePlugins []views.RemotePlugin `json:"remote_plugins"`
 }
 
 // configCheck loads the config and discovers the plugins as the daemon
@@ -60,7 +72,8 @@ type checkOutput struct {
 // a shadowed plugin, a ${VAR} this shell does not set) leave the exit at 0.
 func configCheck(c *cli.Context) error {
 	path := c.String("config")
-	out := checkOutput{Config: path, Files: []string{}, Errors: []string{}, Warnings: []string{}, Plugins: []string{}, Skipped: []string{}}
+	out := checkOutput{Config: path, Files: []string{}, Errors: []string{}, Warnings: []string{}, Plugins: []string{}, Skipped: []string{},
+		RemotePlugins: []views.RemotePlugin{}}
 	if path == "" {
 		out.Config = "(none: built-in defaults)"
 	}
@@ -91,6 +104,7 @@ func configCheck(c *cli.Context) error {
 			}
 			fmt.Fprintf(w, "state dir %s\n", out.StateDir)
 			fmt.Fprintf(w, "plugins: %v\n", out.Plugins)
+			printRemotePlugins(w, out.RemotePlugins)
 		} else {
 			fmt.Fprintf(w, "config has %d problem(s):\n", len(out.Errors))
 			for _, e := range out.Errors {
@@ -145,12 +159,68 @@ func checkPlugins(c *cli.Context, cfg *config.Config, out *checkOutput) error {
 	for _, p := range problems {
 		out.Skipped = append(out.Skipped, p.Error())
 	}
-	f, err := daemon.CheckConfig(cfg, reg, problems)
+	fleet, registrations, err := readFleetIfAny(c.Context, e)
+	if err != nil {
+		// The config is checked without them: the ledger is the daemon's
+		// business, and config check must work before it can be read.
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the registered remote workers were not read (%v): which workers serve the remote plugins is not shown", err))
+	}
+	f, err := daemon.CheckConfig(cfg, reg, problems, daemon.RegisteredPlugins(registrations))
 	if err != nil {
 		return err
 	}
 	out.Errors, out.Warnings = append(out.Errors, f.Errors...), append(out.Warnings, f.Warnings...)
+	remote, warnings := daemon.CheckRemote(cfg, func(name string) bool { _, ok := reg.Get(name); return ok }, fleet, time.Now())
+	out.RemotePlugins, out.Warnings = remote, append(out.Warnings, warnings...)
 	return nil
+}
+
+// readFleetIfAny reads the registered workers from the state directory's
+// ledger, read-only, with their registrations; none when there is no
+// ledger yet.
+func readFleetIfAny(ctx context.Context, e *env) ([]views.FleetWorker, map[string]events.WorkerRegisteredData, error) {
+	l, err := ledger.Open(ctx, daemon.DBPath(e.stateDir), ledger.Options{ReadOnly: true, Logger: e.quietLogger()})
+	if errors.Is(err, ledger.ErrNoLedger) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, ledgerError(err)
+	}
+	defer l.Close()
+	fleet, err := views.ReadFleet(ctx, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	registrations, err := engine.ReadRegistrations(ctx, l)
+	return fleet, registrations, err
+}
+
+// printRemotePlugins prints which workers serve each remote plugin.
+func printRemotePlugins(w io.Writer, plugins []views.RemotePlugin) {
+	for _, p := range plugins {
+		here := ""
+		if p.Installed {
+			here = ", installed here"
+		}
+		fmt.Fprintf(w, "remote    %s (runs_on: %s%s): %s\n", p.Plugin, p.RunsOn, here, servedBy(p))
+	}
+}
+
+// servedBy says which workers serve p, one phrase each.
+func servedBy(p views.RemotePlugin) string {
+	if len(p.Workers) == 0 {
+		return "served by no registered worker"
+	}
+	parts := make([]string, len(p.Workers))
+	for i, w := range p.Workers {
+		state := "idle or gone: it holds no live lease"
+		if w.Live {
+			state = "live: it holds a live lease"
+		}
+		parts[i] = fmt.Sprintf("%s on %s (last seen %s; %d running of this plugin, %d under a live lease; %s)",
+			w.Name, dashIfEmpty(w.Host), dashIfEmpty(w.LastSeen), w.Claims, w.LiveClaims, state)
+	}
+	return "served by " + strings.Join(parts, ", ")
 }
 
 func configShow(c *cli.Context) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
@@ -191,9 +192,13 @@ func daemonEnv(c *cli.Context) (*env, error) {
 // error, and what would change; exit 1 if the reload would be refused.
 func reloadDryRun(c *cli.Context, e *env, l *ledger.Ledger, applied events.ConfigAppliedData, out reloadOutput) error {
 	out.DryRun = true
+	registrations, err := engine.ReadRegistrations(c.Context, l)
+	if err != nil {
+		return err
+	}
 	rc, err := daemon.CheckReload(applied.Settings.Source, true, func(cfg *config.Config) (*pluginhost.Registry, []error, error) {
 		return daemon.DiscoverPlugins(e.stateDir, cfg, e.quietLogger())
-	})
+	}, daemon.RegisteredPlugins(registrations))
 	if err != nil {
 		return err
 	}

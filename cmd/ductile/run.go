@@ -235,6 +235,9 @@ func printRunRecord(e *env, r views.RunRecord) {
 	}
 	for _, a := range r.Attempts {
 		fmt.Fprintf(w, "  #%d %-10s %s", a.Attempt, a.Status, epochText(a.StartedAt))
+		if a.Worker != nil {
+			fmt.Fprintf(w, " on %s (pid %d)", a.Worker.Name, a.Worker.PID)
+		}
 		if a.ExitCode != nil {
 			fmt.Fprintf(w, " exit %d", *a.ExitCode)
 		}

@@ -46,7 +46,10 @@ type statusOutput struct {
 	// Remote are the registered remote workers and the leases they hold
 	// (views.ReadFleet), with or without a daemon.
 	Remote []views.FleetWorker `json:"remote_workers"`
-	Ledger views.LedgerSize    `json:"ledger"`
+	// RemotePlugins are the enabled plugins the config places runs_on:
+	// remote or any, each with the registered workers that serve it.
+	RemotePlugins []views.RemotePlugin `json:"remote_plugins"`
+	Ledger        views.LedgerSize     `json:"ledger"`
 	// Warnings say what the figures above may not reflect.
 	Warnings []string `json:"warnings"`
 }
@@ -204,6 +207,12 @@ func systemStatus(c *cli.Context) error {
 	if out.Remote, err = views.ReadFleet(ctx, l); err != nil {
 		return err
 	}
+	installed := map[string]bool{}
+	for _, p := range side.plugins {
+		installed[p.Name] = true
+	}
+	remote, unserved := daemon.CheckRemote(side.config, func(name string) bool { return installed[name] }, out.Remote, time.Now())
+	out.RemotePlugins, out.Warnings = remote, append(out.Warnings, unserved...)
 	if side.status.Running {
 		w, err := views.ReadWorkers(ctx, l, side.config.Service.MaxWorkers, time.Now())
 		if err != nil {
@@ -331,15 +340,16 @@ func printStatus(e *env, out statusOutput) {
 		fmt.Fprintf(w, "remote    %s on %s (%s): %d running, plugins %s, last seen %s\n", r.Name, dashIfEmpty(r.Host), dashIfEmpty(r.Version),
 			r.Claims, dashIfEmpty(strings.Join(r.Plugins, ",")), dashIfEmpty(r.LastSeen))
 	}
+	printRemotePlugins(w, out.RemotePlugins)
 	lg := out.Ledger
 	fmt.Fprintf(w, "ledger    %s (WAL %s, archives %s); head seq %d, projector lag %d\n",
 		humanBytes(lg.FileBytes), humanBytes(lg.WALBytes), humanBytes(lg.ArchiveBytes), lg.Head, lg.Lag)
+	for _, warning := range out.Warnings {
+		fmt.Fprintf(w, "warning   %s\n", warning)
+	}
 	if len(out.Plugins) == 0 {
 		fmt.Fprintln(w, "no plugins")
 		return
-	}
-	for _, warning := range out.Warnings {
-		fmt.Fprintf(w, "warning   %s\n", warning)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nPLUGIN\tVERSION\tHEALTH\tBREAKERS\tNEXT RUN\tLAST RUN")

@@ -228,6 +228,9 @@ func currentEngine(ctx context.Context, e *env, l *ledger.Ledger) (cliEngine, er
 			if err != nil {
 				return eng, err
 			}
+			if _, err := eng.Workers(ctx); err != nil { // read now: a pipeline's remote steps are checked against them
+				return eng, err
+			}
 			eng.Engine = eng.OnLedger(nil) // l is closed on return
 			return eng, nil
 		}

@@ -29,7 +29,7 @@ func tokenCommand() *cli.Command {
 					"Without a tokens file, " + config.TokensFileName + " is created beside the config file and added to its include:.\n" +
 					"Apply it to a running daemon with: ductile system reload",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "scopes", Required: true, Usage: "comma-separated scopes: " + strings.Join(config.ValidScopes, ", ")},
+					&cli.StringFlag{Name: "scopes", Required: true, Usage: "comma-separated scopes: " + config.ScopesHelp()},
 					dryRunFlag(), jsonFlag(),
 				},
 				Action: tokenCreate,
@@ -244,12 +244,12 @@ func parseScopes(s string) ([]string, error) {
 		switch {
 		case part == "":
 			continue
-		case !slices.Contains(config.ValidScopes, part):
+		case !config.ValidScope(part):
 			hint := ""
 			if m := config.Suggest(part, config.ValidScopes); m != "" {
 				hint = ": did you mean " + m + "?"
 			}
-			return nil, hintf(errcode.InvalidInput, routesOfScopes(), "unknown scope %q%s (valid: %s)", part, hint, strings.Join(config.ValidScopes, ", "))
+			return nil, hintf(errcode.InvalidInput, routesOfScopes(), "unknown scope %q%s (valid: %s)", part, hint, config.ScopesHelp())
 		case !slices.Contains(out, part):
 			out = append(out, part)
 		}
