@@ -43,6 +43,10 @@ type Fleet struct {
 	since time.Time
 
 	claimMu sync.Mutex // one claim picks and starts at a time
+	// registering is held (written) by a registration from its append to
+	// its entry in workers, and (read) by Workers: a registration the
+	// ledger shows is one the Fleet knows.
+	registering sync.RWMutex
 
 	mu        sync.Mutex
 	projector *projections.Projector
@@ -254,17 +258,27 @@ func (f *Fleet) unprojected() map[string]map[string]bool {
 	return out
 }
 
-// registered records a worker's registration.
-func (f *Fleet) registered(w events.WorkerRegisteredData) {
+// register appends a worker's registration (appendIt) and records it, with
+// no Workers in between: once the ledger shows a registration, the Fleet
+// knows it (a job enqueued right after finds the plugin).
+func (f *Fleet) register(w events.WorkerRegisteredData, appendIt func() error) error {
+	f.registering.Lock()
+	defer f.registering.Unlock()
+	if err := appendIt(); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.workers[w.Name] = w
+	return nil
 }
 
 // Workers are the workers' registrations as last recorded, read from l
 // the first time (with l nil, those known already: an Engine moved off
 // its ledger keeps what it read).
 func (f *Fleet) Workers(ctx context.Context, l *ledger.Ledger) (map[string]events.WorkerRegisteredData, error) {
+	f.registering.RLock()
+	defer f.registering.RUnlock()
 	f.mu.Lock()
 	loaded := f.loaded
 	f.mu.Unlock()

@@ -71,19 +71,19 @@ func (e *Engine) RegisterWorker(ctx context.Context, w events.WorkerRegisteredDa
 		return err
 	}
 	stream := events.WorkerStream(w.Name)
-	for try := 1; ; try++ {
-		err := e.appendRegistration(ctx, stream, w)
-		if err == nil {
-			break
+	return e.fleet.register(w, func() error {
+		for try := 1; ; try++ {
+			err := e.appendRegistration(ctx, stream, w)
+			if err == nil {
+				return nil
+			}
+			if !errors.Is(err, ledger.ErrVersionConflict) || try == 3 {
+				return fmt.Errorf("register worker %s: %w", w.Name, err)
+			}
+			// Another registration under this name came first: decide
+			// again against it.
 		}
-		if !errors.Is(err, ledger.ErrVersionConflict) || try == 3 {
-			return fmt.Errorf("register worker %s: %w", w.Name, err)
-		}
-		// Another registration under this name came first: decide again
-		// against it.
-	}
-	e.fleet.registered(w)
-	return nil
+	})
 }
 
 // appendRegistration appends w to stream, expecting the version whose
