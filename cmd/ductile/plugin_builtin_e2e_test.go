@@ -152,3 +152,49 @@ pipelines:
 	}
 	w.stopDaemon(d)
 }
+
+// TestBundledHTTPOnASchedule is the Home Assistant recipe of
+// docs/plugins-bundled.md, firing every second instead of at 19:00: the
+// daemon's scheduler runs the http plugin, which POSTs to the local
+// "Home Assistant" with the token from the environment.
+func TestBundledHTTPOnASchedule(t *testing.T) {
+	t.Parallel()
+	type call struct{ method, path, auth, body string }
+	got := make(chan call, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		select {
+		case got <- call{r.Method, r.URL.Path, r.Header.Get("Authorization"), string(body)}:
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `[]`)
+	}))
+	defer srv.Close()
+	w := newJobWorld(t, `plugins:
+  http:
+    retry: {max_attempts: 3}
+    config:
+      base_url: `+srv.URL+`/api
+      headers:
+        Authorization: "Bearer ${HA_TOKEN}"
+      timeout: 10s
+    schedules:
+      - id: porch-light
+        command: handle
+        every: 1s
+        payload:
+          method: POST
+          url: /services/light/turn_on
+          body: {entity_id: light.porch}
+`)
+	p := start(t, cleanEnv(t, "HA_TOKEN="+builtinSecret), w.args("system", "start")...)
+	p.waitLine(t, 0, messageIs("ductile started"))
+	select {
+	case c := <-got:
+		require.Equal(t, call{"POST", "/api/services/light/turn_on", "Bearer " + builtinSecret, `{"entity_id":"light.porch"}`}, c)
+	case <-time.After(waitTimeout):
+		t.Fatalf("the schedule sent nothing within %v", waitTimeout)
+	}
+	w.stopDaemon(p)
+}
