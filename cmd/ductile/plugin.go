@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -120,18 +121,28 @@ func pluginList(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
+	// SOURCE and PIN appear once a plugin was installed by plugin add.
+	sourced := slices.ContainsFunc(out.Plugins, func(p pluginOut) bool { return p.Source != nil })
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tCOMMANDS\tHEALTH\tSOURCE\tPIN\tDIR")
+	if sourced {
+		fmt.Fprintln(tw, "NAME\tVERSION\tCOMMANDS\tHEALTH\tSOURCE\tPIN\tDIR")
+	} else {
+		fmt.Fprintln(tw, "NAME\tVERSION\tCOMMANDS\tHEALTH\tDIR")
+	}
 	for _, p := range out.Plugins {
 		var names []string
 		for _, c := range p.Commands {
 			names = append(names, c.Name+"("+c.Type+")")
 		}
-		source, pin := "-", "-"
-		if p.Source != nil {
-			source, pin = p.Source.where(), p.Source.pin()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", p.Name, p.Version, strings.Join(names, " "), oneLine(p.Health.Summary, 100))
+		if sourced {
+			source, pin := "-", "-"
+			if p.Source != nil {
+				source, pin = p.Source.where(), p.Source.pin()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", source, pin)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, strings.Join(names, " "), oneLine(p.Health.Summary, 100), source, pin, p.Dir)
+		fmt.Fprintf(tw, "%s\n", p.Dir)
 	}
 	tw.Flush()
 	for _, s := range out.Skipped {
