@@ -217,7 +217,7 @@ func runHTTP(ctx context.Context, req *request) *pluginhost.Response {
 	switch req.Command {
 	case "health":
 		return &pluginhost.Response{Status: pluginhost.StatusOK, Result: "http: config ok"}
-	case "handle", "request":
+	case "handle":
 	default:
 		return unknownCommand("http", req.Command)
 	}
