@@ -84,7 +84,9 @@ func readRootPins(root string) (rootPins, error) {
 	}
 	listed, err := config.ReadChecksums(path, root)
 	if err != nil {
-		return nil, err
+		// Its own message names config lock, which writes a config's
+		// .checksums, not this one.
+		return nil, fmt.Errorf("%s is not in b3sum's format (\"<blake3 hex>  <dir>/<file>\" lines), so none of the root's plugins is trusted: restore it, or remove it and add the plugins again with ductile plugin add", path)
 	}
 	pins := rootPins{}
 	for _, f := range listed {

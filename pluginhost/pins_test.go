@@ -75,3 +75,13 @@ func TestDiscoverRefusesPluginsWhoseFilesDifferFromTheRootsChecksums(t *testing.
 	require.Len(t, errs, 1)
 	require.ErrorContains(t, errs[0], "world-writable")
 }
+
+func TestDiscoverRefusesARootWhoseChecksumsCannotBeRead(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, pluginhost.RootChecksumsName), []byte("not a checksum line\n"), 0o600))
+	_, errs := pluginhost.Discover([]string{root}, pluginhost.DiscoverOptions{})
+	require.Len(t, errs, 1)
+	require.ErrorContains(t, errs[0], "not in b3sum's format")
+	require.NotContains(t, errs[0].Error(), "config lock")
+}
