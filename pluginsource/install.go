@@ -127,6 +127,7 @@ func prepareRoot(root string, dryRun bool) (string, error) {
 		if err := os.MkdirAll(root, 0o755); err != nil {
 			return "", fmt.Errorf("plugin root: %w", err)
 		}
+		sweepLeftovers(root, time.Now().Add(-staleAfter))
 	} else if !exists(root) {
 		// Nothing may be written: stage beside it in a temporary directory.
 		return filepath.Abs(root)
@@ -302,4 +303,22 @@ func pin(root, entry string, files []config.FileHash) error {
 		return fmt.Errorf("pin %s: %w", entry, err)
 	}
 	return nil
+}
+
+// staleAfter is the age past which a staging directory is a leftover of an
+// add, update or remove that was killed midway.
+const staleAfter = time.Hour
+
+// sweepLeftovers removes the staging directories in root (discovery skips
+// them) last changed before cutoff.
+func sweepLeftovers(root string, cutoff time.Time) {
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), ".ductile-stage-") && !strings.HasPrefix(e.Name(), ".ductile-old-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.ModTime().Before(cutoff) {
+			_ = os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -63,4 +64,24 @@ func TestPickChoosesOnePluginOfMany(t *testing.T) {
 	require.Equal(t, "a", rel)
 	_, _, err = pick(top, "../x", "")
 	require.ErrorContains(t, err, "inside the source")
+}
+
+func TestSweepLeftoversRemovesOnlyOldStagingDirectories(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	for _, name := range []string{".ductile-stage-1", ".ductile-old-2", ".ductile-stage-new", "plugin", ".other"} {
+		require.NoError(t, os.Mkdir(filepath.Join(root, name), 0o755))
+	}
+	old := time.Now().Add(-2 * staleAfter)
+	for _, name := range []string{".ductile-stage-1", ".ductile-old-2", "plugin", ".other"} {
+		require.NoError(t, os.Chtimes(filepath.Join(root, name), old, old))
+	}
+	sweepLeftovers(root, time.Now().Add(-staleAfter))
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	require.Equal(t, []string{".ductile-stage-new", ".other", "plugin"}, left)
 }
