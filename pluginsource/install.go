@@ -109,6 +109,14 @@ func Add(ctx context.Context, env Env, req AddRequest) (*Installed, error) {
 	if req.DryRun {
 		return &inst, nil
 	}
+	unlock, err := lockRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := env.clash(&inst); err != nil { // again, under the lock
+		return nil, err
+	}
 	if err := os.Rename(st.dir, inst.Dir); err != nil {
 		return nil, fmt.Errorf("install %s: %w", inst.Name, err)
 	}
@@ -240,6 +248,7 @@ func (env Env) clash(inst *Installed) error {
 			ErrExists, inst.Dir, inst.Name, inst.Name)
 	}
 	target := env.rootIndex(inst.Root)
+	inst.Overrides = nil
 	for _, p := range env.Loaded {
 		if p.Name != inst.Name {
 			continue

@@ -87,6 +87,11 @@ func UpdatePlugin(ctx context.Context, env Env, name, ref string, dryRun bool) (
 	if dryRun {
 		return u, nil
 	}
+	unlock, err := lockRoot(old.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := swap(old.Root, old.Dir, st.dir); err != nil {
 		return nil, fmt.Errorf("update %s: %w", name, err)
 	}
@@ -125,6 +130,11 @@ func Remove(env Env, name string, dryRun bool) (*Installed, error) {
 	if err != nil || dryRun {
 		return inst, err
 	}
+	unlock, err := lockRoot(inst.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	aside, err := os.MkdirTemp(inst.Root, ".ductile-old-")
 	if err != nil {
 		return nil, fmt.Errorf("remove %s: %w", name, err)
