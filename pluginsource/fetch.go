@@ -53,6 +53,9 @@ func gitFetch(ctx context.Context, dir string, src Source) error {
 	if ref == "" {
 		ref = "HEAD"
 	}
+	if strings.HasPrefix(ref, "-") || strings.ContainsFunc(ref, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return fmt.Errorf("%q is not a branch, tag or commit (one never starts with '-' or holds spaces)", ref)
+	}
 	if _, err := git(ctx, dir, "init", "-q"); err != nil {
 		return fmt.Errorf("fetch %s: %w", src, err)
 	}

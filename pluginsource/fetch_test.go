@@ -59,4 +59,6 @@ func TestFetchGitRefs(t *testing.T) {
 	}
 	_, err := fetch(context.Background(), Source{Location: "file://" + dir, Kind: KindGit, Ref: "nope"})
 	require.ErrorContains(t, err, `no branch, tag or commit "nope"`)
+	_, err = fetch(context.Background(), Source{Location: "file://" + dir, Kind: KindGit, Ref: "--upload-pack=touch /tmp/x"})
+	require.ErrorContains(t, err, "is not a branch, tag or commit")
 }
