@@ -86,7 +86,14 @@ func ParseSource(s string) (Source, error) {
 			return src, nil
 		}
 	}
-	if strings.Contains(loc, "://") || scpLike(loc) {
+	if scheme, _, ok := strings.Cut(loc, "://"); ok {
+		switch scheme {
+		case "https", "http", "ssh", "git", "file":
+			return Source{Location: loc, Kind: KindGit, Ref: ref}, nil
+		}
+		return Source{}, fmt.Errorf("%s: git URLs here are https://, http://, ssh://, git:// or file:// (or user@host:path)", s)
+	}
+	if scpLike(loc) {
 		return Source{Location: loc, Kind: KindGit, Ref: ref}, nil
 	}
 	return Source{}, fmt.Errorf("%s is neither a folder nor a git URL: give a path that exists, or a URL such as https://host/owner/repo.git", s)
@@ -135,8 +142,8 @@ func splitRef(s string) (loc, ref string) {
 // scpLike reports whether s is git's scp form, [user@]host:path.
 func scpLike(s string) bool {
 	colon := strings.Index(s, ":")
-	if colon <= 0 || strings.Contains(s[:colon], "/") {
-		return false
+	if colon <= 0 || strings.Contains(s[:colon], "/") || strings.HasPrefix(s[colon:], "::") {
+		return false // ext::…, a transport helper, is not a host
 	}
 	return len(s) > colon+1
 }

@@ -43,6 +43,10 @@ func TestParseSourceTellsFoldersFromRepositories(t *testing.T) {
 
 	_, err = ParseSource(filepath.Join(folder, "missing"))
 	require.ErrorContains(t, err, "neither a folder nor a git URL")
+	_, err = ParseSource("ext::sh -c touch% /tmp/pwned")
+	require.ErrorContains(t, err, "neither a folder nor a git URL")
+	_, err = ParseSource("fd://x/y")
+	require.ErrorContains(t, err, "git URLs here are")
 }
 
 func TestPickChoosesOnePluginOfMany(t *testing.T) {
