@@ -154,6 +154,11 @@ func TestPluginAddFromRepositoryOfManyPlugins(t *testing.T) {
 	var ran runView
 	w.runJSON(0, &ran, "plugin", "run", "weather", "--json")
 	require.Equal(t, "succeeded", ran.Status, "%+v", ran)
+	var show struct {
+		Source struct{ Commit string } `json:"source"`
+	}
+	w.runJSON(0, &show, "plugin", "show", "weather", "--json")
+	require.Equal(t, first, show.Source.Commit, "plugin show names the pin")
 
 	// An update: a new version with a new command, a new required key and
 	// a changed script. The dry run shows it and changes nothing.
