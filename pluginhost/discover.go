@@ -131,7 +131,7 @@ func (r *Registry) Skipped() []*PluginError {
 func Discover(roots []string, opts DiscoverOptions) (*Registry, []error) {
 	d := discoverer{opts: opts, log: opts.Logger}
 	if d.log == nil {
-		d.log = slog.New(slog.DiscardHandler)
+		d.log = noLogger()
 	}
 	reg := &Registry{byName: map[string]*Plugin{}}
 	var errs []error
@@ -154,11 +154,21 @@ func Discover(roots []string, opts DiscoverOptions) (*Registry, []error) {
 			errs = append(errs, fmt.Errorf("plugin root %s: %w", r.given, err))
 			continue
 		}
+		pins, err := readRootPins(r.real)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("plugin root %s: %w", r.given, err))
+			continue
+		}
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
 			p, err := d.load(filepath.Join(r.real, e.Name()))
+			if err == nil && p != nil {
+				if perr := pins.check(e.Name(), p.Dir); perr != nil {
+					p, err = nil, &PluginError{Name: p.Name, Dir: p.Dir, Err: perr}
+				}
+			}
 			if err != nil {
 				errs = append(errs, err)
 				var pe *PluginError
@@ -379,6 +389,8 @@ func missingKeys(required []string, cfg map[string]any) []string {
 	}
 	return missing
 }
+
+func noLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func worldWritable(fi fs.FileInfo) bool { return fi.Mode().Perm()&0o002 != 0 }
 

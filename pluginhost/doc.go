@@ -13,7 +13,10 @@
 //     directories are refused, ".." in the entrypoint is rejected) and check
 //     config_keys.required against the operator's config. A plugin that fails
 //     is skipped with one clear error; the others load. On a duplicate name
-//     the first root wins and the later copy is reported as shadowed.
+//     the first root wins and the later copy is reported as shadowed. A
+//     plugin its root's .checksums lists (RootChecksumsName: what ductile
+//     plugin add pins) must have exactly the files listed there, unchanged.
+//     LoadDir validates one directory the same way.
 //   - Runner: execute one command of one plugin with protocol v2 (Run):
 //     spawn-per-command, one JSON request on stdin, one JSON response on
 //     stdout, stderr captured. The runner enforces the timeout (SIGTERM to

@@ -3,7 +3,9 @@
 //
 // Each bundled plugin is a directory here (manifest.yaml plus its
 // entrypoint). To bundle another one, add its directory to the go:embed line
-// below. Beside them, lib/ holds the SDKs (ductile.py, ductile.sh) and
+// below. The plugins built into the executable (package builtin: http,
+// notify) are bundled too: Unpack writes each one's manifest and an
+// entrypoint script that runs this executable as "ductile builtin NAME". Beside them, lib/ holds the SDKs (ductile.py, ductile.sh) and
 // examples/ plugins that show them: neither is a plugin directory, so the
 // bundled root loads neither; a config adds examples/ to plugin_roots to
 // load the examples, which find the SDKs at ../../lib.
@@ -20,13 +22,19 @@ import (
 	"slices"
 
 	"github.com/ductile/ductile/pluginhost"
+	"github.com/ductile/ductile/plugins/builtin"
 )
 
 //go:embed echo examples lib
 var bundled embed.FS
 
-// Names returns the names of the bundled plugin directories, sorted.
-func Names() []string { return pluginDirs(".") }
+// Names returns the names of the bundled plugins (the plugin directories
+// here and the built-in plugins), sorted.
+func Names() []string {
+	names := append(pluginDirs("."), builtin.Names()...)
+	slices.Sort(names)
+	return names
+}
 
 // Examples returns the names of the example plugin directories (under
 // examples/), sorted.
@@ -58,7 +66,7 @@ func Unpack(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("unpack plugins: %w", err)
 	}
-	trees := Names()
+	trees := pluginDirs(".")
 	for _, name := range Examples() {
 		trees = append(trees, path.Join("examples", name))
 	}
@@ -69,6 +77,36 @@ func Unpack(dir string) error {
 	}
 	if err := unpackTree(dir, "lib", ""); err != nil {
 		return fmt.Errorf("unpack plugins/lib: %w", err)
+	}
+	return unpackBuiltins(dir)
+}
+
+// unpackBuiltins writes each built-in plugin's manifest and entrypoint
+// script, which names this executable (symlinks resolved): a new binary
+// rewrites them at its first start.
+func unpackBuiltins(dir string) error {
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return fmt.Errorf("unpack built-in plugins: find this executable: %w", err)
+	}
+	for _, name := range builtin.Names() {
+		manifest, err := builtin.Manifest(name)
+		if err != nil {
+			return err
+		}
+		pdir := filepath.Join(dir, name)
+		if err := os.MkdirAll(pdir, 0o755); err != nil {
+			return fmt.Errorf("unpack plugin %s: %w", name, err)
+		}
+		if err := writeIfChanged(filepath.Join(pdir, pluginhost.ManifestFile), manifest, 0o644); err != nil {
+			return fmt.Errorf("unpack plugin %s: %w", name, err)
+		}
+		if err := writeIfChanged(filepath.Join(pdir, builtin.EntrypointFile), builtin.Entrypoint(exe, name), 0o755); err != nil {
+			return fmt.Errorf("unpack plugin %s: %w", name, err)
+		}
 	}
 	return nil
 }

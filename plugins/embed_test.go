@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 
 func TestNames(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"echo"}, plugins.Names())
+	require.Equal(t, []string{"echo", "http", "notify"}, plugins.Names())
 	require.Equal(t, []string{"countdown", "countdown-sh"}, plugins.Examples())
 }
 
@@ -64,7 +64,15 @@ func TestUnpackTheSDKsAndExamples(t *testing.T) {
 
 	reg, errs := pluginhost.Discover([]string{dir}, pluginhost.DiscoverOptions{})
 	require.Empty(t, errs)
-	require.Equal(t, []string{"echo"}, names(reg))
+	require.Equal(t, []string{"echo", "http", "notify"}, names(reg))
+	// A built-in plugin's entrypoint runs this executable's builtin command.
+	run, err := os.ReadFile(filepath.Join(dir, "http", "run"))
+	require.NoError(t, err)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	exe, err = filepath.EvalSymlinks(exe)
+	require.NoError(t, err)
+	require.Contains(t, string(run), "exec '"+exe+"' builtin 'http'")
 	reg, errs = pluginhost.Discover([]string{filepath.Join(dir, "examples")}, pluginhost.DiscoverOptions{})
 	require.Empty(t, errs)
 	require.Equal(t, []string{"countdown", "countdown-sh"}, names(reg))

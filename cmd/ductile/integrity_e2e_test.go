@@ -91,12 +91,14 @@ func TestReadOnlyCommandsOnAMissingLedgerCreateNothing(t *testing.T) {
 		Skipped []string `json:"skipped"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list), r.stdout)
-	require.Len(t, list.Plugins, 1, r.stdout)
-	require.Equal(t, "echo", list.Plugins[0].Name)
-	require.Equal(t, filepath.Join(dir, "plugins", "echo"), list.Plugins[0].Dir, "where the daemon unpacks and runs it")
+	require.Len(t, list.Plugins, 3, r.stdout) // the bundled echo, http and notify
+	for i, name := range []string{"echo", "http", "notify"} {
+		require.Equal(t, name, list.Plugins[i].Name)
+		require.Equal(t, filepath.Join(dir, "plugins", name), list.Plugins[i].Dir, "where the daemon unpacks and runs it")
+	}
 	require.Empty(t, list.Skipped)
 	r = mustRun(t, nil, "config", "check", "--state-dir", dir)
-	require.Contains(t, r.stdout, "plugins: [echo]")
+	require.Contains(t, r.stdout, "plugins: [echo http notify]")
 	require.NoDirExists(t, dir, "a command that only reads created the state directory")
 
 	// A command that writes creates it, private.

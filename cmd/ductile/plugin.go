@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -10,14 +11,15 @@ import (
 
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/pluginhost"
+	"github.com/ductile/ductile/pluginsource"
 	"github.com/ductile/ductile/views"
 )
 
 func pluginCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "plugin",
-		Usage: "list, run and inspect plugins",
-		Subcommands: []*cli.Command{
+		Usage: "list, run, inspect, add, update and remove plugins",
+		Subcommands: append([]*cli.Command{
 			{
 				Name:   "list",
 				Usage:  "list discovered plugins, and those skipped with the reason",
@@ -50,7 +52,7 @@ func pluginCommand() *cli.Command {
 			pluginHealthCommand(),
 			pluginShowCommand(),
 			pluginLogsCommand(),
-		},
+		}, pluginSourceCommands()...),
 	}
 }
 
@@ -78,6 +80,9 @@ func pluginList(c *cli.Context) error {
 		Enabled         bool     `json:"enabled"`
 		// Health is what its newest init and health check found.
 		Health views.PluginHealth `json:"health"`
+		// Source is where plugin add installed it from; nil for a plugin
+		// not installed by plugin add.
+		Source *sourceOut `json:"source"`
 	}
 	type skippedOut struct {
 		Name   string `json:"name"`
@@ -95,6 +100,10 @@ func pluginList(c *cli.Context) error {
 		po := pluginOut{Name: p.Name, Version: p.Manifest.Version, Description: p.Manifest.Description, Dir: p.Dir,
 			ConcurrencySafe: p.Manifest.ConcurrencySafe, Parallelism: e.cfg.Plugin(p.Name).Parallelism, Enabled: e.cfg.Plugin(p.Name).Enabled,
 			Health: health.Of(p.Name)}
+		if rec, err := pluginsource.ReadRecord(p.Dir); err == nil && rec != nil {
+			src := sourceOf(*rec)
+			po.Source = &src
+		}
 		for _, cmd := range p.Manifest.Commands {
 			po.Commands = append(po.Commands, cmdOut{Name: cmd.Name, Type: string(cmd.Type)})
 		}
@@ -112,14 +121,28 @@ func pluginList(c *cli.Context) error {
 	if c.Bool("json") {
 		return printJSON(e.stdout, out)
 	}
+	// SOURCE and PIN appear once a plugin was installed by plugin add.
+	sourced := slices.ContainsFunc(out.Plugins, func(p pluginOut) bool { return p.Source != nil })
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tVERSION\tCOMMANDS\tHEALTH\tDIR")
+	if sourced {
+		fmt.Fprintln(tw, "NAME\tVERSION\tCOMMANDS\tHEALTH\tSOURCE\tPIN\tDIR")
+	} else {
+		fmt.Fprintln(tw, "NAME\tVERSION\tCOMMANDS\tHEALTH\tDIR")
+	}
 	for _, p := range out.Plugins {
 		var names []string
 		for _, c := range p.Commands {
 			names = append(names, c.Name+"("+c.Type+")")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Version, strings.Join(names, " "), oneLine(p.Health.Summary, 100), p.Dir)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", p.Name, p.Version, strings.Join(names, " "), oneLine(p.Health.Summary, 100))
+		if sourced {
+			source, pin := "-", "-"
+			if p.Source != nil {
+				source, pin = p.Source.where(), p.Source.pin()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t", source, pin)
+		}
+		fmt.Fprintf(tw, "%s\n", p.Dir)
 	}
 	tw.Flush()
 	for _, s := range out.Skipped {

@@ -11,6 +11,7 @@ import (
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
+	"github.com/ductile/ductile/pluginsource"
 	"github.com/ductile/ductile/views"
 )
 
@@ -85,8 +86,19 @@ func pluginShow(c *cli.Context, e *env, l *ledger.Ledger) error {
 	if err != nil {
 		return err
 	}
+	// Where plugin add installed it from, if it did.
+	var source *sourceOut
+	if v.Plugin != nil {
+		if rec, err := pluginsource.ReadRecord(v.Plugin.Dir); err == nil && rec != nil {
+			s := sourceOf(*rec)
+			source = &s
+		}
+	}
 	if c.Bool("json") {
-		return printJSON(e.stdout, v)
+		return printJSON(e.stdout, struct {
+			views.PluginView
+			Source *sourceOut `json:"source"`
+		}{v, source})
 	}
 	w := e.stdout
 	switch p := v.Plugin; {
@@ -105,6 +117,9 @@ func pluginShow(c *cli.Context, e *env, l *ledger.Ledger) error {
 			cmds = append(cmds, cmd.Name+"("+cmd.Type+")")
 		}
 		fmt.Fprintf(w, "dir       %s\ncommands  %s\n", p.Dir, strings.Join(cmds, " "))
+	}
+	if source != nil {
+		fmt.Fprintf(w, "source    %s at %s (ductile plugin update %s moves it)\n", source.where(), source.pin(), v.Name)
 	}
 	fmt.Fprintf(w, "health    %s\n", v.Health.Summary)
 	if v.StateUpdatedAt != nil {
