@@ -196,6 +196,9 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 			fmt.Fprintf(w, "TRUNCATED: %s\n", head.Problem)
 			fmt.Fprintf(w, "events 1..%d verify, but the events after seq %d were removed outside Ductile; the projections cannot bring them back.\n", chain.LastSeq, chain.LastSeq)
 			fmt.Fprintf(w, "restore the ledger from a backup, or go on without them with: ductile system start --%s\n", allowDamagedName)
+			if head.Lagging {
+				fmt.Fprintln(w, "if this ledger is a copy you restored on purpose, adopt it with: ductile ledger adopt-restore")
+			}
 		case !head.OK():
 			fmt.Fprintf(w, "DAMAGED: %s\n", head.Problem)
 			fmt.Fprintf(w, "restore the ledger from a backup, or go on with it as it is with: ductile system start --%s\n", allowDamagedName)
