@@ -129,10 +129,9 @@ func (l *Ledger) Backup(ctx context.Context, dst string, progress func(done, tot
 			return r, fmt.Errorf("backup: copy the archive of events %d..%d: %w", a.FirstSeq, a.LastSeq, err)
 		}
 	}
-	if err := os.Link(tmp, dst); err != nil {
+	if err := placeNew(tmp, dst); err != nil {
 		return r, fmt.Errorf("backup: %w", err)
 	}
-	os.Remove(tmp)
 	if err := syncFile(dir); err != nil {
 		return r, fmt.Errorf("backup: %w", err)
 	}
@@ -178,4 +177,21 @@ func copyArchive(from, to string) (err error) {
 		return err
 	}
 	return os.Rename(tmp, to)
+}
+
+// placeNew gives the file tmp the name dst, never over an existing dst: a
+// hard link then the removal of tmp, or, on a file system without hard
+// links (a FAT-formatted USB stick), a rename after a check.
+func placeNew(tmp, dst string) error {
+	err := os.Link(tmp, dst)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s appeared while the backup ran: choose a new file", dst)
+	}
+	if err != nil {
+		if _, serr := os.Stat(dst); serr == nil {
+			return fmt.Errorf("%s appeared while the backup ran: choose a new file", dst)
+		}
+		return os.Rename(tmp, dst)
+	}
+	return os.Remove(tmp)
 }
