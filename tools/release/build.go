@@ -193,17 +193,13 @@ type file struct {
 }
 
 // extraFiles are the files every archive holds beside the binary: the
-// README, the install guide, the licence if the repository has one, and
-// the systemd units under docs/systemd.
+// README, the licence, the install guide and the systemd units under
+// docs/systemd.
 func extraFiles(root string) ([]file, error) {
 	files := []file{
 		{Name: "README.md", Source: filepath.Join(root, "README.md"), Mode: 0o644},
+		{Name: "LICENSE", Source: filepath.Join(root, "LICENSE"), Mode: 0o644},
 		{Name: "install.md", Source: filepath.Join(root, "docs", "install.md"), Mode: 0o644},
-	}
-	for _, name := range []string{"LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING"} {
-		if _, err := os.Stat(filepath.Join(root, name)); err == nil {
-			files = append(files, file{Name: name, Source: filepath.Join(root, name), Mode: 0o644})
-		}
 	}
 	units, err := filepath.Glob(filepath.Join(root, "docs", "systemd", "*.service"))
 	if err != nil {

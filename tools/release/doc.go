@@ -2,7 +2,7 @@
 // platform (linux amd64, arm64 and armv7; darwin/arm64 waits on a macOS
 // port of pluginhost) (CGO_ENABLED=0, -trimpath) with its version, revision and build
 // date stamped, one tar.gz archive per platform holding the binary, the
-// README, the install guide, the licence (when the repository has one) and
+// README, the install guide, the licence and
 // the systemd units, and a SHA256SUMS file over the archives.
 //
 // Run it from the repository's root through `task release`, which passes

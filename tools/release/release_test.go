@@ -23,7 +23,7 @@ import (
 
 // TestRelease builds the release as task release does (every default
 // target, stamped), then checks what a user gets: an archive per target
-// holding the binary, README, install guide and systemd units; SHA256SUMS
+// holding the binary, README, licence, install guide and systemd units; SHA256SUMS
 // that sha256sum -c accepts; and the linux/amd64 binary taken from its
 // archive, run from an empty folder, prints the stamped version and starts
 // a daemon that answers /healthz. It cross-compiles three binaries (about
@@ -49,7 +49,7 @@ func TestRelease(t *testing.T) {
 		base := "ductile_v9.8.7-test_" + strings.ReplaceAll(defaultTargets[i].Name(), "/", "_")
 		require.Equal(t, filepath.Join(out, base+".tar.gz"), a.Path)
 		names := extract(t, a.Path, t.TempDir())
-		require.ElementsMatch(t, []string{base + "/ductile", base + "/README.md", base + "/install.md",
+		require.ElementsMatch(t, []string{base + "/ductile", base + "/README.md", base + "/LICENSE", base + "/install.md",
 			base + "/systemd/ductile.service", base + "/systemd/ductile-worker.service"}, names)
 	}
 
