@@ -27,13 +27,22 @@ type APIOptions struct {
 type appliedGuard struct{ d *Daemon }
 
 func (g appliedGuard) Check(authorization string, need auth.Scope) (string, error) {
-	return g.d.Engine().Auth().Check(authorization, need)
+	return g.d.apiTokens().Check(authorization, need)
 }
 
 // WorkerPlugins are the plugins the token's worker scope is limited to
 // (auth.WorkerLimiter), in the config applied now.
 func (g appliedGuard) WorkerPlugins(authorization string) ([]string, bool) {
-	return g.d.Engine().Auth().WorkerPlugins(authorization)
+	return g.d.apiTokens().WorkerPlugins(authorization)
+}
+
+// apiTokens are the tokens the API checks: those of the config a reload is
+// about to record, or else of the one applied.
+func (d *Daemon) apiTokens() *auth.Registry {
+	if t := d.tokens.Load(); t != nil {
+		return t
+	}
+	return d.Engine().Auth()
 }
 
 // apiShutdownTimeout bounds how long Close waits for API requests under way.

@@ -78,6 +78,11 @@ type Daemon struct {
 	api       *apiServer // nil without api:
 	apiState  views.APIState
 	report    atomic.Pointer[reportFile] // what system status reads of this daemon
+	// tokens are the API tokens the guard checks (nil: the Engine's). A
+	// reload swaps them just before it records config.applied, as it does
+	// the certificate: a system reload that sees the record sees the new
+	// tokens answer.
+	tokens atomic.Pointer[auth.Registry]
 
 	closeOnce sync.Once
 	closeErr  error

@@ -177,11 +177,14 @@ func (d *Daemon) Reload(ctx context.Context, force bool) (events.ConfigAppliedDa
 	// Before the record, so a system reload that sees it sees the new
 	// certificate served too.
 	d.reloadAPICertificate(cfg)
+	e := engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set, Fleet: d.Engine().Fleet()})
+	prevTokens := d.apiTokens()
+	d.tokens.Store(e.Auth()) // before the record too: a system reload that sees it sees the new tokens answer
 	seq, err := commands.RecordApplied(ctx, d.Ledger, a)
 	if err != nil {
+		d.tokens.Store(prevTokens)
 		return events.ConfigAppliedData{}, fmt.Errorf("config not reloaded: %w", err)
 	}
-	e := engine.New(engine.Options{Ledger: d.Ledger, Config: cfg, Applied: a, Plugins: reg, Pipelines: set, Fleet: d.Engine().Fleet()})
 	d.Dispatcher.Apply(e)
 	d.engine.Store(e)
 	d.applySchedules(time.Now())

@@ -18,7 +18,7 @@ func (d *Daemon) startWebhooks(cfg *config.Config, secrets func() auth.Secrets, 
 		return nil
 	}
 	if secrets == nil {
-		secrets = func() auth.Secrets { return d.Engine().Auth() }
+		secrets = func() auth.Secrets { return d.apiTokens() }
 	}
 	for _, e := range cfg.WebhookSettings.Endpoints {
 		if s := secrets(); s == nil || !defined(s, e.SecretRef) {
