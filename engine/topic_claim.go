@@ -61,6 +61,9 @@ func (e *Engine) ClaimMessage(ctx context.Context, r MessageClaimRequest) (*Clai
 			changed = p.Progressed() // what the claim reads is projected: wait for the projector
 		}
 		c, retryAt, err := e.claimMessageOnce(ctx, r)
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err() // the read was interrupted
+		}
 		if c != nil || err != nil || wait <= 0 {
 			return c, err
 		}
