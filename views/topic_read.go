@@ -52,7 +52,9 @@ func ReadMessages(ctx context.Context, l *ledger.Ledger, f MessageFilter) (page 
 				func(r queries.ListTopicMessagesRow) error { return add(messageRecord(queries.TopicMessageByIDRow(r))) })
 		}
 		return queries.ListConversationMessages(conn, queries.ListConversationMessagesParams{ConversationID: f.Conversation, After: after,
-			MaxRows: int64(limit)}, func(r queries.ListConversationMessagesRow) error { return add(messageRecord(queries.TopicMessageByIDRow(r))) })
+			MaxRows: int64(limit)}, func(r queries.ListConversationMessagesRow) error {
+			return add(messageRecord(queries.TopicMessageByIDRow(r)))
+		})
 	})
 	if err != nil {
 		return MessagePage{}, fmt.Errorf("read messages: %w", err)
