@@ -53,6 +53,7 @@ func (l *loader) topLevel(cfg *Config) []field {
 			}
 		}},
 		{"pipelines", func(v *yaml.Node, _ string) { cfg.Pipelines = v }},
+		{"topics", func(v *yaml.Node, path string) { l.topics(v, path, cfg) }},
 		{"api", func(v *yaml.Node, path string) { l.apiServer(v, path, cfg) }},
 		{"webhooks", func(v *yaml.Node, path string) { cfg.Webhooks = v; l.webhooks(v, path, cfg) }},
 		{"tokens", func(v *yaml.Node, path string) { l.tokens(v, path, cfg) }},

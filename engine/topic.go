@@ -20,6 +20,9 @@ type Publish struct {
 	Producer       string
 	Metadata       json.RawMessage
 	DryRun         bool
+	// Actor is who publishes, recorded in the event's meta (default
+	// events.ActorCLI; the HTTP API passes events.ActorAPI).
+	Actor events.Actor
 }
 
 // MessageClaimRequest asks for the oldest message of Topic that Group has

@@ -2,16 +2,26 @@ package engine
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
 )
 
-// errTopicsNotBuilt is returned by the topic exchange's methods until
-// they are built.
-var errTopicsNotBuilt = errors.New("the topic exchange is not built yet")
-
-// Publish records a message (message.published) and returns it.
+// Publish records a message (message.published) and returns it as
+// recorded: its id (a new UUIDv7) and conversation filled in. A parent
+// that does not exist is commands.ErrMessageNotFound (code not_found); a
+// bad topic, body or metadata commands.ErrInvalidCommand. DryRun checks
+// and builds the message (the parent looked up) and records nothing.
 func (e *Engine) Publish(ctx context.Context, p Publish) (events.Message, error) {
-	return events.Message{}, errTopicsNotBuilt
+	actor := p.Actor
+	if actor == "" {
+		actor = events.ActorCLI
+	}
+	m, err := commands.PublishMessage(ctx, e.ledger, commands.Publish{Topic: p.Topic, Body: p.Body, ParentID: p.ParentID,
+		ConversationID: p.ConversationID, Producer: p.Producer, Metadata: p.Metadata, Actor: actor, Now: e.fleet.Now(), DryRun: p.DryRun})
+	if err != nil {
+		return events.Message{}, fmt.Errorf("publish to %s: %w", p.Topic, err)
+	}
+	return m, nil
 }
