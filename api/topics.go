@@ -347,8 +347,10 @@ func (s *Server) handleFinishMessage(ctx context.Context, in *FinishMessageInput
 // topicErrorOf maps an error of the topic exchange to its response.
 func topicErrorOf(err error) *Error {
 	switch {
-	case errors.Is(err, views.ErrMessageNotFound):
+	case errors.Is(err, views.ErrMessageNotFound), errors.Is(err, commands.ErrMessageNotFound):
 		return newError(http.StatusNotFound, "see the messages: GET /messages?topic=T", err.Error())
+	case errors.Is(err, views.ErrBadMessageFilter):
+		return newError(http.StatusBadRequest, "give topic=T or conversation=ID", err.Error())
 	case errors.Is(err, commands.ErrStaleFence):
 		e := errorOf(err)
 		e.Hint = "drop the message: another claim holds it now (the lease expired), or the claim ended; claim again"

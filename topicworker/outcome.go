@@ -3,6 +3,8 @@ package topicworker
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ductile/ductile/events"
 )
 
 // Claim statuses a run ends a claim with (events.MessageClaimEnded's
@@ -15,7 +17,7 @@ const (
 
 // TimedOutSuffix is added to a message's topic to name the topic of its
 // follow-up when the command timed out.
-const TimedOutSuffix = ".timed_out"
+const TimedOutSuffix = events.TimedOutTopicSuffix
 
 // Topics are where a worker's follow-ups go.
 type Topics struct {
@@ -38,12 +40,21 @@ type FollowUp struct {
 // topic with stdout; the timeout is <topic>.timed_out; any other end
 // (non-zero exit, a signal, a command that would not start) is the failure
 // topic with stderr, else stdout, else "exited with code N".
+//
+// The body is made valid UTF-8 (a message's body is text): each invalid
+// byte sequence becomes U+FFFD.
 func FollowUpOf(r Result, t Topics) FollowUp {
+	f := followUpOf(r, t)
+	f.Body = strings.ToValidUTF8(f.Body, "\uFFFD")
+	return f
+}
+
+func followUpOf(r Result, t Topics) FollowUp {
 	switch {
 	case r.TimedOut:
-		body := fmt.Sprintf("timed out after %v", r.Duration.Round(1e6))
+		body := fmt.Sprintf("timed out after %v\n", r.Duration.Round(1e6))
 		if s := strings.TrimSpace(r.Stderr); s != "" {
-			body += "\n" + r.Stderr
+			body += r.Stderr
 		}
 		return FollowUp{Status: StatusTimedOut, Topic: t.Topic + TimedOutSuffix, Body: body, Error: "timed out"}
 	case r.StartErr != nil:

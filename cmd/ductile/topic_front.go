@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/apiclient"
+	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/engine"
 	"github.com/ductile/ductile/errcode"
@@ -244,8 +245,10 @@ func topicError(err error) error {
 		return nil
 	case errors.As(err, &a):
 		return &exitError{code: a.Code, msg: err.Error(), hint: a.Hint}
-	case errors.Is(err, views.ErrMessageNotFound):
+	case errors.Is(err, views.ErrMessageNotFound), errors.Is(err, commands.ErrMessageNotFound):
 		return withHint(errcode.NotFound, err, "see the messages with: ductile topic read --topic T")
+	case errors.Is(err, commands.ErrInvalidCommand):
+		return usagef("%v", err)
 	}
 	return err
 }

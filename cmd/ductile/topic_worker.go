@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,8 +10,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ductile/ductile/apiclient"
+	"github.com/ductile/ductile/daemon"
 	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
+	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/topicworker"
 )
 
@@ -98,6 +101,15 @@ func topicWorkerRun(c *cli.Context) error {
 			return err
 		}
 		o.Exchange = eng
+		// Claims read the projections: with no daemon to keep them up to
+		// date, this worker does, on every change of the ledger.
+		ctx, stop := context.WithCancel(c.Context)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			projectUnlessHeld(ctx, e, l, log)
+		}()
+		defer func() { stop(); <-done }()
 	}
 	w, err := topicworker.New(o)
 	if err != nil {
@@ -118,6 +130,25 @@ func topicWorkerRun(c *cli.Context) error {
 		return topicError(err)
 	}
 	return nil
+}
+
+// projectUnlessHeld brings l's projections up to date on every change of
+// the ledger, while no process holds the state directory's lock (a daemon
+// that would), until ctx ends. Several workers may do so at once: a
+// catch-up reads the checkpoint inside its write transaction.
+func projectUnlessHeld(ctx context.Context, e *env, l *ledger.Ledger, log *slog.Logger) {
+	quiet := e.quietLogger()
+	for {
+		changed := l.Changed()
+		if err := daemon.CatchUpUnlessHeld(ctx, e.stateDir, l, quiet); err != nil && ctx.Err() == nil {
+			log.Warn("projections not brought up to date; trying again at the next change", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+	}
 }
 
 // where says where a topic worker claims, for its log.
