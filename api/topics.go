@@ -112,15 +112,10 @@ func (s *Server) topicOf(ctx context.Context, id string) string {
 	return m.Topic
 }
 
-// topicPath is a topic in a path.
-type topicPath struct {
-	Topic string `path:"topic" minLength:"1" maxLength:"200" pattern:"^[A-Za-z0-9._:-]+$" doc:"A topic name: [A-Za-z0-9._:-]{1,200}"`
-}
-
 // PublishInput is POST /topics/{topic}/messages's request.
 type PublishInput struct {
-	topicPath
-	Body struct {
+	Topic string `path:"topic" minLength:"1" maxLength:"200" pattern:"^[A-Za-z0-9._:-]+$" doc:"A topic name: [A-Za-z0-9._:-]{1,200}"`
+	Body  struct {
 		Body           string          `json:"body" maxLength:"1048576" doc:"The message's body (at most 1 MiB)"`
 		ParentID       string          `json:"parent_id,omitempty" maxLength:"64" doc:"The message this one follows up"`
 		ConversationID string          `json:"conversation_id,omitempty" maxLength:"64" doc:"Default: the parent's, else the message's own id"`
@@ -178,8 +173,8 @@ func (s *Server) handleListMessages(ctx context.Context, in *ListMessagesInput) 
 	return &MessagesAnswer{Body: page}, nil
 }
 
-// messagePath is a message or conversation id in a path.
-type messagePath struct {
+// MessagePath is a message or conversation id in a path.
+type MessagePath struct {
 	ID string `path:"id" minLength:"1" maxLength:"64" doc:"A message id (conversation ids are message ids)"`
 }
 
@@ -188,7 +183,7 @@ type MessageInspectionAnswer struct {
 	Body views.MessageInspection
 }
 
-func (s *Server) handleInspectMessage(ctx context.Context, in *messagePath) (*MessageInspectionAnswer, error) {
+func (s *Server) handleInspectMessage(ctx context.Context, in *MessagePath) (*MessageInspectionAnswer, error) {
 	m, err := views.InspectMessage(ctx, s.opts.Ledger, in.ID)
 	if err != nil {
 		return nil, topicErrorOf(err)
@@ -201,7 +196,7 @@ type ConversationInspectionAnswer struct {
 	Body views.ConversationInspection
 }
 
-func (s *Server) handleInspectConversation(ctx context.Context, in *messagePath) (*ConversationInspectionAnswer, error) {
+func (s *Server) handleInspectConversation(ctx context.Context, in *MessagePath) (*ConversationInspectionAnswer, error) {
 	c, err := views.InspectConversation(ctx, s.opts.Ledger, in.ID)
 	if err != nil {
 		return nil, topicErrorOf(err)
@@ -211,7 +206,7 @@ func (s *Server) handleInspectConversation(ctx context.Context, in *messagePath)
 
 // CheckConversationInput is GET /conversations/{id}/check's request.
 type CheckConversationInput struct {
-	messagePath
+	ID           string `path:"id" minLength:"1" maxLength:"64" doc:"A message id (conversation ids are message ids)"`
 	SuccessTopic string `query:"success_topic" required:"true" minLength:"1" maxLength:"200" doc:"The topic of a success reply"`
 	FailureTopic string `query:"failure_topic" required:"true" minLength:"1" maxLength:"200" doc:"The topic of a failure reply"`
 }
@@ -231,8 +226,8 @@ func (s *Server) handleCheckConversation(ctx context.Context, in *CheckConversat
 
 // ClaimMessageInput is POST /worker/topics/{topic}/claim's request.
 type ClaimMessageInput struct {
-	topicPath
-	Body struct {
+	Topic string `path:"topic" minLength:"1" maxLength:"200" pattern:"^[A-Za-z0-9._:-]+$" doc:"A topic name: [A-Za-z0-9._:-]{1,200}"`
+	Body  struct {
 		Group   string `json:"group,omitempty" maxLength:"200" doc:"The worker group (default: default): each group gets every message once"`
 		Worker  string `json:"worker" minLength:"1" maxLength:"256" doc:"The worker instance, recorded on the claim"`
 		LeaseMS int64  `json:"lease_ms,omitempty" minimum:"0" maximum:"3600000" doc:"The lease, in milliseconds (0: the topic's default)"`
@@ -269,14 +264,14 @@ func (s *Server) handleClaimMessage(ctx context.Context, in *ClaimMessageInput) 
 	return &ClaimMessageAnswer{Status: http.StatusOK, Body: c}, nil
 }
 
-// messageFenceBody is what a topic worker sends with a renewal or a finish.
-type messageFenceBody struct {
+// MessageFenceBody is what a topic worker sends with a renewal or a finish.
+type MessageFenceBody struct {
 	Group  string `json:"group,omitempty" maxLength:"200" doc:"The claim's worker group (default: default)"`
 	Worker string `json:"worker" minLength:"1" maxLength:"256" doc:"The worker instance that claimed it"`
 	Fence  int64  `json:"fence" minimum:"1" doc:"The fence the claim gave"`
 }
 
-func (f messageFenceBody) fence() engine.MessageFence {
+func (f MessageFenceBody) fence() engine.MessageFence {
 	group := f.Group
 	if group == "" {
 		group = events.DefaultGroup
@@ -286,9 +281,9 @@ func (f messageFenceBody) fence() engine.MessageFence {
 
 // RenewMessageInput is POST /worker/messages/{id}/renew's request.
 type RenewMessageInput struct {
-	messagePath
+	ID   string `path:"id" minLength:"1" maxLength:"64" doc:"A message id (conversation ids are message ids)"`
 	Body struct {
-		messageFenceBody
+		MessageFenceBody
 		LeaseMS int64 `json:"lease_ms,omitempty" minimum:"0" maximum:"3600000" doc:"Extend the lease by this from now, in milliseconds (0: the topic's default)"`
 	}
 }
@@ -315,9 +310,9 @@ func (s *Server) handleRenewMessage(ctx context.Context, in *RenewMessageInput) 
 
 // FinishMessageInput is POST /worker/messages/{id}/finish's request.
 type FinishMessageInput struct {
-	messagePath
+	ID   string `path:"id" minLength:"1" maxLength:"64" doc:"A message id (conversation ids are message ids)"`
 	Body struct {
-		messageFenceBody
+		MessageFenceBody
 		Status   string          `json:"status" enum:"completed,failed,timed_out" doc:"How the claim ends"`
 		Topic    string          `json:"topic,omitempty" maxLength:"200" doc:"The follow-up's topic (empty: no follow-up)"`
 		Body     string          `json:"body" maxLength:"1048576" doc:"The follow-up's body"`

@@ -41,10 +41,18 @@ type Error struct {
 	Code    errcode.Code `json:"code"`
 	Message string       `json:"message"`
 	Hint    string       `json:"hint,omitempty"`
+	// Errors are the details of invalid input.
+	Errors []struct {
+		Message  string `json:"message"`
+		Location string `json:"location,omitempty"`
+	} `json:"errors,omitempty"`
 }
 
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+	for _, d := range e.Errors {
+		msg += fmt.Sprintf("; %s: %s", d.Location, d.Message)
+	}
 	if e.Hint != "" {
 		msg += " (" + e.Hint + ")"
 	}
