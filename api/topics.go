@@ -116,7 +116,7 @@ func (s *Server) topicOf(ctx context.Context, id string) string {
 type PublishInput struct {
 	Topic string `path:"topic" minLength:"1" maxLength:"200" pattern:"^[A-Za-z0-9._:-]+$" doc:"A topic name: [A-Za-z0-9._:-]{1,200}"`
 	Body  struct {
-		Body           string          `json:"body" maxLength:"1048576" doc:"The message's body (at most 1 MiB)"`
+		Body           string          `json:"body,omitempty" maxLength:"1048576" doc:"The message's body (at most 1 MiB; default empty)"`
 		ParentID       string          `json:"parent_id,omitempty" maxLength:"64" doc:"The message this one follows up"`
 		ConversationID string          `json:"conversation_id,omitempty" maxLength:"64" doc:"Default: the parent's, else the message's own id"`
 		Producer       string          `json:"producer,omitempty" maxLength:"256" doc:"Who publishes it (default: api)"`
@@ -315,7 +315,7 @@ type FinishMessageInput struct {
 		MessageFenceBody
 		Status   string          `json:"status" enum:"completed,failed,timed_out" doc:"How the claim ends"`
 		Topic    string          `json:"topic,omitempty" maxLength:"200" doc:"The follow-up's topic (empty: no follow-up)"`
-		Body     string          `json:"body" maxLength:"1048576" doc:"The follow-up's body"`
+		Body     string          `json:"body,omitempty" maxLength:"1048576" doc:"The follow-up's body"`
 		Metadata json.RawMessage `json:"metadata,omitempty" doc:"The follow-up's metadata (absent: the claimed message's)"`
 	}
 }
