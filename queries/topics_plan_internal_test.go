@@ -22,7 +22,7 @@ func TestTopicQueriesReadThroughTheirIndexes(t *testing.T) {
 		{"ListTopicMessages", listTopicMessages, []any{"work", 0, 100}, []string{"topic_messages_by_topic"}},
 		{"ListConversationMessages", listConversationMessages, []any{"c", 0, 100}, []string{"topic_messages_by_conversation"}},
 		{"ConversationReply", conversationReply, []any{"c", "ok", "bad"}, []string{"topic_messages_by_conversation"}},
-		{"ListMessageClaims", listMessageClaims, []any{"m"}, []string{"PRIMARY KEY (message_id=? AND worker_group=?)"}},
+		{"ListMessageClaims", listMessageClaims, []any{"m"}, []string{"PRIMARY KEY (message_id=?)"}},
 		{"ListActiveTopicClaims", listActiveTopicClaims, nil, []string{"topic_claims_active"}},
 	} {
 		plan := strings.Join(explain(t, conn, tc.name, tc.query, tc.args...), "; ")
