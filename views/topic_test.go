@@ -58,8 +58,11 @@ func TestReadMessagesPagesByTopic(t *testing.T) {
 func TestCheckConversationAndInspectClaims(t *testing.T) {
 	b := setup(t)
 	root := b.publishMessage(t, "ask", "q", "")
-	b.project(t)
 	check, err := views.CheckConversation(b.ctx, b.l, root.ID, "ask.done", "ask.failed")
+	require.NoError(t, err)
+	require.Equal(t, views.ConversationPending, check.State, "recorded, not projected yet: pending, not not_found")
+	b.project(t)
+	check, err = views.CheckConversation(b.ctx, b.l, root.ID, "ask.done", "ask.failed")
 	require.NoError(t, err)
 	require.Equal(t, views.ConversationPending, check.State)
 	_, err = views.CheckConversation(b.ctx, b.l, "no-such-conversation", "ask.done", "ask.failed")
