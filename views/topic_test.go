@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/events"
@@ -99,4 +100,42 @@ func TestCheckConversationAndInspectClaims(t *testing.T) {
 	require.Equal(t, "ask.timed_out", check.Reply.Topic)
 	_, err = views.InspectMessage(b.ctx, b.l, "no-such-message")
 	require.ErrorIs(t, err, views.ErrMessageNotFound)
+}
+
+// An archive never splits a message's stream nor takes one with a claim
+// in flight: claims fold the stream whole.
+func TestArchiveCutKeepsMessagesInFlight(t *testing.T) {
+	b := setup(t)
+	m := b.publishMessage(t, "work", "x", "")
+	res, err := commands.ClaimMessage(b.ctx, b.l, commands.ClaimMessageCmd{MessageID: m.ID, Group: "g", Worker: "w", Lease: time.Hour,
+		Now: time.Now(), MaxAttempts: 5, Backoff: func(int) time.Duration { return time.Second }})
+	require.NoError(t, err)
+	require.True(t, res.Claimed)
+	b.publishMessage(t, "work", "y", "")
+	b.project(t)
+	head, err := b.l.LastSeq(b.ctx)
+	require.NoError(t, err)
+	cut := func() (int64, string) {
+		var through int64
+		var why string
+		require.NoError(t, b.l.ReadSnapshot(b.ctx, func(conn *sqlite.Conn) (err error) {
+			through, why, err = views.ArchiveCut(conn, head)
+			return err
+		}))
+		return through, why
+	}
+	through, why := cut()
+	require.Equal(t, int64(0), through, "the claimed message is the first event")
+	require.Contains(t, why, m.ID)
+
+	_, err = commands.FinishMessage(b.ctx, b.l, commands.FinishMessageCmd{MessageID: m.ID, MessageFence: commands.MessageFence{Group: "g", Worker: "w", Fence: res.Fence},
+		Status: events.ClaimCompleted, Now: time.Now()})
+	require.NoError(t, err)
+	b.project(t)
+	through, why = cut()
+	require.Equal(t, int64(0), through, "the finish comes after the cut: the stream would split")
+	head, err = b.l.LastSeq(b.ctx)
+	require.NoError(t, err)
+	through, why = cut()
+	require.Equal(t, head, through, why)
 }
