@@ -25,6 +25,9 @@ type FinishMessageCmd struct {
 	Body          string
 	Metadata      json.RawMessage
 	Now           time.Time
+	// Listeners, if set, enqueue the jobs and start the runs that listen
+	// on the follow-up's topic, in the same append.
+	Listeners *TopicListeners
 }
 
 // MessageFinished is what a finish recorded: the follow-up (nil: none).
@@ -83,7 +86,7 @@ func (cmd FinishMessageCmd) decide(tx *ledger.Tx, m *TopicMessage, followUp *eve
 		if len(f.Metadata) == 0 {
 			f.Metadata = m.Message.Metadata
 		}
-		evs, msg, err := publishIn(tx, f, events.ActorWorker)
+		evs, msg, err := publishIn(tx, f, events.ActorWorker, cmd.Listeners)
 		if err != nil {
 			return nil, res, nil, err
 		}

@@ -31,6 +31,9 @@ type Publish struct {
 	// DryRun decides (the parent looked up, the message built) and appends
 	// nothing.
 	DryRun bool
+	// Listeners, if set, enqueue the jobs and start the runs that listen
+	// on the topic, in the same append.
+	Listeners *TopicListeners
 }
 
 // PublishMessage checks the message, looks its parent up, and appends its
@@ -43,7 +46,7 @@ func PublishMessage(ctx context.Context, l *ledger.Ledger, cmd Publish) (events.
 	}
 	var out events.Message
 	_, err = l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		evs, msg, err := publishIn(tx, m, cmd.Actor)
+		evs, msg, err := publishIn(tx, m, cmd.Actor, cmd.Listeners)
 		out = msg
 		if cmd.DryRun {
 			return nil, err
@@ -118,7 +121,7 @@ func CheckMessage(m events.Message) error {
 // publishIn decides a message's publication inside a decision: the parent
 // must exist; the conversation is inherited from it when not given, or
 // is the message's own id.
-func publishIn(tx *ledger.Tx, m events.Message, actor events.Actor) ([]ledger.NewEvent, events.Message, error) {
+func publishIn(tx *ledger.Tx, m events.Message, actor events.Actor, listeners *TopicListeners) ([]ledger.NewEvent, events.Message, error) {
 	if m.ParentID != "" {
 		parent, err := LoadMessage(tx, m.ParentID)
 		if err != nil {
@@ -136,5 +139,9 @@ func publishIn(tx *ledger.Tx, m events.Message, actor events.Actor) ([]ledger.Ne
 	}
 	ev := ledger.NewEvent{Stream: events.MessageStream(m.ID), ExpectedVersion: 0, Type: events.MessagePublished, Data: m,
 		Meta: ledger.Meta{CorrelationID: m.ConversationID, CausationID: m.ParentID, Actor: actor}}
-	return []ledger.NewEvent{ev}, m, nil
+	more, err := listeners.listen(tx, m)
+	if err != nil {
+		return nil, m, err
+	}
+	return append([]ledger.NewEvent{ev}, more...), m, nil
 }

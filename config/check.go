@@ -59,6 +59,8 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 		path := indexPath("routes", i)
 		from, fromOK := installed[r.From]
 		switch {
+		case strings.HasPrefix(r.From, TopicRoutePrefix):
+			// A route from a topic: any message published to it fires it.
 		case !fromOK && c.Plugin(r.From).RunsOn.Remote():
 			// Served by remote workers: known from their registrations.
 		case !fromOK:

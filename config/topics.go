@@ -23,6 +23,14 @@ const (
 	MaxTopicAttempts = 1000
 )
 
+// TopicRoutePrefix marks a route's from, or a pipeline's on, that
+// listens on a topic: topic:<name>.
+const TopicRoutePrefix = "topic:"
+
+// TopicRouteEvent is the event_type of a route from a topic (the only
+// one: a message's publication); such a route may leave it out.
+const TopicRouteEvent = "message.published"
+
 // TopicName is the form of a topic's name.
 var TopicName = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,200}$`)
 

@@ -17,7 +17,7 @@ import (
 
 // messageScan is how many messages of a topic one read of a claim looks
 // at, oldest first; a claim reads on while it finds none it can take.
-const messageScan = 256
+const messageScan = 32
 
 // ClaimMessage claims the oldest claimable message of r.Topic for r.Group
 // (FIFO by seq; r.Group empty: events.DefaultGroup) by r.Worker under a

@@ -36,7 +36,7 @@ func (e *Engine) RenewMessage(ctx context.Context, id string, f MessageFence, le
 func (e *Engine) FinishMessage(ctx context.Context, id string, f MessageFence, u FollowUp) (events.Message, error) {
 	res, err := commands.FinishMessage(ctx, e.ledger, commands.FinishMessageCmd{MessageID: id, MessageFence: f.commands(),
 		Status: events.ClaimStatus(u.Status), FollowUpTopic: u.Topic, Body: u.Body, Metadata: u.Metadata, Now: e.fleet.Now(),
-		Error: finishError(u)})
+		Error: finishError(u), Listeners: e.topicListeners()})
 	if err != nil || res.FollowUp == nil {
 		return events.Message{}, err
 	}

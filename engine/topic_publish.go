@@ -19,9 +19,16 @@ func (e *Engine) Publish(ctx context.Context, p Publish) (events.Message, error)
 		actor = events.ActorCLI
 	}
 	m, err := commands.PublishMessage(ctx, e.ledger, commands.Publish{Topic: p.Topic, Body: p.Body, ParentID: p.ParentID,
-		ConversationID: p.ConversationID, Producer: p.Producer, Metadata: p.Metadata, Actor: actor, Now: e.fleet.Now(), DryRun: p.DryRun})
+		ConversationID: p.ConversationID, Producer: p.Producer, Metadata: p.Metadata, Actor: actor, Now: e.fleet.Now(), DryRun: p.DryRun,
+		Listeners: e.topicListeners()})
 	if err != nil {
 		return events.Message{}, fmt.Errorf("publish to %s: %w", p.Topic, err)
 	}
 	return m, nil
+}
+
+// topicListeners are the routes and pipelines of this config that listen
+// on topics (from: topic:<name>, on: topic:<name>).
+func (e *Engine) topicListeners() *commands.TopicListeners {
+	return &commands.TopicListeners{Pipelines: e.pipelines, CanRun: e.CannotRun}
 }

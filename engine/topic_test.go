@@ -464,3 +464,47 @@ func TestReplayOfTopicsIsExact(t *testing.T) {
 	require.Contains(t, before.String(), `"WorkerGroup":"g"`)
 	require.Equal(t, before.String(), after.String())
 }
+
+// TestAWaitingClaimSeesAnotherProcesssPublish opens a second ledger on the
+// file, as another process does: a CLI beside a daemon that publishes with
+// no projector of its own. A claim waiting in the daemon (its projector
+// applies the other process's append) and one waiting in a third process
+// with no projector (it follows the daemon's projections through the
+// file's watcher) are both woken, with no sleep loop.
+func TestAWaitingClaimSeesAnotherProcesssPublish(t *testing.T) {
+	b := setupTopics(t, nil)
+	open := func() *ledger.Ledger {
+		l, err := ledger.Open(b.ctx, b.l.Path(), ledger.Options{Synchronous: "NORMAL"})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, l.Close()) })
+		return l
+	}
+	publisher, beside := open(), open()
+	besideEngine := engine.New(engine.Options{Ledger: beside, Config: config.Default(),
+		Fleet: engine.NewFleet(engine.FleetOptions{Now: b.clock.Now})})
+
+	type claimed struct {
+		c   *engine.ClaimedMessage
+		err error
+	}
+	inDaemon, inCLI := make(chan claimed, 1), make(chan claimed, 1)
+	start := time.Now()
+	go func() {
+		c, err := b.eng.ClaimMessage(b.ctx, engine.MessageClaimRequest{Topic: "work", Group: "daemon", Worker: "d", Wait: 30 * time.Second})
+		inDaemon <- claimed{c, err}
+	}()
+	go func() {
+		c, err := besideEngine.ClaimMessage(b.ctx, engine.MessageClaimRequest{Topic: "work", Group: "cli", Worker: "c", Wait: 30 * time.Second})
+		inCLI <- claimed{c, err}
+	}()
+	m, err := commands.PublishMessage(b.ctx, publisher, commands.Publish{Topic: "work", Body: "from afar", Now: time.Now()})
+	require.NoError(t, err)
+	for name, ch := range map[string]chan claimed{"daemon": inDaemon, "cli": inCLI} {
+		got := <-ch
+		require.NoError(t, got.err, name)
+		require.NotNil(t, got.c, name)
+		require.Equal(t, m.ID, got.c.Message.ID, name)
+	}
+	t.Logf("both claims woken %s after they began waiting", time.Since(start))
+	require.Less(t, time.Since(start), 10*time.Second)
+}

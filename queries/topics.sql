@@ -7,7 +7,7 @@ INSERT INTO topic_messages (seq, id, topic, conversation_id, parent_id, producer
 VALUES (@seq, @id, @topic, @conversation_id, @parent_id, @producer, @body, @metadata, @created_at);
 
 -- name: TopicMessageSeq :one
-SELECT seq, topic FROM topic_messages WHERE id = @id;
+SELECT seq, topic FROM topic_messages WHERE id = CAST(@id AS TEXT);
 
 -- name: UpsertTopicClaim :exec
 INSERT INTO topic_claims (message_id, worker_group, topic, message_seq, status, done, worker, fence, lease_until,
@@ -21,16 +21,16 @@ ON CONFLICT (message_id, worker_group) DO UPDATE SET
 
 -- name: RenewTopicClaim :exec
 UPDATE topic_claims SET lease_until = @lease_until, updated_seq = @updated_seq
-WHERE message_id = @message_id AND worker_group = @worker_group AND fence = @fence AND status = 'active';
+WHERE message_id = CAST(@message_id AS TEXT) AND worker_group = CAST(@worker_group AS TEXT) AND fence = CAST(@fence AS INTEGER) AND status = 'active';
 
 -- name: EndTopicClaim :one
 UPDATE topic_claims SET status = @status, done = @done, ended_at = @ended_at, follow_up_id = @follow_up_id,
     error = @error, updated_seq = @updated_seq
-WHERE message_id = @message_id AND worker_group = @worker_group AND fence = @fence
+WHERE message_id = CAST(@message_id AS TEXT) AND worker_group = CAST(@worker_group AS TEXT) AND fence = CAST(@fence AS INTEGER)
 RETURNING topic, message_seq;
 
 -- name: TopicCursor :one
-SELECT done_through FROM topic_cursors WHERE topic = @topic AND worker_group = @worker_group;
+SELECT done_through FROM topic_cursors WHERE topic = CAST(@topic AS TEXT) AND worker_group = CAST(@worker_group AS TEXT);
 
 -- name: SetTopicCursor :exec
 INSERT INTO topic_cursors (topic, worker_group, done_through) VALUES (@topic, @worker_group, @done_through)
@@ -41,11 +41,11 @@ ON CONFLICT (topic, worker_group) DO UPDATE SET done_through = excluded.done_thr
 -- done with.
 SELECT m.seq FROM topic_messages m
 LEFT JOIN topic_claims c ON c.message_id = m.id AND c.worker_group = @worker_group
-WHERE m.topic = @topic AND m.seq > @after AND (c.done IS NULL OR c.done = 0)
+WHERE m.topic = CAST(@topic AS TEXT) AND m.seq > CAST(@after AS INTEGER) AND (c.done IS NULL OR c.done = 0)
 ORDER BY m.seq LIMIT 1;
 
 -- name: LastTopicMessage :many
-SELECT seq FROM topic_messages WHERE topic = @topic ORDER BY seq DESC LIMIT 1;
+SELECT seq FROM topic_messages WHERE topic = CAST(@topic AS TEXT) ORDER BY seq DESC LIMIT 1;
 
 -- name: DeleteTopicMessages :exec
 DELETE FROM topic_messages;
@@ -77,7 +77,7 @@ SELECT topic, worker_group, done_through FROM topic_cursors ORDER BY topic, work
 SELECT m.seq, m.id, c.status, c.lease_until, c.attempts, c.fence
 FROM topic_messages m
 LEFT JOIN topic_claims c ON c.message_id = m.id AND c.worker_group = @worker_group
-WHERE m.topic = @topic AND m.seq > @after AND (c.done IS NULL OR c.done = 0)
+WHERE m.topic = CAST(@topic AS TEXT) AND m.seq > CAST(@after AS INTEGER) AND (c.done IS NULL OR c.done = 0)
 ORDER BY m.seq LIMIT @max_rows;
 
 -- name: ListActiveTopicClaims :many
@@ -88,24 +88,24 @@ FROM topic_claims WHERE status = 'active' ORDER BY message_seq;
 
 -- name: TopicMessageByID :many
 SELECT seq, id, topic, conversation_id, parent_id, producer, body, metadata, created_at
-FROM topic_messages WHERE id = @id;
+FROM topic_messages WHERE id = CAST(@id AS TEXT);
 
 -- name: ListTopicMessages :many
 SELECT seq, id, topic, conversation_id, parent_id, producer, body, metadata, created_at
-FROM topic_messages WHERE topic = @topic AND seq > @after ORDER BY seq LIMIT @max_rows;
+FROM topic_messages WHERE topic = CAST(@topic AS TEXT) AND seq > CAST(@after AS INTEGER) ORDER BY seq LIMIT @max_rows;
 
 -- name: ListConversationMessages :many
 SELECT seq, id, topic, conversation_id, parent_id, producer, body, metadata, created_at
-FROM topic_messages WHERE conversation_id = @conversation_id AND seq > @after ORDER BY seq LIMIT @max_rows;
+FROM topic_messages WHERE conversation_id = CAST(@conversation_id AS TEXT) AND seq > CAST(@after AS INTEGER) ORDER BY seq LIMIT @max_rows;
 
 -- name: ConversationReply :many
 -- The first message of the conversation on the success or failure topic,
 -- or on a topic ending .timed_out or .dead.
 SELECT seq, id, topic, conversation_id, parent_id, producer, body, metadata, created_at
-FROM topic_messages WHERE conversation_id = @conversation_id
-  AND (topic = @success OR topic = @failure OR topic LIKE '%.timed_out' OR topic LIKE '%.dead')
+FROM topic_messages WHERE conversation_id = CAST(@conversation_id AS TEXT)
+  AND (topic = CAST(@success AS TEXT) OR topic = CAST(@failure AS TEXT) OR topic LIKE '%.timed_out' OR topic LIKE '%.dead')
 ORDER BY seq LIMIT 1;
 
 -- name: ListMessageClaims :many
 SELECT message_id, worker_group, status, worker, fence, lease_until, attempts, claimed_at, ended_at, follow_up_id, error
-FROM topic_claims WHERE message_id = @message_id ORDER BY worker_group;
+FROM topic_claims WHERE message_id = CAST(@message_id AS TEXT) ORDER BY worker_group;

@@ -74,7 +74,7 @@ func InsertTopicMessage(conn *sqlite.Conn, arg InsertTopicMessageParams) (err er
 	return nil
 }
 
-const topicMessageSeq = `SELECT seq, topic FROM topic_messages WHERE id = ?1`
+const topicMessageSeq = `SELECT seq, topic FROM topic_messages WHERE id = CAST(?1 AS TEXT)`
 
 type TopicMessageSeqRow struct {
 	Seq   int64
@@ -159,7 +159,7 @@ func UpsertTopicClaim(conn *sqlite.Conn, arg UpsertTopicClaimParams) (err error)
 }
 
 const renewTopicClaim = `UPDATE topic_claims SET lease_until = ?1, updated_seq = ?2
-WHERE message_id = ?3 AND worker_group = ?4 AND fence = ?5 AND status = 'active'`
+WHERE message_id = CAST(?3 AS TEXT) AND worker_group = CAST(?4 AS TEXT) AND fence = CAST(?5 AS INTEGER) AND status = 'active'`
 
 type RenewTopicClaimParams struct {
 	LeaseUntil  string
@@ -198,7 +198,7 @@ func RenewTopicClaim(conn *sqlite.Conn, arg RenewTopicClaimParams) (err error) {
 
 const endTopicClaim = `UPDATE topic_claims SET status = ?1, done = ?2, ended_at = ?3, follow_up_id = ?4,
     error = ?5, updated_seq = ?6
-WHERE message_id = ?7 AND worker_group = ?8 AND fence = ?9
+WHERE message_id = CAST(?7 AS TEXT) AND worker_group = CAST(?8 AS TEXT) AND fence = CAST(?9 AS INTEGER)
 RETURNING topic, message_seq`
 
 type EndTopicClaimParams struct {
@@ -261,7 +261,7 @@ func EndTopicClaim(conn *sqlite.Conn, arg EndTopicClaimParams) (row EndTopicClai
 	return row, nil
 }
 
-const topicCursor = `SELECT done_through FROM topic_cursors WHERE topic = ?1 AND worker_group = ?2`
+const topicCursor = `SELECT done_through FROM topic_cursors WHERE topic = CAST(?1 AS TEXT) AND worker_group = CAST(?2 AS TEXT)`
 
 type TopicCursorParams struct {
 	Topic       string
@@ -327,7 +327,7 @@ func SetTopicCursor(conn *sqlite.Conn, arg SetTopicCursorParams) (err error) {
 
 const firstUnfinishedMessage = `SELECT m.seq FROM topic_messages m
 LEFT JOIN topic_claims c ON c.message_id = m.id AND c.worker_group = ?1
-WHERE m.topic = ?2 AND m.seq > ?3 AND (c.done IS NULL OR c.done = 0)
+WHERE m.topic = CAST(?2 AS TEXT) AND m.seq > CAST(?3 AS INTEGER) AND (c.done IS NULL OR c.done = 0)
 ORDER BY m.seq LIMIT 1`
 
 type FirstUnfinishedMessageParams struct {
@@ -367,7 +367,7 @@ func FirstUnfinishedMessage(conn *sqlite.Conn, arg FirstUnfinishedMessageParams,
 	}
 }
 
-const lastTopicMessage = `SELECT seq FROM topic_messages WHERE topic = ?1 ORDER BY seq DESC LIMIT 1`
+const lastTopicMessage = `SELECT seq FROM topic_messages WHERE topic = CAST(?1 AS TEXT) ORDER BY seq DESC LIMIT 1`
 
 func LastTopicMessage(conn *sqlite.Conn, topic string, fn func(int64) error) (err error) {
 	stmt, err := conn.Prepare(lastTopicMessage)
@@ -637,7 +637,7 @@ const listClaimableMessages = `
 SELECT m.seq, m.id, c.status, c.lease_until, c.attempts, c.fence
 FROM topic_messages m
 LEFT JOIN topic_claims c ON c.message_id = m.id AND c.worker_group = ?1
-WHERE m.topic = ?2 AND m.seq > ?3 AND (c.done IS NULL OR c.done = 0)
+WHERE m.topic = CAST(?2 AS TEXT) AND m.seq > CAST(?3 AS INTEGER) AND (c.done IS NULL OR c.done = 0)
 ORDER BY m.seq LIMIT ?4`
 
 type ListClaimableMessagesParams struct {
@@ -754,7 +754,7 @@ func ListActiveTopicClaims(conn *sqlite.Conn, fn func(ListActiveTopicClaimsRow) 
 
 const topicMessageByID = `
 SELECT seq, id, topic, conversation_id, parent_id, producer, body, metadata, created_at
-FROM topic_messages WHERE id = ?1`
+FROM topic_messages WHERE id = CAST(?1 AS TEXT)`
 
 type TopicMessageByIDRow struct {
 	Seq            int64
@@ -814,7 +814,7 @@ func TopicMessageByID(conn *sqlite.Conn, id string, fn func(TopicMessageByIDRow)
 }
 
 const listTopicMessages = `SELECT seq, id, topic, conversation_id, parent_id, producer, body, metadata, created_at
-FROM topic_messages WHERE topic = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`
+FROM topic_messages WHERE topic = CAST(?1 AS TEXT) AND seq > CAST(?2 AS INTEGER) ORDER BY seq LIMIT ?3`
 
 type ListTopicMessagesParams struct {
 	Topic   string
@@ -881,7 +881,7 @@ func ListTopicMessages(conn *sqlite.Conn, arg ListTopicMessagesParams, fn func(L
 }
 
 const listConversationMessages = `SELECT seq, id, topic, conversation_id, parent_id, producer, body, metadata, created_at
-FROM topic_messages WHERE conversation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`
+FROM topic_messages WHERE conversation_id = CAST(?1 AS TEXT) AND seq > CAST(?2 AS INTEGER) ORDER BY seq LIMIT ?3`
 
 type ListConversationMessagesParams struct {
 	ConversationID string
@@ -948,8 +948,8 @@ func ListConversationMessages(conn *sqlite.Conn, arg ListConversationMessagesPar
 }
 
 const conversationReply = `SELECT seq, id, topic, conversation_id, parent_id, producer, body, metadata, created_at
-FROM topic_messages WHERE conversation_id = ?1
-  AND (topic = ?2 OR topic = ?3 OR topic LIKE '%.timed_out' OR topic LIKE '%.dead')
+FROM topic_messages WHERE conversation_id = CAST(?1 AS TEXT)
+  AND (topic = CAST(?2 AS TEXT) OR topic = CAST(?3 AS TEXT) OR topic LIKE '%.timed_out' OR topic LIKE '%.dead')
 ORDER BY seq LIMIT 1`
 
 type ConversationReplyParams struct {
@@ -1019,7 +1019,7 @@ func ConversationReply(conn *sqlite.Conn, arg ConversationReplyParams, fn func(C
 }
 
 const listMessageClaims = `SELECT message_id, worker_group, status, worker, fence, lease_until, attempts, claimed_at, ended_at, follow_up_id, error
-FROM topic_claims WHERE message_id = ?1 ORDER BY worker_group`
+FROM topic_claims WHERE message_id = CAST(?1 AS TEXT) ORDER BY worker_group`
 
 type ListMessageClaimsRow struct {
 	MessageID   string

@@ -9,6 +9,7 @@ import (
 
 	"zombiezen.com/go/sqlite"
 
+	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/queries"
 )
@@ -68,7 +69,8 @@ func ReadMessages(ctx context.Context, l *ledger.Ledger, f MessageFilter) (page 
 // CheckConversation says whether conversation conv has a terminal reply
 // yet: the first of its messages on the success topic (success), or on the
 // failure topic or a topic ending .timed_out or .dead (failure). A
-// conversation with no message is ErrMessageNotFound.
+// conversation with no message is ErrMessageNotFound; one whose first
+// message is recorded but not projected yet is pending.
 func CheckConversation(ctx context.Context, l *ledger.Ledger, conv, success, failure string) (ConversationCheck, error) {
 	check := ConversationCheck{State: ConversationPending}
 	err := l.ReadSnapshot(ctx, func(conn *sqlite.Conn) error {
@@ -79,7 +81,7 @@ func CheckConversation(ctx context.Context, l *ledger.Ledger, conv, success, fai
 			return err
 		}
 		if !known {
-			return fmt.Errorf("%w: no conversation %s (a conversation's id is the id of its first message)", ErrMessageNotFound, conv)
+			return errNotProjected
 		}
 		return queries.ConversationReply(conn, queries.ConversationReplyParams{ConversationID: conv, Success: success, Failure: failure},
 			func(r queries.ConversationReplyRow) error {
@@ -92,11 +94,26 @@ func CheckConversation(ctx context.Context, l *ledger.Ledger, conv, success, fai
 				return nil
 			})
 	})
+	if errors.Is(err, errNotProjected) {
+		// Just published by a process whose appends the projector has not
+		// applied yet: its first message's stream says it exists.
+		evs, err := l.ReadStream(ctx, events.MessageStream(conv))
+		if err != nil {
+			return ConversationCheck{}, fmt.Errorf("check conversation: %w", err)
+		}
+		if len(evs) == 0 {
+			return ConversationCheck{}, fmt.Errorf("check conversation: %w: no conversation %s (a conversation's id is the id of its first message)", ErrMessageNotFound, conv)
+		}
+		return ConversationCheck{State: ConversationPending}, nil
+	}
 	if err != nil {
 		return ConversationCheck{}, fmt.Errorf("check conversation: %w", err)
 	}
 	return check, nil
 }
+
+// errNotProjected: the projections do not show the conversation (yet).
+var errNotProjected = errors.New("not projected")
 
 // InspectMessage is message id with every group's claim of it, their
 // states judged now.
