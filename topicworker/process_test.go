@@ -152,3 +152,8 @@ func TestRunBoundsOutput(t *testing.T) {
 	// The default bound leaves room for the note within a 1 MiB body.
 	require.LessOrEqual(t, topicworker.DefaultMaxOutput+len("\n[ductile: output truncated: the first 1048320 of 99999999999 bytes kept]\n"), 1<<20)
 }
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -63,8 +63,9 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// ErrNoMessage is Run's answer in Once mode when it stopped before a
-// message's follow-up was recorded.
+// ErrNoMessage is Run's answer in Once mode when the follow-up of its
+// message was not recorded (dropped, or it stopped before one was
+// claimed).
 var ErrNoMessage = errors.New("no message was handled")
 
 // Worker claims messages of one topic for one group, runs the command for
@@ -98,8 +99,11 @@ func New(o Options) (*Worker, error) {
 	if o.ShutdownGrace <= 0 {
 		o.ShutdownGrace = DefaultShutdownGrace
 	}
-	if o.Permanent == nil {
-		o.Permanent = func(error) bool { return false }
+	permanent := o.Permanent
+	o.Permanent = func(err error) bool {
+		// A claim the exchange refuses as invalid (a bad topic name, a
+		// lease out of bounds) is refused again.
+		return errors.Is(err, commands.ErrInvalidCommand) || (permanent != nil && permanent(err))
 	}
 	log := o.Log
 	if log == nil {
@@ -143,8 +147,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			failures = 0
 		default:
 			failures = 0
-			if w.handle(ctx, c) && w.o.Once {
+			replied := w.handle(ctx, c)
+			switch {
+			case w.o.Once && replied:
 				return nil
+			case w.o.Once:
+				return ErrNoMessage // its one message was dropped
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -52,8 +53,8 @@ func topicWorkerRun(c *cli.Context) error {
 		return usagef("a topic worker needs --success-topic S and --failure-topic F")
 	case !c.Args().Present():
 		return usagef("give the command to run after --: ductile worker --topic %s --success-topic S --failure-topic F -- CMD [ARGS]", c.String("topic"))
-	case c.Duration("lease") < 3*1e6:
-		return usagef("--lease must be at least 3ms, got %v", c.Duration("lease"))
+	case c.Duration("lease") < time.Second || c.Duration("lease") > time.Hour:
+		return usagef("--lease must be 1s to 1h, got %v", c.Duration("lease"))
 	case c.Duration("timeout") < 0:
 		return usagef("--timeout must be 0 (none) or more, got %v", c.Duration("timeout"))
 	}
