@@ -91,7 +91,7 @@ type CompleteResult struct {
 	// Published are the messages routes to topics published (to:
 	// topic:<name>).
 	Published []events.Message
-	Seqs    []int64
+	Seqs      []int64
 	// stale is set when the completion was recorded as superseded.
 	stale *StaleFenceError
 }
