@@ -83,6 +83,7 @@ func (cmd FinishMessageCmd) decide(tx *ledger.Tx, m *TopicMessage, followUp *eve
 	if followUp != nil {
 		f := *followUp
 		f.ConversationID = m.Message.ConversationID
+		f.Depth = m.Message.Depth // a worker's reply is no route: it keeps the routes' count
 		if len(f.Metadata) == 0 {
 			f.Metadata = m.Message.Metadata
 		}

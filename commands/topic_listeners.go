@@ -51,6 +51,13 @@ func (tl *TopicListeners) listen(tx *ledger.Tx, m events.Message) ([]ledger.NewE
 		return nil, fmt.Errorf("message %s: created_at: %w", m.ID, err)
 	}
 	payload := TopicPayload(m.Body)
+	limit := cfg.Service.MaxRouteDepth
+	if limit <= 0 {
+		limit = config.DefaultMaxRouteDepth
+	}
+	if m.Depth > limit {
+		return nil, nil // routed too deep: the route that published it may loop
+	}
 	var evs []ledger.NewEvent
 	for _, r := range cfg.Routes {
 		if r.From != source {
@@ -65,6 +72,7 @@ func (tl *TopicListeners) listen(tx *ledger.Tx, m events.Message) ([]ledger.NewE
 		}
 		job := JobFor(cfg, r.To, r.Command, events.ActorRoute)
 		job.Payload, job.Event, job.SourceEventID, job.Causation, job.Now = payload, envelope, m.ID, m.ID, now
+		job.Depth = m.Depth
 		more, _, err := job.decide(tx, nil)
 		if errors.Is(err, ErrInvalidCommand) {
 			continue
@@ -78,7 +86,7 @@ func (tl *TopicListeners) listen(tx *ledger.Tx, m events.Message) ([]ledger.NewE
 	if set := tl.Pipelines.set(); set != nil {
 		for _, pl := range set.Triggered(source) {
 			more, _, err := tl.Pipelines.startRun(tx, StartRun{Pipeline: pl, Trigger: events.TriggerEvent, Payload: payload, EventType: source,
-				SubmittedBy: events.ActorRoute, Config: cfg, Now: now}, seen)
+				SubmittedBy: events.ActorRoute, Config: cfg, Now: now, Depth: m.Depth}, seen)
 			if errors.Is(err, ErrInvalidCommand) {
 				continue
 			}

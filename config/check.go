@@ -72,6 +72,8 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 		}
 		to, toOK := installed[r.To]
 		switch {
+		case strings.HasPrefix(r.To, TopicRoutePrefix):
+			// A route to a topic: the event's payload is published as a message.
 		case !toOK && c.Plugin(r.To).RunsOn.Remote():
 			// Served by remote workers: the route's command is checked against
 			// their registrations when it fires.

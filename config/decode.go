@@ -249,6 +249,10 @@ func (l *loader) route(n *yaml.Node, path string) (Route, bool) {
 			ok = false
 		}
 	}
+	if topic, isTopic := strings.CutPrefix(r.To, TopicRoutePrefix); isTopic && !TopicName.MatchString(topic) {
+		l.fail(fieldValue(n, "to"), joinPath(path, "to"), "invalid topic %q after topic:: 1 to 200 of A-Z a-z 0-9 . _ : -", topic)
+		ok = false
+	}
 	for _, req := range []struct{ key, val, fix string }{
 		{"from", r.From, fromFix},
 		{"event_type", r.EventType, eventFix},

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -19,6 +20,11 @@ topics:
 	require.Equal(t, config.TopicConfig{MaxAttempts: 3, Backoff: 2 * time.Second}, cfg.Topic("summarize.request"))
 	require.Equal(t, config.DefaultTopic(), cfg.Topic("quick"))
 	require.Equal(t, config.TopicConfig{MaxAttempts: 5, Backoff: time.Second}, cfg.Topic("not.named"))
+
+	// config show prints them, defaults filled in.
+	shown, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	require.Contains(t, string(shown), `"topics":{"quick":{"max_attempts":5,"backoff":"1s"},"summarize.request":{"max_attempts":3,"backoff":"2s"}}`)
 
 	// The backoff doubles per expiry up to 5m.
 	d := config.DefaultTopic()

@@ -27,8 +27,8 @@ type Publish struct {
 
 // MessageClaimRequest asks for the oldest message of Topic that Group has
 // not had (Group empty: events.DefaultGroup), for Worker (the worker
-// instance) under a lease of Lease (0: the topic default). With none
-// claimable it waits up to Wait (bounded by MaxClaimWait) for one.
+// instance) under a lease of Lease (0: service.lease_period; 1s to 1h).
+// With none claimable it waits up to Wait (bounded by MaxClaimWait) for one.
 type MessageClaimRequest struct {
 	Topic  string
 	Group  string

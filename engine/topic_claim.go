@@ -67,28 +67,39 @@ func (e *Engine) ClaimMessage(ctx context.Context, r MessageClaimRequest) (*Clai
 		if c != nil || err != nil || wait <= 0 {
 			return c, err
 		}
-		var due <-chan time.Time
-		if !retryAt.IsZero() {
-			t := time.NewTimer(max(0, retryAt.Sub(e.fleet.Now())))
-			defer t.Stop() // at most one per wake-up of a bounded wait
-			due = t.C
-		}
-		var polled <-chan time.Time
-		if !e.ledger.Watching() && e.fleet.watcher() == nil {
-			t := time.NewTimer(250 * time.Millisecond) // no watch on the file: other processes' commits are not seen otherwise
-			defer t.Stop()
-			polled = t.C
-		}
-		select {
-		case <-changed:
-		case <-due:
-		case <-polled:
-		case <-expired:
-			return nil, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if done, err := e.waitForMessage(ctx, changed, retryAt, expired); done {
+			return nil, err
 		}
 	}
+}
+
+// waitForMessage sleeps until changed is closed, the earliest backoff
+// ahead (retryAt; zero: none) passes, or, with no watch on the ledger's
+// file, a short poll; done is true when the claim's wait (expired) or ctx
+// ended first.
+func (e *Engine) waitForMessage(ctx context.Context, changed <-chan struct{}, retryAt time.Time, expired <-chan time.Time) (done bool, err error) {
+	var due <-chan time.Time
+	if !retryAt.IsZero() {
+		t := time.NewTimer(max(0, retryAt.Sub(e.fleet.Now())))
+		defer t.Stop()
+		due = t.C
+	}
+	var polled <-chan time.Time
+	if !e.ledger.Watching() && e.fleet.watcher() == nil {
+		t := time.NewTimer(250 * time.Millisecond) // no watch on the file: other processes' commits are not seen otherwise
+		defer t.Stop()
+		polled = t.C
+	}
+	select {
+	case <-changed:
+	case <-due:
+	case <-polled:
+	case <-expired:
+		return true, nil
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
+	return false, nil
 }
 
 // claimMessageOnce claims the oldest message it can, or returns the

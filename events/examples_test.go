@@ -51,7 +51,7 @@ func goldenExamples() map[string]any {
 				ConcurrencySafe: true, FactOutputs: []events.WorkerFactOutput{{Command: "handle", From: "state_updates", FactType: "render.frames", CompatibilityView: "mirror_object"}}}}},
 		events.MessagePublished: events.Message{ID: "0193a1b2-0000-7000-8000-0000000000b2", Topic: "summarize.done", Body: "three lines",
 			ParentID: "0193a1b2-0000-7000-8000-0000000000a1", ConversationID: "0193a1b2-0000-7000-8000-0000000000a1", Producer: "summarizers",
-			Metadata: raw(`{"lang":"en"}`), CreatedAt: "2026-11-28T12:00:00.125Z"},
+			Metadata: raw(`{"lang":"en"}`), CreatedAt: "2026-11-28T12:00:00.125Z", Depth: 1},
 		events.MessageClaimed:      events.MessageClaim{Group: "summarizers", Worker: "gpu-box-5100", Fence: 2, LeaseUntil: "2026-11-28T12:00:30.125Z", Attempt: 1},
 		events.MessageLeaseRenewed: events.MessageLeaseRenewedData{Group: "summarizers", Fence: 2, LeaseUntil: "2026-11-28T12:00:50.5Z"},
 		events.MessageClaimEnded: events.MessageClaimEndedData{Group: "summarizers", Worker: "gpu-box-5100", Fence: 2, Status: events.ClaimFailed,

@@ -72,6 +72,11 @@ type Message struct {
 	Producer       string          `json:"producer,omitempty"`
 	Metadata       json.RawMessage `json:"metadata,omitempty"`
 	CreatedAt      string          `json:"created_at"`
+	// Depth is how many routes lie between the message and a producer: 0
+	// for a publisher's message, the job's depth + 1 for a message a route
+	// published from a job's event; a worker's follow-up keeps its
+	// parent's. The jobs a topic's routes make from it are that deep.
+	Depth int `json:"depth,omitempty"`
 }
 
 // MessageClaim is the data of message.claimed: Group's claim of the

@@ -55,8 +55,8 @@ const (
 
 // ConversationCheck says whether a conversation has a terminal reply yet:
 // State pending, success (a message on the success topic) or failure (on
-// the failure topic, or on <topic>.timed_out of a message in it); Reply
-// is the first such message.
+// the failure topic, or on a topic ending .timed_out or .dead); Reply is
+// the first such message.
 type ConversationCheck struct {
 	State string         `json:"state"`
 	Reply *MessageRecord `json:"reply,omitempty"`
