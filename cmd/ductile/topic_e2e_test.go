@@ -219,11 +219,21 @@ func TestTopicThreadingOverThreeHops(t *testing.T) {
 	require.Equal(t, root.ConversationID, second.ConversationID)
 	require.Equal(t, root.ConversationID, third.ConversationID, "a follow-up inherits its parent's conversation")
 	other := w.publish("plan.request", "unrelated")
+	require.NotEqual(t, other.ConversationID, third.ConversationID)
 	require.NotEqual(t, root.ConversationID, other.ConversationID)
 	thread := w.read("conversation", root.ConversationID)
 	require.Len(t, thread, 3)
 	require.Equal(t, []string{"plan it", "step one", "step two"}, []string{thread[0].Body, thread[1].Body, thread[2].Body})
 	require.Equal(t, []string{"", root.MessageID, second.MessageID}, []string{thread[0].ParentID, thread[1].ParentID, thread[2].ParentID})
+	// read --follow prints what is there, then what comes, one JSON line each.
+	follow := start(t, w.env, w.args("topic", "read", "--follow", "--json", "--conversation", root.ConversationID)...)
+	follow.waitLine(t, 0, func(line string) bool { return strings.Contains(line, `"step two"`) })
+	fourth := w.publish("plan.step", "step three", "--parent-id", third.MessageID)
+	line, _ := follow.waitLine(t, 0, func(line string) bool { return strings.Contains(line, fourth.MessageID) })
+	var followed topicMessage
+	require.NoError(t, json.Unmarshal([]byte(line), &followed))
+	require.Equal(t, third.MessageID, followed.ParentID)
+	require.Equal(t, 0, follow.signal(t, syscall.SIGINT))
 	// An unknown parent is refused, with its code.
 	r := w.run("topic", "publish", "plan.step", "x", "--parent-id", "no-such-message", "--json")
 	require.Equal(t, 1, r.code, r.String())
