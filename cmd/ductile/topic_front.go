@@ -86,9 +86,14 @@ func apiClient(c *cli.Context, scope string) (*apiclient.Client, error) {
 }
 
 // openTopicFront is the front of the command: --api's daemon, else the
-// local ledger (created if missing when write is set).
+// local ledger (created if missing when write is set: the command
+// publishes; its key needs topics:rw, a reader's topics:ro).
 func openTopicFront(c *cli.Context, e *env, write bool) (topicFront, error) {
-	client, err := apiClient(c, "topics:rw")
+	scope := "topics:ro"
+	if write {
+		scope = "topics:rw"
+	}
+	client, err := apiClient(c, scope)
 	if err != nil || client != nil {
 		if err != nil {
 			return nil, err
