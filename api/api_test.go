@@ -59,6 +59,8 @@ var guard = fakeGuard{
 	"worker-2":    {auth.Worker},
 	"render-only": {config.WorkerPluginScope("render")},
 	"other-only":  {config.WorkerPluginScope("other")},
+	"topics-ro":   {auth.TopicsRO},
+	"topics-rw":   {auth.TopicsRW},
 }
 
 var applied = events.ConfigAppliedData{
@@ -182,6 +184,14 @@ func routeOf(method, path string) string {
 		return "/pipeline/{name}"
 	case len(parts) >= 4 && parts[1] == "worker" && parts[2] == "jobs":
 		parts[3] = "{id}"
+	case len(parts) >= 4 && parts[1] == "worker" && parts[2] == "messages":
+		parts[3] = "{id}"
+	case len(parts) >= 4 && parts[1] == "worker" && parts[2] == "topics":
+		parts[3] = "{topic}"
+	case len(parts) >= 3 && parts[1] == "topics":
+		parts[2] = "{topic}"
+	case len(parts) >= 3 && (parts[1] == "messages" || parts[1] == "conversations"):
+		parts[2] = "{id}"
 	case len(parts) >= 3 && (parts[1] == "job" || parts[1] == "run"):
 		parts[2] = "{id}"
 	case len(parts) >= 3 && parts[1] == "runs" && parts[2] != "stream":

@@ -49,6 +49,8 @@ func (s *Server) document() {
 			query("type", "Only events of these types: repeated, or a comma list (job.enqueued,job.succeeded)"),
 			query("stream", "Only this stream's events (job/<id>, plugin/<name>…)"),
 			query("job", "Only this job's own stream (job/<id>); its children's are other streams"),
+			query("topic", "Only the events of the messages of this topic: each message.published and every later event on its stream (claims, renewals, ends)"),
+			query("conversation", "Only the events of the messages of this conversation (as topic; both: the messages of both)"),
 		},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "The stream: text/event-stream until the client closes it", Content: text("text/event-stream", "Server-Sent Events")},

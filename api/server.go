@@ -45,6 +45,9 @@ type Options struct {
 	// Workers counts what remote workers do through the worker routes
 	// (metrics.Metrics); nil: not counted.
 	Workers WorkerObserver
+	// Topics counts what the topic routes do (metrics.Metrics); nil: not
+	// counted.
+	Topics  TopicObserver
 	Logger  *slog.Logger
 	Now     func() time.Time
 	Started time.Time // when the daemon started, for /healthz

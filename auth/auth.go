@@ -25,6 +25,8 @@ const (
 	EventsRO = config.ScopeEventsRO
 	EventsRW = config.ScopeEventsRW
 	Worker   = config.ScopeWorker // the worker routes only: no read scope comes with it
+	TopicsRO = config.ScopeTopicsRO
+	TopicsRW = config.ScopeTopicsRW
 	All      = config.ScopeAll
 )
 

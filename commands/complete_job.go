@@ -68,6 +68,7 @@ type Complete struct {
 	Fence *Fenced
 
 	dropped  []events.DroppedRoute // set by prepare: what the success records
+	messages []events.Message      // set by prepare: what routes to topics publish
 	response *response             // set by prepare: the response, if the pipelines read it
 }
 
@@ -87,7 +88,10 @@ type CompleteResult struct {
 	// Dropped are the routed children not enqueued (past the depth limit,
 	// or their plugin cannot run: Routing.CanRun).
 	Dropped []events.DroppedRoute
-	Seqs    []int64
+	// Published are the messages routes to topics published (to:
+	// topic:<name>).
+	Published []events.Message
+	Seqs      []int64
 	// stale is set when the completion was recorded as superseded.
 	stale *StaleFenceError
 }
@@ -198,6 +202,18 @@ func (cmd Complete) decide(tx *ledger.Tx) ([]ledger.NewEvent, CompleteResult, er
 			}
 			evs = append(evs, childEvs...)
 			res.Children = append(res.Children, cres)
+		}
+		for _, m := range cmd.messages {
+			var listeners *TopicListeners
+			if cmd.Pipelines != nil && cmd.Routing != nil {
+				listeners = &TopicListeners{Pipelines: cmd.Pipelines, CanRun: cmd.Routing.CanRun}
+			}
+			msgEvs, msg, err := publishIn(tx, m, events.ActorRoute, listeners)
+			if err != nil {
+				return nil, res, fmt.Errorf("route to topic %s: %w", m.Topic, err)
+			}
+			evs = append(evs, msgEvs...)
+			res.Published = append(res.Published, msg)
 		}
 	case out.Kind == events.OutcomeCanceled || j.Status == events.StatusCancelRequested:
 		// Stopped by the cancel, or it failed while a cancel was pending:

@@ -1,8 +1,11 @@
 package commands
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/ductile/ductile/config"
 	"github.com/ductile/ductile/events"
@@ -67,6 +70,17 @@ func (cmd *Complete) prepare() (res routed) {
 					Depth: depth, Limit: limit, Reason: fmt.Sprintf("depth %d would pass service.max_route_depth (%d): the route may loop", depth, limit)})
 				continue
 			}
+			if topic, ok := strings.CutPrefix(ch.Plugin, config.TopicRoutePrefix); ok {
+				// A route to a topic publishes the event's payload as a message.
+				m, err := routedMessage(topic, r.Plugin, cmd.JobID, ch, r.Depth+1, cmd.Now)
+				if err != nil {
+					res.dropped = append(res.dropped, events.DroppedRoute{Plugin: ch.Plugin, EventType: ch.EventType, Depth: r.Depth + 1,
+						Reason: err.Error()})
+					continue
+				}
+				cmd.messages = append(cmd.messages, m)
+				continue
+			}
 			if r.CanRun != nil {
 				if err := r.CanRun(ch.Plugin, ch.Command); err != nil {
 					res.dropped = append(res.dropped, events.DroppedRoute{Plugin: ch.Plugin, Command: ch.Command, EventType: ch.EventType,
@@ -90,4 +104,21 @@ func (cmd *Complete) prepare() (res routed) {
 		child.prepare()
 	}
 	return res
+}
+
+// routedMessage is the message a route to a topic publishes from event ch
+// of job jobID of plugin: the event's payload as its body, produced by the
+// plugin, the event's type and id and the job in its metadata.
+func routedMessage(topic, plugin, jobID string, ch router.Child, depth int, now time.Time) (events.Message, error) {
+	body := string(ch.Payload)
+	if body == "" {
+		body = "{}"
+	}
+	meta, err := json.Marshal(map[string]string{"event_type": ch.EventType, "event_id": ch.EventID, "job_id": jobID})
+	if err != nil {
+		return events.Message{}, err
+	}
+	m, err := Publish{Topic: topic, Body: body, Producer: plugin, Metadata: meta, Now: now}.message()
+	m.Depth = depth
+	return m, err
 }

@@ -59,6 +59,8 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 		path := indexPath("routes", i)
 		from, fromOK := installed[r.From]
 		switch {
+		case strings.HasPrefix(r.From, TopicRoutePrefix):
+			// A route from a topic: any message published to it fires it.
 		case !fromOK && c.Plugin(r.From).RunsOn.Remote():
 			// Served by remote workers: known from their registrations.
 		case !fromOK:
@@ -70,6 +72,8 @@ func (c *Config) Check(installed map[string]InstalledPlugin, skipped []string) (
 		}
 		to, toOK := installed[r.To]
 		switch {
+		case strings.HasPrefix(r.To, TopicRoutePrefix):
+			// A route to a topic: the event's payload is published as a message.
 		case !toOK && c.Plugin(r.To).RunsOn.Remote():
 			// Served by remote workers: the route's command is checked against
 			// their registrations when it fires.

@@ -64,6 +64,9 @@ type Config struct {
 	Plugins map[string]PluginConfig
 	// Routes are concatenated across files in load order.
 	Routes []Route
+	// Topics are the topic exchange's per-topic settings (topics:), by
+	// topic name; a topic not named has DefaultTopic. Use Topic(name).
+	Topics map[string]TopicConfig
 
 	// WebhookSettings is the webhooks: section, validated (config/webhooks.go).
 	WebhookSettings WebhookSettings

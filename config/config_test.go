@@ -371,7 +371,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name: "typo",
 			want: []string{
-				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, tokens, webhooks)",
+				"config.yaml:1: servce: unknown key: did you mean service? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, tokens, topics, webhooks)",
 				"config.yaml:4: service.max_worker: unknown key: did you mean max_workers? (valid keys: allow_symlinks, dedupe_ttl, job_log_retention, lease_period, max_hook_depth, max_route_depth, max_workers)",
 				"config.yaml:7: plugins.echo.retyr: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, runs_on, schedules, timeouts); settings for the plugin itself go under config:",
 				"config.yaml:8: plugins.echo.mode: unknown key (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, runs_on, schedules, timeouts); settings for the plugin itself go under config:",
@@ -826,8 +826,8 @@ func TestForeignFileIsNotQuoted(t *testing.T) {
 	require.NoError(t, err)
 	for file, want := range map[string]string{
 		"config.yaml":     "config.yaml:1: include[0]: shadow is not a YAML file: include only *.yaml and *.yml files (or a directory of them)",
-		"yaml-named.yaml": "shadow.yaml:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, api, webhooks, tokens, secrets, include): check the path",
-		"shadow":          "shadow:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, api, webhooks, tokens, secrets, include): check the path",
+		"yaml-named.yaml": "shadow.yaml:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, topics, api, webhooks, tokens, secrets, include): check the path",
+		"shadow":          "shadow:1: not a ductile config file: none of its 3 top-level keys is a config key (state_dir, plugin_roots, service, plugins, routes, pipelines, topics, api, webhooks, tokens, secrets, include): check the path",
 	} {
 		_, err := config.Load(fixture(t, "foreign", file))
 		require.EqualError(t, err, want)

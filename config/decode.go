@@ -53,6 +53,7 @@ func (l *loader) topLevel(cfg *Config) []field {
 			}
 		}},
 		{"pipelines", func(v *yaml.Node, _ string) { cfg.Pipelines = v }},
+		{"topics", func(v *yaml.Node, path string) { l.topics(v, path, cfg) }},
 		{"api", func(v *yaml.Node, path string) { l.apiServer(v, path, cfg) }},
 		{"webhooks", func(v *yaml.Node, path string) { cfg.Webhooks = v; l.webhooks(v, path, cfg) }},
 		{"tokens", func(v *yaml.Node, path string) { l.tokens(v, path, cfg) }},
@@ -233,6 +234,25 @@ func (l *loader) route(n *yaml.Node, path string) (Route, bool) {
 		return r, false
 	}
 	ok := true
+	if topic, isTopic := strings.CutPrefix(r.From, TopicRoutePrefix); isTopic {
+		// A route from a topic: its messages' publications (docs/topics.md).
+		if !TopicName.MatchString(topic) {
+			l.fail(fieldValue(n, "from"), joinPath(path, "from"), "invalid topic %q after topic:: 1 to 200 of A-Z a-z 0-9 . _ : -", topic)
+			ok = false
+		}
+		switch r.EventType {
+		case "":
+			r.EventType = TopicRouteEvent
+		case TopicRouteEvent:
+		default:
+			l.fail(fieldValue(n, "event_type"), joinPath(path, "event_type"), "a route from a topic matches its messages: leave event_type out (or %s)", TopicRouteEvent)
+			ok = false
+		}
+	}
+	if topic, isTopic := strings.CutPrefix(r.To, TopicRoutePrefix); isTopic && !TopicName.MatchString(topic) {
+		l.fail(fieldValue(n, "to"), joinPath(path, "to"), "invalid topic %q after topic:: 1 to 200 of A-Z a-z 0-9 . _ : -", topic)
+		ok = false
+	}
 	for _, req := range []struct{ key, val, fix string }{
 		{"from", r.From, fromFix},
 		{"event_type", r.EventType, eventFix},

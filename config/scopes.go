@@ -23,11 +23,16 @@ const (
 	// claim, renew, logs, control, complete, fail) and nothing else, for
 	// every plugin; WorkerPluginScope limits it to named plugins.
 	ScopeWorker Scope = "worker"
-	ScopeAll    Scope = "*"
+	// ScopeTopicsRO reads the topic exchange (messages, conversations,
+	// checks, inspections); ScopeTopicsRW also publishes. A topic worker
+	// claims, renews and finishes with ScopeWorker.
+	ScopeTopicsRO Scope = "topics:ro"
+	ScopeTopicsRW Scope = "topics:rw"
+	ScopeAll      Scope = "*"
 )
 
 // Scopes are the valid scopes, in the order messages list them.
-var Scopes = []Scope{ScopePluginRO, ScopePluginRW, ScopeJobsRO, ScopeJobsRW, ScopeEventsRO, ScopeEventsRW, ScopeWorker, ScopeAll}
+var Scopes = []Scope{ScopePluginRO, ScopePluginRW, ScopeJobsRO, ScopeJobsRW, ScopeEventsRO, ScopeEventsRW, ScopeWorker, ScopeTopicsRO, ScopeTopicsRW, ScopeAll}
 
 // ValidScopes are the names of Scopes: what a scopes file may grant.
 var ValidScopes = scopeNames(Scopes)

@@ -266,6 +266,7 @@ type configView struct {
 	Service     serviceView           `json:"service" yaml:"service"`
 	Plugins     map[string]pluginView `json:"plugins" yaml:"plugins"`
 	Routes      []routeView           `json:"routes" yaml:"routes"`
+	Topics      map[string]topicView  `json:"topics,omitempty" yaml:"topics,omitempty"`
 	Pipelines   any                   `json:"pipelines,omitempty" yaml:"pipelines,omitempty"`
 	API         any                   `json:"api,omitempty" yaml:"api,omitempty"`
 	Webhooks    any                   `json:"webhooks,omitempty" yaml:"webhooks,omitempty"`
@@ -359,6 +360,12 @@ type timeoutsView struct {
 	Init   string `json:"init" yaml:"init"`
 }
 
+// topicView is one topic's settings, defaults filled in.
+type topicView struct {
+	MaxAttempts int    `json:"max_attempts" yaml:"max_attempts"`
+	Backoff     string `json:"backoff" yaml:"backoff"`
+}
+
 type routeView struct {
 	From      string `json:"from" yaml:"from"`
 	EventType string `json:"event_type" yaml:"event_type"`
@@ -413,6 +420,12 @@ func (c *Config) view() configView {
 	}
 	for _, r := range c.Routes {
 		v.Routes = append(v.Routes, routeView(r))
+	}
+	if len(c.Topics) > 0 {
+		v.Topics = make(map[string]topicView, len(c.Topics))
+		for name, t := range c.Topics {
+			v.Topics[name] = topicView{MaxAttempts: t.MaxAttempts, Backoff: formatDuration(t.Backoff)}
+		}
 	}
 	return v
 }

@@ -142,7 +142,7 @@ func TestTokensErrors(t *testing.T) {
 			tokens: entry("ci", "    key_hash: "+key+"\n"),
 			scopes: `{"scopes": ["jobs:rw", "job:ro"]}`,
 			want: []string{
-				`tokens.yaml:3: tokens[0].scopes_file: scopes file ci.json: unknown scope "job:ro": did you mean jobs:ro? (valid: plugin:ro, plugin:rw, jobs:ro, jobs:rw, events:ro, events:rw, worker, *, worker:plugin=NAME)`,
+				`tokens.yaml:3: tokens[0].scopes_file: scopes file ci.json: unknown scope "job:ro": did you mean jobs:ro? (valid: plugin:ro, plugin:rw, jobs:ro, jobs:rw, events:ro, events:rw, worker, topics:ro, topics:rw, *, worker:plugin=NAME)`,
 				"tokens.yaml:4: tokens[0].scopes_hash: scopes file ci.json does not match its hash (the file hashes to " + config.HashBytes([]byte(`{"scopes": ["jobs:rw", "job:ro"]}`)) + "): if you changed it, set scopes_hash: " + config.HashBytes([]byte(`{"scopes": ["jobs:rw", "job:ro"]}`)) + "; if not, restore the file",
 			},
 		},

@@ -100,7 +100,7 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 		Engine: d.Engine,
 	}
 	if d.Metrics != nil {
-		apiOpts.Workers = d.Metrics
+		apiOpts.Workers, apiOpts.Topics = d.Metrics, d.Metrics
 	}
 	s := api.New(apiOpts)
 	d.api = &apiServer{server: s, served: make(chan error, 1), certificate: certificate}

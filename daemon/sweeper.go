@@ -11,7 +11,8 @@ import (
 const sweeperRetry = 5 * time.Second
 
 // sweeper ends the remote attempts whose lease ran out or whose deadline
-// passed (engine.Sweep). It sleeps on one timer set to the earliest
+// passed (engine.Sweep), and the topic message claims whose lease ran out
+// (engine.SweepMessages). It sleeps on one timer set to the earliest
 // lease_until or deadline_at ahead; a claim's lease that runs out sooner
 // (Fleet.Leases, Fleet.NextLease) only moves the timer earlier. Renewals
 // and completions only make leases later or fewer: the timer firing early
@@ -73,6 +74,16 @@ func (s *sweeper) run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Error("sweeping remote leases failed; trying again", "err", err, "retry_in", sweeperRetry)
 			next = fleet.Now().Add(sweeperRetry)
+		}
+		// The topic exchange's claims (message.claimed) share the timer:
+		// their claims signal Leases too.
+		messages, err := s.core.Engine().SweepMessages(ctx, fleet.Now())
+		if err != nil && ctx.Err() == nil {
+			s.log.Error("sweeping message claims failed; trying again", "err", err, "retry_in", sweeperRetry)
+			messages = fleet.Now().Add(sweeperRetry)
+		}
+		if !messages.IsZero() && (next.IsZero() || messages.Before(next)) {
+			next = messages
 		}
 		// A claim made during the sweep may run out before next.
 		if at := fleet.NextLease(); !at.IsZero() && (next.IsZero() || at.Before(next)) {

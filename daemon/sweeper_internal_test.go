@@ -67,3 +67,43 @@ func TestSweeperEndsAnExpiredLease(t *testing.T) {
 	require.Equal(t, events.StatusQueued, j.Status)
 	require.Equal(t, commands.LeaseExpiredReason, j.LastError)
 }
+
+// The same timer, armed by a topic message's claim, records the claim's
+// expiry and, its attempts used up (max_attempts 1), its dead letter, with
+// no claim and nothing else waking it.
+func TestSweeperDeadLettersAnExpiredMessageClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.Topics = map[string]config.TopicConfig{"work": {MaxAttempts: 1, Backoff: time.Second}}
+	c, err := OpenCore(ctx, CoreOptions{StateDir: filepath.Join(t.TempDir(), "state"), Config: cfg})
+	require.NoError(t, err)
+	defer c.Close()
+	s := startSweeper(ctx, c, c.logger)
+	defer s.stop()
+
+	e := c.Engine()
+	m, err := e.Publish(ctx, engine.Publish{Topic: "work", Body: "x"})
+	require.NoError(t, err)
+	head, err := c.Ledger.LastSeq(ctx)
+	require.NoError(t, err)
+	claim, err := e.ClaimMessage(ctx, engine.MessageClaimRequest{Topic: "work", Worker: "w1", Lease: time.Second})
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var ended ledger.Event
+	_, err = c.Ledger.Follow(wait, head, ledger.Filter{Stream: events.MessageStream(m.ID)}, func(ev ledger.Event) error {
+		if ev.Type == events.MessageClaimEnded {
+			ended = ev
+			return ledger.ErrStopFollowing
+		}
+		return nil
+	})
+	if !errors.Is(err, ledger.ErrStopFollowing) {
+		require.NoError(t, err, "the claim's expiry was recorded")
+	}
+	require.Contains(t, string(ended.Data), `"status":"expired"`)
+	require.Contains(t, string(ended.Data), `"follow_up_id"`)
+}

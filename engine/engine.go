@@ -59,6 +59,8 @@ type Engine struct {
 
 	mu      sync.Mutex
 	configs map[string]json.RawMessage // plugin configs as JSON, encoded once
+
+	claiming claiming // topic messages a claim of this Engine is deciding on (topic_claim.go)
 }
 
 // New builds the Engine of an applied config.

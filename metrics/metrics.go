@@ -35,6 +35,7 @@ type Metrics struct {
 	attempts *prometheus.HistogramVec
 	spawns   *prometheus.CounterVec
 	workers  workerSeries
+	topics   topicSeries
 }
 
 var _ dispatch.Observer = (*Metrics)(nil)
@@ -62,8 +63,10 @@ func New(opts Options) *Metrics {
 			Help: "Plugin processes that could not be started, by plugin.",
 		}, []string{"plugin"}),
 		workers: newWorkerSeries(),
+		topics:  newTopicSeries(),
 	}
 	m.registry.MustRegister(m.workers.collectors()...)
+	m.registry.MustRegister(m.topics.collectors()...)
 	m.registry.MustRegister(m.attempts, m.spawns,
 		&ledgerCollector{l: opts.Ledger, p: opts.Projector, timeout: opts.ScrapeTimeout},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

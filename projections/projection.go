@@ -27,7 +27,7 @@ type Projection interface {
 // Default is the full set of projections the daemon maintains, in the order
 // they are applied.
 func Default() []Projection {
-	return []Projection{JobQueue{}, JobLog{}, PluginFacts{}, PluginState{}, CircuitBreakers{}, CircuitBreakerTransitions{}, PluginHealth{}, EventContext{}, PipelineRuns{}}
+	return []Projection{JobQueue{}, JobLog{}, PluginFacts{}, PluginState{}, CircuitBreakers{}, CircuitBreakerTransitions{}, PluginHealth{}, EventContext{}, PipelineRuns{}, Topics{}}
 }
 
 // dumpRow writes one row as a JSON line.

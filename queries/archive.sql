@@ -105,3 +105,19 @@ SELECT CAST(run_id AS TEXT) AS run_id, CAST(pipeline AS TEXT) AS pipeline, CAST(
     WHERE e.seq > (SELECT coalesce(min(c.seq), 0) FROM projector_checkpoint c) AND e.type = 'pipeline.run_started'
 )
 ORDER BY started_seq;
+
+-- name: ArchiveCutMessages :many
+-- The earliest topic message stream that begins at or before through_seq
+-- but is not finished there: it has events after it, or a claim of it is
+-- active. An archive must stop before its first event
+-- (views/archive_cut.go): claims fold the message's stream whole.
+SELECT s.stream, CAST(s.first_seq AS INTEGER) AS first_seq FROM (
+    SELECT stream, min(seq) AS first_seq, max(seq) AS last_seq FROM events
+    WHERE stream >= 'message/' AND stream < 'message0'
+    GROUP BY stream
+    HAVING min(seq) <= CAST(@through_seq AS INTEGER)
+) s
+WHERE s.last_seq > CAST(@through_seq AS INTEGER)
+   OR EXISTS (SELECT 1 FROM topic_claims c WHERE c.message_id = substr(s.stream, 9) AND c.status = 'active')
+ORDER BY s.first_seq
+LIMIT 1;

@@ -500,3 +500,51 @@ func ArchiveCutRuns(conn *sqlite.Conn, fn func(ArchiveCutRunsRow) error) (err er
 		}
 	}
 }
+
+const archiveCutMessages = `SELECT s.stream, CAST(s.first_seq AS INTEGER) AS first_seq FROM (
+    SELECT stream, min(seq) AS first_seq, max(seq) AS last_seq FROM events
+    WHERE stream >= 'message/' AND stream < 'message0'
+    GROUP BY stream
+    HAVING min(seq) <= CAST(?1 AS INTEGER)
+) s
+WHERE s.last_seq > CAST(?1 AS INTEGER)
+   OR EXISTS (SELECT 1 FROM topic_claims c WHERE c.message_id = substr(s.stream, 9) AND c.status = 'active')
+ORDER BY s.first_seq
+LIMIT 1`
+
+type ArchiveCutMessagesRow struct {
+	Stream   string
+	FirstSeq int64
+}
+
+// The earliest topic message stream that begins at or before through_seq
+// but is not finished there: it has events after it, or a claim of it is
+// active. An archive must stop before its first event
+// (views/archive_cut.go): claims fold the message's stream whole.
+func ArchiveCutMessages(conn *sqlite.Conn, throughSeq int64, fn func(ArchiveCutMessagesRow) error) (err error) {
+	stmt, err := conn.Prepare(archiveCutMessages)
+	if err != nil {
+		return fmt.Errorf("ArchiveCutMessages: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("ArchiveCutMessages: %w", resetErr)
+		}
+	}()
+	stmt.BindInt64(1, throughSeq)
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("ArchiveCutMessages: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row ArchiveCutMessagesRow
+		row.Stream = stmt.ColumnText(0)
+		row.FirstSeq = stmt.ColumnInt64(1)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}

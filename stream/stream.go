@@ -46,6 +46,9 @@ type Query struct {
 	Head   bool     // no Last-Event-ID nor ?after=: start at the head
 	Types  []string // any of these types (none: every type)
 	Stream string   // this stream only ("" every stream)
+	// Topic and Conversation keep only the events of the messages of that
+	// topic and/or conversation (stream/topics.go).
+	Topic, Conversation string
 }
 
 // UsageError is a request the handler refuses: a bad query value.
@@ -59,7 +62,7 @@ func (e *UsageError) Error() string { return e.Message }
 // ParseQuery reads a request's start and filters: Last-Event-ID (header)
 // or ?after=SEQ, ?type= (repeated or a comma list), ?stream=, ?job=ID (the
 // job's own stream job/ID; its children are other streams and are not
-// included).
+// included), ?topic= and ?conversation= (the events of those messages).
 func ParseQuery(r *http.Request) (Query, error) {
 	var q Query
 	var err error
@@ -91,6 +94,12 @@ func ParseQuery(r *http.Request) (Query, error) {
 		}
 		q.Stream = events.JobStream(job)
 	}
+	for _, name := range []string{"topic", "conversation"} {
+		if v.Has(name) && v.Get(name) == "" {
+			return q, &UsageError{name + " is empty", "give a " + name + " (the events of its messages), or leave it out"}
+		}
+	}
+	q.Topic, q.Conversation = v.Get("topic"), v.Get("conversation")
 	return q, nil
 }
 
@@ -151,10 +160,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, byType := q.filter()
+	messages := newMessageFilter(h.l, q)
 	h.sse.serveFrom(w, r, h.l, q.After, q.Head, func(ctx context.Context, after int64, send func(Message) error) error {
 		return views.FollowEvents(ctx, h.l, after, f, func(ev views.Event) error {
 			if byType && !q.wants(ev.Type) {
 				return nil
+			}
+			if messages != nil {
+				if ok, err := messages.passes(ctx, ev); err != nil || !ok {
+					return err
+				}
 			}
 			return send(Message{ID: ev.Seq, Event: ev.Type, Data: ev})
 		})

@@ -13,7 +13,9 @@ import (
 // reads whole stays whole: every job stream with an event at or before the
 // cut ends there and its job is terminal (commands fold job streams); every
 // dedupe reservation there is released there too (enqueue folds dedupe
-// streams for the jobs in flight); every pipeline run with an event at or
+// streams for the jobs in flight); every topic message with an event there
+// has all of its events there and no claim in flight (claims fold message
+// streams); every pipeline run with an event at or
 // before the cut is finished there, and the compiled version a run still
 // running is on stays readable (pipeline.compiled: a superseded one stays in
 // the main file). Other streams keep their versions
@@ -40,6 +42,14 @@ func ArchiveCut(conn *sqlite.Conn, through int64) (int64, string, error) {
 		err = queries.ArchiveCutDedupe(conn, through, func(r queries.ArchiveCutDedupeRow) error {
 			through, lowered = r.Seq-1, true
 			why = fmt.Sprintf("dedupe key %s (reserved at seq %d) is held by a job not finished before the cut", r.Stream, r.Seq)
+			return nil
+		})
+		if err != nil {
+			return 0, "", err
+		}
+		err = queries.ArchiveCutMessages(conn, through, func(r queries.ArchiveCutMessagesRow) error {
+			through, lowered = r.FirstSeq-1, true
+			why = fmt.Sprintf("message %s (from seq %d) has a claim in flight or events after the cut", events.MessageIDFromStream(r.Stream), r.FirstSeq)
 			return nil
 		})
 		if err != nil {

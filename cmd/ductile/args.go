@@ -164,7 +164,8 @@ func earlyTakesValue(cmds []*cli.Command, name, next string) bool {
 	}
 	if withValue == without {
 		_, _, isFlag := parseFlag(next)
-		return findCommand(cmds, next) == nil && !isFlag
+		// "--" ends the flags: it is never a flag's value.
+		return findCommand(cmds, next) == nil && !isFlag && next != "--"
 	}
 	return withValue
 }

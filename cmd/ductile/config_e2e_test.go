@@ -57,7 +57,7 @@ func TestConfigCheck(t *testing.T) {
 			}},
 		{file: "misspelt.yaml", code: 1,
 			errors: []string{
-				"misspelt.yaml:3: plugin: unknown key: did you mean plugins? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, tokens, webhooks)",
+				"misspelt.yaml:3: plugin: unknown key: did you mean plugins? (valid keys: api, include, pipelines, plugin_roots, plugins, routes, secrets, service, state_dir, tokens, topics, webhooks)",
 				"misspelt.yaml:7: plugins.echo.retries: unknown key: did you mean retry? (valid keys: circuit_breaker, config, enabled, max_outstanding_polls, notify_on_complete, parallelism, retry, runs_on, schedules, timeouts); settings for the plugin itself go under config:",
 				"misspelt.yaml:8: plugins.echo.retry.backoff: unknown key: did you mean backoff_base? (valid keys: backoff_base, max_attempts)",
 				"misspelt.yaml:8: plugins.echo.retry.max-attempts: unknown key: did you mean max_attempts? (valid keys: backoff_base, max_attempts)",

@@ -41,6 +41,9 @@ type exitError struct {
 	code errcode.Code
 	msg  string // "" when the command has reported already (silent)
 	hint string // what to do next, when msg does not say it
+	// status, when not 0, is the exit status instead of exitStatus(code)
+	// (topic request's 124 at its timeout).
+	status int
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -139,6 +142,9 @@ func exitCode(err error, stderr io.Writer, asJSON bool) int {
 		// A message of several lines (a config's problems): the hint on
 		// a line of its own after them.
 		fmt.Fprintf(stderr, "ductile: %s\n(%s)\n", ee.msg, ee.hint)
+	}
+	if ee.status != 0 {
+		return ee.status
 	}
 	return exitStatus(ee.code)
 }

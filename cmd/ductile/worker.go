@@ -25,6 +25,7 @@ import (
 func workerRunCommand() *cli.Command {
 	cmd := workerCommand()
 	setWorkerRun(cmd)
+	setTopicWorker(cmd)
 	return cmd
 }
 
