@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -12,6 +14,7 @@ import (
 	"github.com/ductile/ductile/auth"
 	"github.com/ductile/ductile/commands"
 	"github.com/ductile/ductile/engine"
+	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/events"
 	"github.com/ductile/ductile/views"
 )
@@ -242,6 +245,9 @@ type ClaimMessageAnswer struct {
 }
 
 func (s *Server) handleClaimMessage(ctx context.Context, in *ClaimMessageInput) (*ClaimMessageAnswer, error) {
+	if err := s.topicWorkerPermitted(ctx); err != nil {
+		return nil, err
+	}
 	b := in.Body
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -296,6 +302,9 @@ type RenewMessageAnswer struct {
 }
 
 func (s *Server) handleRenewMessage(ctx context.Context, in *RenewMessageInput) (*RenewMessageAnswer, error) {
+	if err := s.topicWorkerPermitted(ctx); err != nil {
+		return nil, err
+	}
 	until, err := s.opts.Engine().RenewMessage(ctx, in.ID, in.Body.fence(), time.Duration(in.Body.LeaseMS)*time.Millisecond)
 	if err != nil {
 		if errors.Is(err, commands.ErrStaleFence) {
@@ -321,6 +330,9 @@ type FinishMessageInput struct {
 }
 
 func (s *Server) handleFinishMessage(ctx context.Context, in *FinishMessageInput) (*MessageAnswer, error) {
+	if err := s.topicWorkerPermitted(ctx); err != nil {
+		return nil, err
+	}
 	b := in.Body
 	m, err := s.opts.Engine().FinishMessage(ctx, in.ID, b.fence(), engine.FollowUp{Status: b.Status, Topic: b.Topic, Body: b.Body, Metadata: b.Metadata})
 	status := b.Status
@@ -352,4 +364,17 @@ func topicErrorOf(err error) *Error {
 		return e
 	}
 	return errorOf(err)
+}
+
+// topicWorkerPermitted refuses a worker token limited to named plugins
+// (worker:plugin=NAME) the topic worker routes: its limit names plugins,
+// and a topic worker serves no plugin (403 forbidden, naming the scope a
+// topic worker needs).
+func (s *Server) topicWorkerPermitted(ctx context.Context) error {
+	if allowed, limited := s.workerLimits(ctx); limited {
+		return &Error{Status: http.StatusForbidden, Code: errcode.Forbidden, Scope: string(auth.Worker),
+			Message: fmt.Sprintf("token %q may serve only the plugins %s as a worker, not claim topic messages", tokenOf(ctx), strings.Join(allowed, ", ")),
+			Hint:    "use a token with the worker scope for topic workers (ductile config token create NAME --scopes worker, then ductile system reload)"}
+	}
+	return nil
 }

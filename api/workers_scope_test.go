@@ -13,7 +13,8 @@ import (
 // A token limited to worker:plugin=render registers and claims render; a
 // registration of another plugin, or a claim naming one, is 403
 // plugin_not_permitted; a token limited to another plugin claims nothing
-// of render's even under a name registered for it by nobody else.
+// of render's even under a name registered for it by nobody else; a
+// plugin-limited token is no topic worker.
 func TestWorkerTokenLimitedToPlugins(t *testing.T) {
 	f := startWorkers(t)
 	register := func(key, name string, plugins ...events.WorkerPlugin) response {
@@ -48,6 +49,18 @@ func TestWorkerTokenLimitedToPlugins(t *testing.T) {
 	r = claim("render-only", "gpu", nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.raw))
 	require.Equal(t, id, r.body["claim"].(map[string]any)["job_id"])
+
+	// Its limit names plugins: it claims no topic messages, and renews and
+	// finishes none.
+	for path, body := range map[string]map[string]any{
+		"/worker/topics/work.request/claim": {"worker": "gpu/1", "group": "g", "wait_ms": 0},
+		"/worker/messages/m1/renew":         {"worker": "gpu/1", "group": "g", "fence": 1, "lease_ms": 1000},
+		"/worker/messages/m1/finish":        {"worker": "gpu/1", "group": "g", "fence": 1, "status": "completed", "topic": "work.done"},
+	} {
+		r = f.do("POST", path, "render-only", jsonBody(t, body))
+		requireError(t, r, http.StatusForbidden, "forbidden")
+		require.Equal(t, "worker", r.body["scope"], path)
+	}
 }
 
 // A worker name is bound to the token that registered it: another token
