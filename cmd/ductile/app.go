@@ -22,6 +22,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	args = normalizeArgs(app, args)
 	asJSON := wantsJSON(app, args)
+	if words, ok := helpJSONPath(app, args); ok {
+		return exitCode(helpJSON(app, words), stderr, true)
+	}
 	args, err := helpArgs(app, args)
 	if err == nil {
 		err = app.RunContext(ctx, args)
@@ -62,7 +65,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			}
 			return nil
 		},
-		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), runCommand(), queueCommand(), workerRunCommand(), configCommand(), pipelineCommand(), benchCommand()},
+		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), runCommand(), queueCommand(), workerRunCommand(), configCommand(), pipelineCommand(), benchCommand(), completionCommand()},
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
