@@ -50,6 +50,7 @@ func pluginCommand() *cli.Command {
 			pluginHealthCommand(),
 			pluginShowCommand(),
 			pluginLogsCommand(),
+			pluginNewCommand(),
 		},
 	}
 }
