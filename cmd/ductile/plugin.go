@@ -48,9 +48,9 @@ func pluginCommand() *cli.Command {
 				Action: pluginRun,
 			},
 			pluginHealthCommand(),
+			pluginNewCommand(),
 			pluginShowCommand(),
 			pluginLogsCommand(),
-			pluginNewCommand(),
 		},
 	}
 }
