@@ -65,7 +65,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			}
 			return nil
 		},
-		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), runCommand(), queueCommand(), workerRunCommand(), configCommand(), pipelineCommand(), benchCommand(), completionCommand()},
+		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), runCommand(), queueCommand(), workerRunCommand(), configCommand(), pipelineCommand(), benchCommand()},
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
@@ -81,6 +81,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return cli.ShowAppHelp(c)
 		},
 	}
+	app.Commands = append(app.Commands, completionCommand())
 	finishTree(app.Commands, "", globalFlags)
 	return app
 }
