@@ -125,7 +125,9 @@ func TestHelpJSONFlagsAreTheOnesHelpShows(t *testing.T) {
 // TestCompletionScripts: the bash script, sourced in a real bash with the
 // binary on PATH, completes `ductile jo` to job (the script asks the
 // binary, as a shell would when Tab is pressed); fish's names the
-// commands; zsh's parses (when zsh is installed); other shells exit 2.
+// commands, and a real fish completes with it (when fish is installed);
+// zsh's parses (zsh -n) and offers job and --json (when zsh is
+// installed); other shells exit 2.
 func TestCompletionScripts(t *testing.T) {
 	t.Parallel()
 	bash, err := exec.LookPath("bash")
@@ -166,6 +168,26 @@ complete_line "ductile job list --js"
 		require.Contains(t, fish, "-a '"+c.Name+"'", "the fish script completes %s", c.Name)
 	}
 
+	if fishBin, err := exec.LookPath("fish"); err != nil {
+		t.Log("fish is not installed: the fish script is checked as text only")
+	} else {
+		// fish asks its own completions what `ductile jo` and `ductile job
+		// list --j` complete to, through the script.
+		fishScript := filepath.Join(t.TempDir(), "ductile.fish")
+		require.NoError(t, os.WriteFile(fishScript, []byte(fish), 0o600))
+		cmd := exec.Command(fishBin, "--no-config", "-c",
+			`source $argv[1]; complete -C "ductile jo"; complete -C "ductile job list --j"`, fishScript)
+		cmd.Env = append(cleanEnv(t), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Dir = t.TempDir() // no file names among the candidates
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		var first []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			first = append(first, strings.Split(line, "\t")[0])
+		}
+		require.Equal(t, []string{"job", "--json"}, first, "fish completes:\n%s", out)
+	}
+
 	zsh := mustRun(t, nil, "completion", "zsh").stdout
 	require.True(t, strings.HasPrefix(zsh, "#compdef ductile\n"))
 	if zshBin, err := exec.LookPath("zsh"); err != nil {
@@ -175,6 +197,26 @@ complete_line "ductile job list --js"
 		check.Stdin = strings.NewReader(zsh)
 		out, err := check.CombinedOutput()
 		require.NoError(t, err, "zsh -n: %s", out)
+
+		// The script's function, with the binary on PATH, given the words
+		// zsh's completion system would give it; _describe (which shows
+		// the candidates and filters them by the typed prefix) prints them.
+		zshScript := filepath.Join(t.TempDir(), "ductile.zsh")
+		require.NoError(t, os.WriteFile(zshScript, []byte(zsh), 0o600))
+		probe := `
+compdef() { :; }
+_describe() { print -l -- "${(@P)2}"; }
+_files() { print "(files)"; }
+source $1
+words=(ductile jo); _ductile_complete; print -r -- ---
+words=(ductile job list --j); _ductile_complete`
+		cmd := exec.Command(zshBin, "-f", "-c", probe, "probe", zshScript)
+		cmd.Env = append(cleanEnv(t), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err = cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		commands, flags, _ := strings.Cut(string(out), "---\n")
+		require.Contains(t, strings.Fields(commands), "job", "zsh is offered:\n%s", out)
+		require.Equal(t, []string{"--json"}, strings.Fields(flags), "zsh is offered:\n%s", out)
 	}
 
 	r := ductile(t, nil, "completion", "ksh")
