@@ -77,6 +77,7 @@ var commandExitCodes = map[string][]helpExit{
 	"config check":     {{exitFailure, "the config has problems (listed on stdout)"}},
 	"ledger verify":    {{exitFailure, "the ledger failed a check (findings on stdout)"}},
 	"plugin health":    {{exitFailure, "a plugin is unhealthy"}},
+	"plugin new":       {{exitFailure, "DIR/NAME exists already (code conflict): nothing was written"}},
 	"plugin run":       {{exitFailure, "the job ended dead, or (with --wait-tree) a job of its tree did not succeed"}},
 	"pipeline run":     {{exitFailure, "the pipeline run did not succeed"}},
 	"system reload":    {{exitFailure, "the new config was refused; the daemon keeps the old one"}},
