@@ -22,6 +22,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	args = normalizeArgs(app, args)
 	asJSON := wantsJSON(app, args)
+	if words, ok := helpJSONPath(app, args); ok {
+		return exitCode(helpJSON(app, words), stderr, true)
+	}
 	args, err := helpArgs(app, args)
 	if err == nil {
 		err = app.RunContext(ctx, args)
@@ -78,6 +81,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return cli.ShowAppHelp(c)
 		},
 	}
+	app.Commands = append(app.Commands, completionCommand())
 	finishTree(app.Commands, "", globalFlags)
 	return app
 }

@@ -90,6 +90,8 @@ func silent(status int) error {
 func classify(err error) errcode.Code {
 	var ve *config.ValidationError
 	switch {
+	case requiredFlagsMissing(err):
+		return errcode.InvalidInput // a usage error: exit 2
 	case errors.Is(err, context.Canceled):
 		return errcode.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
@@ -103,6 +105,15 @@ func classify(err error) errcode.Code {
 		return errcode.Conflict
 	}
 	return errcode.Error
+}
+
+// requiredFlagsMissing reports whether err is urfave/cli's refusal of a
+// command run without a flag it marks Required (its type is unexported:
+// its message, `Required flag "x" not set` or `Required flags "x, y" not
+// set`, is what there is to go by).
+func requiredFlagsMissing(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, `Required flag "`) || strings.HasPrefix(msg, `Required flags "`)
 }
 
 // exitCode reports err on stderr, as one line of JSON when the command was

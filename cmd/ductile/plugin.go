@@ -50,6 +50,7 @@ func pluginCommand() *cli.Command {
 				Action: pluginRun,
 			},
 			pluginHealthCommand(),
+			pluginNewCommand(),
 			pluginShowCommand(),
 			pluginLogsCommand(),
 		}, pluginSourceCommands()...),
