@@ -75,6 +75,8 @@ func (s *Server) register() {
 	s.registerRuns()
 	s.registerPlugins()
 	s.registerWorkers()
+	s.registerLedger()
+	s.registerPluginCommands()
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
 	}, s.handleHealth)

@@ -62,7 +62,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			}
 			return nil
 		},
-		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), runCommand(), queueCommand(), workerRunCommand(), configCommand(), pipelineCommand(), benchCommand()},
+		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), runCommand(), queueCommand(), workerRunCommand(), configCommand(), pipelineCommand(), benchCommand(), mcpCommand()},
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
