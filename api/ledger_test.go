@@ -76,4 +76,5 @@ func TestLedgerReadsOnABrokenLedger(t *testing.T) {
 	require.NoError(t, f.l.Close())
 	requireError(t, f.do("GET", "/ledger/events", "admin", nil), 500, "error")
 	requireError(t, f.do("GET", "/ledger/verify", "admin", nil), 500, "error")
+	requireError(t, f.do("GET", "/runs/x/wait", "admin", nil), 500, "error")
 }

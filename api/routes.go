@@ -77,6 +77,7 @@ func (s *Server) register() {
 	s.registerWorkers()
 	s.registerLedger()
 	s.registerPluginCommands()
+	s.registerRunWait()
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
 	}, s.handleHealth)

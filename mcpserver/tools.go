@@ -24,6 +24,7 @@ var tools = []tool{
 	{Name: "run_pipeline", Operation: "run-pipeline"},
 	{Name: "list_runs", Operation: "list-runs", ReadOnly: true},
 	{Name: "get_run", Operation: "get-run", ReadOnly: true},
+	{Name: "wait_run", Operation: "wait-run", ReadOnly: true},
 	{Name: "cancel_run", Operation: "cancel-run"},
 	{Name: "retry_run", Operation: "retry-run"},
 	{Name: "list_jobs", Operation: "list-jobs", ReadOnly: true},

@@ -125,7 +125,7 @@ func toolText(res *mcp.CallToolResult) string {
 // as a subprocess) and over streamable HTTP (the daemon's /mcp), lists the
 // tools with their schemas, lists the plugins' commands with their
 // manifests' descriptions, runs echo poll in mode sync and gets its
-// result, gets the job, reads the ledger and verifies it, and reads the
+// result, gets the job, runs echo health in mode async and waits for it, reads the ledger and verifies it, and reads the
 // event catalogue; over HTTP a jobs:ro token may read a job but is refused
 // a run, the refusal naming the scope it lacks, and no token is refused
 // at /mcp.
@@ -198,6 +198,25 @@ func TestMCPOverStdioAndHTTP(t *testing.T) {
 			require.Equal(t, "succeeded", job.Status)
 			require.Equal(t, "poll", job.Command)
 			require.Contains(t, string(job.Result), "echo poll", "the job's result is the plugin's answer")
+
+			// async: the run id at once; wait_run waits for its end.
+			var async struct {
+				RunID  string          `json:"run_id"`
+				Status string          `json:"status"`
+				Run    json.RawMessage `json:"run"`
+			}
+			call(t, s, "run_command", map[string]any{"plugin_id": "echo", "entry_id": "health", "mode": "async"}, &async)
+			require.Equal(t, "queued", async.Status)
+			require.Nil(t, async.Run, "async answers at once, without the run")
+			var waited struct {
+				RunID  string `json:"run_id"`
+				Status string `json:"status"`
+			}
+			res := callRaw(t, s, "wait_run", map[string]any{"id": async.RunID, "timeout_ms": 30000})
+			require.False(t, res.IsError, toolText(res))
+			require.NoError(t, json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &waited))
+			require.Equal(t, async.RunID, waited.RunID)
+			require.Equal(t, "succeeded", waited.Status)
 
 			var page struct {
 				Events []struct {
