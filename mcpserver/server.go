@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -198,7 +199,7 @@ func refused(op operation, req *http.Request, status int, body []byte) *mcp.Call
 	if e.Code != "" {
 		msg += " (" + e.Code + ")"
 	}
-	if m := cmpOr(e.Message, e.Detail); m != "" {
+	if m := cmp.Or(e.Message, e.Detail); m != "" {
 		msg += ": " + m
 	}
 	if e.Scope != "" {
@@ -207,18 +208,10 @@ func refused(op operation, req *http.Request, status int, body []byte) *mcp.Call
 	if e.Hint != "" {
 		msg += ". " + e.Hint
 	}
-	out := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}, &mcp.TextContent{Text: string(body)}}}
-	return out
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}, &mcp.TextContent{Text: string(body)}}}
 }
 
 // failed is a tool error made here, before the API was called.
 func failed(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
