@@ -76,6 +76,9 @@ func (s *Server) register() {
 	s.registerPlugins()
 	s.registerWorkers()
 	s.registerTopics()
+	s.registerLedger()
+	s.registerPluginCommands()
+	s.registerRunWait()
 	huma.Register(s.api, huma.Operation{
 		OperationID: "health", Method: http.MethodGet, Path: "/healthz", Summary: "The daemon's health (no token)",
 	}, s.handleHealth)

@@ -104,6 +104,7 @@ func New(opts Options) *Server {
 	s.mount("/metrics", auth.JobsRO, opts.Metrics, false, nil)
 	s.mountRunStreams()
 	s.document()
+	s.mountMCP()
 
 	set := opts.Settings
 	s.http = &http.Server{

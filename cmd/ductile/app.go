@@ -65,7 +65,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			}
 			return nil
 		},
-		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), runCommand(), queueCommand(), workerRunCommand(), topicCommand(), configCommand(), pipelineCommand(), benchCommand(), builtinCommand()},
+		Commands:             []*cli.Command{systemCommand(), ledgerCommand(), pluginCommand(), jobCommand(), runCommand(), queueCommand(), workerRunCommand(), topicCommand(), configCommand(), pipelineCommand(), benchCommand(), builtinCommand(), mcpCommand()},
 		Writer:               stdout,
 		ErrWriter:            stderr,
 		EnableBashCompletion: true,
