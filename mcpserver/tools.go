@@ -37,5 +37,10 @@ var tools = []tool{
 	{Name: "read_ledger", Operation: "read-ledger", ReadOnly: true},
 	{Name: "verify_ledger", Operation: "verify-ledger", ReadOnly: true},
 	{Name: "list_workers", Operation: "list-workers", ReadOnly: true},
+	{Name: "publish_message", Operation: "publish-message"},
+	{Name: "read_messages", Operation: "list-messages", ReadOnly: true},
+	{Name: "check_conversation", Operation: "check-conversation", ReadOnly: true},
+	{Name: "inspect_message", Operation: "inspect-message", ReadOnly: true},
+	{Name: "inspect_conversation", Operation: "inspect-conversation", ReadOnly: true},
 	{Name: "health", Operation: "health", ReadOnly: true},
 }

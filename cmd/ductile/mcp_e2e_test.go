@@ -236,6 +236,28 @@ func TestMCPOverStdioAndHTTP(t *testing.T) {
 			require.Contains(t, types, "job.enqueued")
 			require.Contains(t, types, "job.succeeded")
 
+			// The topic exchange: publish, read the conversation back, check it.
+			var published struct {
+				ID             string `json:"id"`
+				ConversationID string `json:"conversation_id"`
+			}
+			call(t, s, "publish_message", map[string]any{"topic": "mcp.request", "body": "hello from an agent", "producer": "agent"}, &published)
+			require.NotEmpty(t, published.ID)
+			require.Equal(t, published.ID, published.ConversationID, "a new conversation is named by its first message")
+			var thread struct {
+				Messages []struct {
+					ID, Body, Producer string
+				} `json:"messages"`
+			}
+			call(t, s, "read_messages", map[string]any{"conversation": published.ID}, &thread)
+			require.Len(t, thread.Messages, 1)
+			require.Equal(t, "hello from an agent", thread.Messages[0].Body)
+			var checked struct {
+				State string `json:"state"`
+			}
+			call(t, s, "check_conversation", map[string]any{"id": published.ID, "success_topic": "mcp.done", "failure_topic": "mcp.failed"}, &checked)
+			require.Equal(t, "pending", checked.State)
+
 			var verified struct {
 				OK bool `json:"ok"`
 			}
