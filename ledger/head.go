@@ -65,8 +65,9 @@ type Mark struct {
 
 // HeadCheck is what comparing the recorded heads with the log found.
 type HeadCheck struct {
-	Head     int64  `json:"head"`     // the log's newest seq
-	Recorded []Mark `json:"recorded"` // what was recorded of it
+	Head     int64  `json:"head"`                // the log's newest seq
+	HeadHash string `json:"head_hash,omitempty"` // hex: the hash of that event (empty: no event)
+	Recorded []Mark `json:"recorded"`            // what was recorded of it
 	// Verified is the seq from which the chain was verified up to Head (0:
 	// the chain was not walked).
 	Verified int64 `json:"verified_from,omitempty"`
@@ -79,6 +80,13 @@ type HeadCheck struct {
 	// log: the projections were built from events the log no longer holds,
 	// so they must be rebuilt.
 	Projections bool `json:"projections_off_chain,omitempty"`
+	// Lagging is set when the one thing wrong is that the head witness
+	// names a seq past the log's head, while the projector's checkpoints
+	// (kept inside the file) match it: what a copy restored from a backup
+	// or a replica, older than the ledger that wrote the witness, looks
+	// like (Options.AdoptRestore). Events removed behind SQLite's back
+	// look the same unless they also took the checkpoint along.
+	Lagging bool `json:"lagging,omitempty"`
 }
 
 // OK reports whether nothing is wrong.
@@ -107,10 +115,14 @@ func (l *Ledger) checkOpen(ctx context.Context) error {
 	if err != nil || c.OK() {
 		return err
 	}
-	if !l.opts.AllowDamaged {
+	switch {
+	case l.opts.AdoptRestore && c.Lagging:
+		l.log.Warn("adopting a restored ledger that lags its head witness", "problem", c.Problem)
+	case !l.opts.AllowDamaged:
 		return &DamagedError{Path: l.path, Check: c}
+	default:
+		l.log.Warn("opening a damaged ledger, as allowed", "problem", c.Problem)
 	}
-	l.log.Warn("opening a damaged ledger, as allowed", "problem", c.Problem)
 	l.damage = &c
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove the head witness: %w", err)
@@ -148,6 +160,9 @@ func checkHead(conn *sqlite.Conn, witness *Mark, walk bool) (HeadCheck, error) {
 		return HeadCheck{}, err
 	}
 	c := HeadCheck{Head: head.seq, Recorded: []Mark{}}
+	if head.seq > 0 {
+		c.HeadHash = hex.EncodeToString(head.hash)
+	}
 	if witness != nil {
 		c.Recorded = append(c.Recorded, *witness)
 	}
@@ -182,7 +197,8 @@ func checkHead(conn *sqlite.Conn, witness *Mark, walk bool) (HeadCheck, error) {
 			from = max(from, m.Seq)
 		}
 	}
-	if !walk || !c.OK() || from == 0 || from == head.seq {
+	c.Lagging = !c.OK() && c.Truncated && !c.Projections && witness != nil && witness.Seq > head.seq
+	if !walk || !c.OK() && !c.Lagging || from == 0 || from == head.seq {
 		return c, nil
 	}
 	if from <= anchor.seq {
@@ -205,6 +221,7 @@ func checkHead(conn *sqlite.Conn, witness *Mark, walk bool) (HeadCheck, error) {
 				bad = prev.seq + 1
 			}
 			c.Problem = fmt.Sprintf("the chain breaks at seq %d, at or after the last recorded head (seq %d): %s", bad, from, problem)
+			c.Lagging = false
 			return stop
 		}
 		prev = chainHead{seq: ev.Seq, hash: ev.Hash}

@@ -44,6 +44,14 @@ type Options struct {
 	// broken past the last recorded head (head.go): the damage is logged and
 	// reported by Damage instead of failing Open with a *DamagedError.
 	AllowDamaged bool
+	// AdoptRestore lets a writer open a ledger whose only problem is that
+	// its head witness is ahead of it (HeadCheck.Lagging: a copy restored
+	// from a backup or a replica into the directory of the ledger it
+	// replaces), and nothing else AllowDamaged would accept: Damage
+	// reports what was adopted and the witness is written anew by the
+	// next flush. The caller records the adoption (ductile ledger
+	// adopt-restore appends ledger.restore_adopted).
+	AdoptRestore bool
 	// ReadOnly opens an existing file for reading only (readonly.go):
 	// nothing is migrated, created or written, and appends fail with
 	// ErrReadOnly. A missing file fails with ErrNoLedger, a schema older

@@ -61,6 +61,8 @@ func ledgerCommand() *cli.Command {
 			},
 			ledgerArchiveCommand(),
 			ledgerPruneCommand(),
+			ledgerBackupCommand(),
+			ledgerAdoptRestoreCommand(),
 		},
 	}
 }
@@ -119,45 +121,64 @@ func progress(w io.Writer, asJSON bool, last int64, line func(n int64) string) f
 	}
 }
 
-func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
-	asJSON := c.Bool("json")
+// verifyReport is what ledger verify found (and ledger backup, of its copy).
+type verifyReport struct {
+	OK          bool                  `json:"ok"`
+	Chain       ledger.VerifyResult   `json:"chain"`
+	Archives    []ledger.ArchiveCheck `json:"archives,omitempty"`
+	Head        ledger.HeadCheck      `json:"head"`
+	Projections *projections.Mismatch `json:"projection_mismatch,omitempty"`
+	Checkpoint  int64                 `json:"checkpoint"`
+}
+
+// verifyLedger checks l's hash chain, its recorded heads and archives, and
+// that its projections match a fresh replay; progress lines go to stderr
+// unless asJSON.
+func verifyLedger(ctx context.Context, e *env, l *ledger.Ledger, asJSON bool) (verifyReport, error) {
 	stage := func(name string) func(int64) {
 		return progress(e.stderr, asJSON, 0, func(n int64) string { return fmt.Sprintf("%s: %d events…", name, n) })
 	}
-	chain, err := l.Verify(c.Context, stage("hash chain"))
+	chain, err := l.Verify(ctx, stage("hash chain"))
 	if err != nil {
-		return err
+		return verifyReport{}, err
 	}
 	// The chain proves order, not completeness: compare the head with what
 	// was recorded of it outside the events table.
-	head, err := l.CheckHead(c.Context)
+	head, err := l.CheckHead(ctx)
 	if err != nil {
-		return err
+		return verifyReport{}, err
 	}
-	archives, err := l.VerifyArchives(c.Context)
+	archives, err := l.VerifyArchives(ctx)
 	if err != nil {
-		return err
+		return verifyReport{}, err
 	}
-	report := struct {
-		OK          bool                  `json:"ok"`
-		Chain       ledger.VerifyResult   `json:"chain"`
-		Archives    []ledger.ArchiveCheck `json:"archives,omitempty"`
-		Head        ledger.HeadCheck      `json:"head"`
-		Projections *projections.Mismatch `json:"projection_mismatch,omitempty"`
-		Checkpoint  int64                 `json:"checkpoint"`
-	}{Chain: chain, Archives: archives, Head: head}
+	report := verifyReport{Chain: chain, Archives: archives, Head: head}
 	archivesOK := true
 	for _, a := range archives {
 		archivesOK = archivesOK && a.OK
 	}
 	if chain.OK && head.OK() && archivesOK {
-		mismatch, cp, err := compareWithReplay(c.Context, e, l, stage("replay"))
+		mismatch, cp, err := compareWithReplay(ctx, e, l, stage("replay"))
 		if err != nil {
-			return err
+			return verifyReport{}, err
 		}
 		report.Projections, report.Checkpoint = mismatch, cp
 	}
 	report.OK = chain.OK && head.OK() && archivesOK && report.Projections == nil
+	return report, nil
+}
+
+func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
+	asJSON := c.Bool("json")
+	report, err := verifyLedger(c.Context, e, l, asJSON)
+	if err != nil {
+		return err
+	}
+	chain, head, archives := report.Chain, report.Head, report.Archives
+	archivesOK := true
+	for _, a := range archives {
+		archivesOK = archivesOK && a.OK
+	}
 	if asJSON {
 		if err := printJSON(e.stdout, report); err != nil {
 			return err
@@ -175,6 +196,9 @@ func ledgerVerify(c *cli.Context, e *env, l *ledger.Ledger) error {
 			fmt.Fprintf(w, "TRUNCATED: %s\n", head.Problem)
 			fmt.Fprintf(w, "events 1..%d verify, but the events after seq %d were removed outside Ductile; the projections cannot bring them back.\n", chain.LastSeq, chain.LastSeq)
 			fmt.Fprintf(w, "restore the ledger from a backup, or go on without them with: ductile system start --%s\n", allowDamagedName)
+			if head.Lagging {
+				fmt.Fprintln(w, "if this ledger is a copy you restored on purpose, adopt it with: ductile ledger adopt-restore")
+			}
 		case !head.OK():
 			fmt.Fprintf(w, "DAMAGED: %s\n", head.Problem)
 			fmt.Fprintf(w, "restore the ledger from a backup, or go on with it as it is with: ductile system start --%s\n", allowDamagedName)

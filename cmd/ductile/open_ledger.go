@@ -28,6 +28,10 @@ func (e *env) openLedger(ctx context.Context) (*ledger.Ledger, error) {
 // a damaged ledger is refused until someone accepts the damage.
 func ledgerError(err error) error {
 	var damaged *ledger.DamagedError
+	if errors.As(err, &damaged) && damaged.Check.Lagging {
+		return failf("%v\n(if you restored this ledger from a backup or a replica, adopt it with: ductile ledger adopt-restore "+
+			"(docs/operations.md); otherwise events were removed: ductile ledger verify)", err)
+	}
 	if errors.As(err, &damaged) {
 		return failf("%v\n(details: ductile ledger verify; restore the ledger from a backup, "+
 			"or accept the damage and go on with: ductile system start --%s)", err, allowDamagedName)
