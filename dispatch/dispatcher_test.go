@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"golang.org/x/sys/unix"
 	"zombiezen.com/go/sqlite"
 
 	"github.com/ductile/ductile/commands"
@@ -55,7 +54,7 @@ commands:
 
 func TestMain(m *testing.M) {
 	// Reap orphaned plugin processes here, so tests can prove they are gone.
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+	if err := becomeSubreaper(); err != nil {
 		panic(err)
 	}
 	dir, err := os.MkdirTemp("", "dispatch-plugins-")

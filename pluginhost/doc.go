@@ -48,6 +48,33 @@
 // process can never delay the result. Every goroutine Run starts has ended
 // when Run returns.
 //
+// # Other Unix systems (the portable path)
+//
+// The above is the Linux implementation (spawn_linux.go). Every other Unix
+// system (macOS) builds spawn_portable.go instead, as Linux does with the
+// build tag ductile_portable (go test -tags ductile_portable ./pluginhost
+// ./dispatch runs the same tests against it). It keeps every guarantee of
+// this page (the new process group, the timeout, SIGTERM then SIGKILL after
+// the grace, the group killed when the leader exits, the stdout cap, the
+// stderr excerpt, WaitDelay, the control channel on ControlFD, every
+// goroutine ended when Run returns), by simpler means, and differs in this:
+//
+//   - Each run starts goroutines: one reads stdout, one stderr, one the
+//     control channel, one writes the request, one waits for the leader
+//     (on plain pipes in the runtime's poller; no epoll, no pidfd).
+//   - The leader is reaped as soon as it exits (no portable call waits
+//     without reaping), before the rest of its group gets SIGKILL. Should
+//     the group be empty by then, its id could in principle be reused by a
+//     new process group in that instant and be signalled; on Linux the
+//     zombie leader rules that out.
+//   - RunOptions.Control is called from the control channel's goroutine,
+//     not the one that called Run (one line at a time, in order, all
+//     before Run returns, as on Linux).
+//   - The process's identity (ProcessOf) is read each time: on macOS from
+//     the kernel's process table (sysctl kern.proc.pid; its start time in
+//     microseconds since the epoch, its boot from kern.bootsessionuuid),
+//     not from /proc.
+//
 // # Control channel
 //
 // Every plugin process also gets the write end of a pipe as file descriptor

@@ -77,7 +77,8 @@ type RunOptions struct {
 	// Control, if set, receives each line the plugin writes on its control
 	// channel (file descriptor ControlFD) once its request is written,
 	// parsed (ControlMessage), or refused with the reason. Calls come one at
-	// a time, in order, from the goroutine that called Run, while the
+	// a time, in order, from the goroutine that called Run (on the
+	// portable path, a goroutine of the run's: doc.go), while the
 	// plugin runs and from a last read without waiting once it has exited
 	// (a process that outlives the plugin and holds the channel open never
 	// delays the result); Control must not block. Without Control the

@@ -141,6 +141,30 @@ func TestRunLargeRequestToPluginThatIgnoresStdin(t *testing.T) {
 	require.Less(t, res.Duration, 5*time.Second)
 }
 
+// A process outside the group that holds stdin open, unread, while the
+// request is larger than the pipe takes, delays nothing: the rest of the
+// request is given up on once the plugin has exited (on the portable path,
+// its writing goroutine is stopped; goleak checks it ended).
+func TestRunLargeRequestWithStdinHeldByAnEscapedChild(t *testing.T) {
+	t.Parallel()
+	req := pollRequest()
+	req.State = json.RawMessage(`{"blob":"` + strings.Repeat("x", 1<<20) + `"}`)
+	res := pluginhost.Run(context.Background(), fixture(t, "escaped_stdin"), req, pluginhost.RunOptions{WaitDelay: 10 * time.Second})
+	m := regexp.MustCompile(`escaped=(\d+)`).FindSubmatch(res.Stderr)
+	require.NotNil(t, m, "stderr: %q", res.Stderr)
+	escaped, err := strconv.Atoi(string(m[1]))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = unix.Kill(escaped, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(escaped, &ws, 0, nil) // re-parented to this subreaper
+	})
+	require.Equal(t, events.OutcomeOK, res.Kind, res.Err)
+	require.Equal(t, "stdin held", res.Response.Result)
+	require.Less(t, res.Duration, 5*time.Second, "neither the held stdin nor WaitDelay (10s) delays the result")
+	requireGroupGone(t, res.PID)
+}
+
 func TestRunStdoutOverCap(t *testing.T) {
 	t.Parallel()
 	res := run(t, "big_stdout", pluginhost.RunOptions{})

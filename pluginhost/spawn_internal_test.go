@@ -1,3 +1,5 @@
+//go:build linux && !ductile_portable
+
 package pluginhost
 
 import (

@@ -5,17 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // TestVersion: --version reports what the Go toolchain recorded in the
@@ -195,16 +192,7 @@ func TestLogsOnATerminalAreReadable(t *testing.T) {
 // that line.
 func firstLineOnTerminal(t *testing.T, args []string, marker string) string {
 	t.Helper()
-	controller, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	defer controller.Close()
-	require.NoError(t, unix.IoctlSetPointerInt(int(controller.Fd()), unix.TIOCSPTLCK, 0))
-	n, err := unix.IoctlGetInt(int(controller.Fd()), unix.TIOCGPTN)
-	require.NoError(t, err)
-	terminal, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	require.NoError(t, err)
+	controller, terminal := openPTY(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), procTimeout)
 	defer cancel()

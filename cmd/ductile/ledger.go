@@ -398,7 +398,7 @@ func replayInto(ctx context.Context, e *env, src *ledger.Ledger, out string, unt
 // renameNew renames from to to, failing if to exists (RENAME_NOREPLACE; a
 // file system without it gets a plain rename after a check).
 func renameNew(from, to string) error {
-	err := unix.Renameat2(unix.AT_FDCWD, from, unix.AT_FDCWD, to, unix.RENAME_NOREPLACE)
+	err := renameNoReplace(from, to)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) {
 		if _, serr := os.Stat(to); serr == nil {
 			return fmt.Errorf("%s already exists", to)

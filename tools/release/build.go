@@ -33,18 +33,14 @@ func (t target) Name() string {
 }
 
 // defaultTargets are the platforms of a release: servers and home
-// machines (linux amd64 and arm64) and a Raspberry Pi on a 32-bit OS.
+// machines (linux amd64 and arm64), a Raspberry Pi on a 32-bit OS, and a
+// Mac with Apple silicon (pluginhost's portable path; unsigned, and its
+// service is a launchd agent, not a systemd unit).
 var defaultTargets = []target{
 	{OS: "linux", Arch: "amd64"},
 	{OS: "linux", Arch: "arm64"},
 	{OS: "linux", Arch: "arm", ARM: "7"},
-}
-
-// unsupportedTargets are platforms a release means to ship but whose build
-// fails today, and why.
-var unsupportedTargets = map[string]string{
-	"darwin/arm64": "package pluginhost runs plugins with Linux-only calls (pidfd_open, epoll, pipe2, openat): " +
-		"a macOS build needs a kqueue-based port of pluginhost/spawn.go first",
+	{OS: "darwin", Arch: "arm64"},
 }
 
 func targetNames(ts []target) []string {
@@ -60,9 +56,6 @@ func parseTargets(list string) ([]target, error) {
 	var ts []target
 	for _, name := range strings.Split(list, ",") {
 		name = strings.TrimSpace(name)
-		if why, ok := unsupportedTargets[name]; ok {
-			return nil, fmt.Errorf("target %s does not build yet: %s", name, why)
-		}
 		i := slices.IndexFunc(defaultTargets, func(t target) bool { return t.Name() == name })
 		if i < 0 {
 			return nil, fmt.Errorf("unknown target %q: choose among %s", name, strings.Join(targetNames(defaultTargets), ", "))
@@ -107,9 +100,12 @@ func build(ctx context.Context, o options, log io.Writer) (result, error) {
 	if strings.ContainsAny(o.Version, "/ \t\n") {
 		return result{}, fmt.Errorf("version %q: use a tag-like name without slashes or spaces, such as v0.3.0", o.Version)
 	}
-	extras, err := extraFiles(o.Root)
-	if err != nil {
-		return result{}, err
+	extras := make([][]file, len(o.Targets))
+	for i, t := range o.Targets {
+		var err error
+		if extras[i], err = extraFiles(o.Root, t); err != nil {
+			return result{}, err
+		}
 	}
 	if err := clean(o.Out); err != nil {
 		return result{}, err
@@ -120,7 +116,7 @@ func build(ctx context.Context, o options, log io.Writer) (result, error) {
 	}
 	var r result
 	var sums strings.Builder
-	for _, t := range o.Targets {
+	for i, t := range o.Targets {
 		start := time.Now()
 		bin := filepath.Join(o.Out, "build", strings.ReplaceAll(t.Name(), "/", "_"), "ductile")
 		if err := compile(ctx, o, t, bin); err != nil {
@@ -128,7 +124,7 @@ func build(ctx context.Context, o options, log io.Writer) (result, error) {
 		}
 		base := fmt.Sprintf("ductile_%s_%s", o.Version, strings.ReplaceAll(t.Name(), "/", "_"))
 		path := filepath.Join(o.Out, base+".tar.gz")
-		files := append([]file{{Name: "ductile", Source: bin, Mode: 0o755}}, extras...)
+		files := append([]file{{Name: "ductile", Source: bin, Mode: 0o755}}, extras[i]...)
 		sum, err := writeArchive(path, base, files, date)
 		if err != nil {
 			return r, err
@@ -192,24 +188,29 @@ type file struct {
 	Mode   int64
 }
 
-// extraFiles are the files every archive holds beside the binary: the
-// README, the licence, the install guide and the systemd units under
-// docs/systemd.
-func extraFiles(root string) ([]file, error) {
+// extraFiles are the files t's archive holds beside the binary: the
+// README, the licence, the install guide, and
+// the service definitions: the systemd units under docs/systemd (Linux),
+// the launchd agent under docs/launchd (macOS).
+func extraFiles(root string, t target) ([]file, error) {
 	files := []file{
 		{Name: "README.md", Source: filepath.Join(root, "README.md"), Mode: 0o644},
 		{Name: "LICENSE", Source: filepath.Join(root, "LICENSE"), Mode: 0o644},
 		{Name: "install.md", Source: filepath.Join(root, "docs", "install.md"), Mode: 0o644},
 	}
-	units, err := filepath.Glob(filepath.Join(root, "docs", "systemd", "*.service"))
+	folder, pattern := "systemd", "*.service"
+	if t.OS == "darwin" {
+		folder, pattern = "launchd", "*.plist"
+	}
+	services, err := filepath.Glob(filepath.Join(root, "docs", folder, pattern))
 	if err != nil {
 		return nil, err
 	}
-	if len(units) == 0 {
-		return nil, fmt.Errorf("no systemd units under %s: run from the repository's root (-root)", filepath.Join(root, "docs", "systemd"))
+	if len(services) == 0 {
+		return nil, fmt.Errorf("no %s files under %s: run from the repository's root (-root)", folder, filepath.Join(root, "docs", folder))
 	}
-	for _, u := range units {
-		files = append(files, file{Name: "systemd/" + filepath.Base(u), Source: u, Mode: 0o644})
+	for _, u := range services {
+		files = append(files, file{Name: folder + "/" + filepath.Base(u), Source: u, Mode: 0o644})
 	}
 	for _, f := range files {
 		if _, err := os.Stat(f.Source); errors.Is(err, fs.ErrNotExist) {

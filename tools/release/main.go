@@ -19,7 +19,7 @@ func main() {
 	flag.StringVar(&o.Date, "date", "", "the build `TIME`, RFC 3339 (default: now, UTC)")
 	flag.StringVar(&o.Root, "root", ".", "the repository's root `DIR`")
 	flag.StringVar(&o.Out, "out", "dist", "write the archives and SHA256SUMS into `DIR` (its earlier release files are replaced)")
-	flag.StringVar(&targets, "targets", strings.Join(targetNames(defaultTargets), ","), "comma-separated `GOOS/ARCH` list (arch: amd64, arm64, armv7; darwin/arm64 does not build yet)")
+	flag.StringVar(&targets, "targets", strings.Join(targetNames(defaultTargets), ","), "comma-separated `GOOS/ARCH` list (arch: amd64, arm64, armv7)")
 	flag.Parse()
 	if o.Date == "" {
 		o.Date = time.Now().UTC().Format(time.RFC3339)

@@ -6,8 +6,10 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"debug/macho"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
 	"io"
 	"net/http"
 	"os"
@@ -46,11 +48,22 @@ func TestRelease(t *testing.T) {
 	// Every target has its archive, with the same files in it.
 	require.Len(t, r.Archives, len(defaultTargets))
 	for i, a := range r.Archives {
-		base := "ductile_v9.8.7-test_" + strings.ReplaceAll(defaultTargets[i].Name(), "/", "_")
+		tg := defaultTargets[i]
+		base := "ductile_v9.8.7-test_" + strings.ReplaceAll(tg.Name(), "/", "_")
 		require.Equal(t, filepath.Join(out, base+".tar.gz"), a.Path)
-		names := extract(t, a.Path, t.TempDir())
-		require.ElementsMatch(t, []string{base + "/ductile", base + "/README.md", base + "/LICENSE", base + "/install.md",
-			base + "/systemd/ductile.service", base + "/systemd/ductile-worker.service"}, names)
+		dir := t.TempDir()
+		names := extract(t, a.Path, dir)
+		services := []string{base + "/systemd/ductile.service", base + "/systemd/ductile-worker.service"}
+		if tg.OS == "darwin" {
+			services = []string{base + "/launchd/org.ductile.daemon.plist"}
+			// A Mach-O executable for Apple silicon (it cannot run here).
+			bin, err := macho.Open(filepath.Join(dir, base, "ductile"))
+			require.NoError(t, err)
+			require.Equal(t, macho.CpuArm64, bin.Cpu)
+			require.Equal(t, macho.TypeExec, bin.Type)
+			require.NoError(t, bin.Close())
+		}
+		require.ElementsMatch(t, append([]string{base + "/ductile", base + "/README.md", base + "/LICENSE", base + "/install.md"}, services...), names)
 	}
 
 	// The checksums verify, by sha256sum and by hand.
@@ -126,16 +139,32 @@ func TestRelease(t *testing.T) {
 	require.NoError(t, err, "the ledger is in $XDG_STATE_HOME/ductile")
 }
 
-// A parse error in -targets names the choices; darwin/arm64 says why it
-// is not built yet.
+// A parse error in -targets names the choices.
 func TestParseTargets(t *testing.T) {
-	ts, err := parseTargets("linux/armv7, linux/amd64")
+	ts, err := parseTargets("linux/armv7, linux/amd64,darwin/arm64")
 	require.NoError(t, err)
-	require.Equal(t, []target{{OS: "linux", Arch: "arm", ARM: "7"}, {OS: "linux", Arch: "amd64"}}, ts)
+	require.Equal(t, []target{{OS: "linux", Arch: "arm", ARM: "7"}, {OS: "linux", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"}}, ts)
 	_, err = parseTargets("linux/mips")
-	require.ErrorContains(t, err, `unknown target "linux/mips": choose among linux/amd64, linux/arm64, linux/armv7`)
-	_, err = parseTargets("darwin/arm64")
-	require.ErrorContains(t, err, "target darwin/arm64 does not build yet: package pluginhost")
+	require.ErrorContains(t, err, `unknown target "linux/mips": choose among linux/amd64, linux/arm64, linux/armv7, darwin/arm64`)
+}
+
+// The launchd agent shipped in the macOS archive is a well-formed property
+// list naming the binary's install path (launchd cannot be run here).
+func TestLaunchdAgentIsWellFormed(t *testing.T) {
+	b, err := os.ReadFile("../../docs/launchd/org.ductile.daemon.plist")
+	require.NoError(t, err)
+	var doc struct {
+		XMLName xml.Name `xml:"plist"`
+		Dict    struct {
+			Keys    []string `xml:"key"`
+			Strings []string `xml:"string"`
+		} `xml:"dict"`
+	}
+	require.NoError(t, xml.Unmarshal(b, &doc))
+	require.Contains(t, doc.Dict.Keys, "Label")
+	require.Contains(t, doc.Dict.Keys, "ProgramArguments")
+	require.Contains(t, doc.Dict.Strings, "org.ductile.daemon")
+	require.Contains(t, string(b), "<string>/usr/local/bin/ductile</string>")
 }
 
 // extract unpacks a tar.gz into dir and returns the names of its files.
