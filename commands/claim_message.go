@@ -53,12 +53,7 @@ func ClaimMessage(ctx context.Context, l *ledger.Ledger, cmd ClaimMessageCmd) (M
 		cmd.MaxAttempts = 1
 	}
 	var res MessageClaimed
-	_, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		m, err := LoadMessage(tx, cmd.MessageID)
-		if err != nil {
-			return nil, err
-		}
-		var evs []ledger.NewEvent
+	err := decideMessage(ctx, l, ledger.Durable, cmd.MessageID, func(_ *ledger.Tx, m *TopicMessage) (evs []ledger.NewEvent, err error) {
 		evs, res, err = cmd.decide(m)
 		return evs, err
 	})

@@ -55,12 +55,7 @@ func FinishMessage(ctx context.Context, l *ledger.Ledger, cmd FinishMessageCmd) 
 	}
 	var res MessageFinished
 	var stale *MessageStaleFenceError
-	_, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		m, err := LoadMessage(tx, cmd.MessageID)
-		if err != nil {
-			return nil, err
-		}
-		var evs []ledger.NewEvent
+	err := decideMessage(ctx, l, ledger.Durable, cmd.MessageID, func(tx *ledger.Tx, m *TopicMessage) (evs []ledger.NewEvent, err error) {
 		evs, res, stale, err = cmd.decide(tx, m, followUp)
 		return evs, err
 	})

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -195,4 +196,18 @@ func (f MessageFence) checkFence(m *TopicMessage, refused string) ([]ledger.NewE
 	ev := m.next(events.MessageSuperseded, events.MessageSupersededData{Refused: refused, Group: f.Group, Worker: f.Worker,
 		Fence: f.Fence, CurrentFence: stale.Current}, events.ActorWorker)
 	return []ledger.NewEvent{ev}, stale
+}
+
+// decideMessage folds message id's stream in a decision of l, and appends
+// what decide chooses with durability d (the write side's load, decide,
+// append, for one message).
+func decideMessage(ctx context.Context, l *ledger.Ledger, d ledger.Durability, id string, decide func(tx *ledger.Tx, m *TopicMessage) ([]ledger.NewEvent, error)) error {
+	_, err := l.Decide(ctx, d, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
+		m, err := LoadMessage(tx, id)
+		if err != nil {
+			return nil, err
+		}
+		return decide(tx, m)
+	})
+	return err
 }

@@ -29,12 +29,7 @@ func RenewMessage(ctx context.Context, l *ledger.Ledger, cmd RenewMessageCmd) (t
 	}
 	var until time.Time
 	var stale *MessageStaleFenceError
-	_, err := l.Decide(ctx, ledger.Relaxed, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		m, err := LoadMessage(tx, cmd.MessageID)
-		if err != nil {
-			return nil, err
-		}
-		var evs []ledger.NewEvent
+	err := decideMessage(ctx, l, ledger.Relaxed, cmd.MessageID, func(_ *ledger.Tx, m *TopicMessage) (evs []ledger.NewEvent, err error) {
 		evs, until, stale = cmd.decide(m)
 		return evs, nil
 	})

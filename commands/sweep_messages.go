@@ -34,12 +34,7 @@ type MessageExpired struct {
 // lease it found run out).
 func SweepMessageClaim(ctx context.Context, l *ledger.Ledger, cmd ExpireMessageClaim) (MessageExpired, error) {
 	var res MessageExpired
-	_, err := l.Decide(ctx, ledger.Durable, func(tx *ledger.Tx) ([]ledger.NewEvent, error) {
-		m, err := LoadMessage(tx, cmd.MessageID)
-		if err != nil {
-			return nil, err
-		}
-		var evs []ledger.NewEvent
+	err := decideMessage(ctx, l, ledger.Durable, cmd.MessageID, func(_ *ledger.Tx, m *TopicMessage) (evs []ledger.NewEvent, err error) {
 		evs, res, err = cmd.decide(m)
 		return evs, err
 	})
