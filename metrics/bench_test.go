@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/ductile/ductile/internal/ledgertest"
 	"io"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ductile/ductile/internal/ledgertest"
 
 	"github.com/google/uuid"
 

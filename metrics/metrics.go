@@ -123,7 +123,7 @@ var (
 
 func (c *ledgerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{jobsDesc, finishedDesc, queueDesc, lagDesc, headDesc, bytesDesc, commitsDesc, fsyncsDesc,
-		workerLeasesDesc, workerLastSeenDesc, workerPluginsDesc} {
+		workerLeasesDesc, workerLastSeenDesc, workerPluginsDesc, topicBacklogDesc, topicClaimsActiveDesc} {
 		ch <- d
 	}
 }
@@ -163,6 +163,7 @@ func (c *ledgerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 
 	collectWorkers(ctx, c.l, ch)
+	collectTopics(ctx, c.l, time.Now(), ch)
 
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(fileSize(c.l.Path())), "database")
 	ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(fileSize(c.l.Path()+"-wal")), "wal")

@@ -109,3 +109,23 @@ ORDER BY seq LIMIT 1;
 -- name: ListMessageClaims :many
 SELECT message_id, worker_group, status, worker, fence, lease_until, attempts, claimed_at, ended_at, follow_up_id, error
 FROM topic_claims WHERE message_id = CAST(@message_id AS TEXT) ORDER BY worker_group;
+
+
+-- name: TopicBacklogs :many
+-- Per topic and worker group that has claimed from it (a cursor, or an
+-- active claim before its first message is done), how many of the topic's
+-- messages after the group's cursor it is not done with: its backlog,
+-- claimed or not. The cost follows the backlogs, not the topics' history.
+WITH grps AS (
+    SELECT topic, worker_group, done_through FROM topic_cursors
+    UNION
+    SELECT DISTINCT a.topic, a.worker_group, 0 FROM topic_claims a
+    WHERE a.status = 'active'
+      AND NOT EXISTS (SELECT 1 FROM topic_cursors k WHERE k.topic = a.topic AND k.worker_group = a.worker_group)
+)
+SELECT g.topic, g.worker_group, (
+    SELECT count(*) FROM topic_messages m
+    LEFT JOIN topic_claims tc ON tc.message_id = m.id AND tc.worker_group = g.worker_group
+    WHERE m.topic = g.topic AND m.seq > g.done_through AND (tc.done IS NULL OR tc.done = 0)
+) AS backlog
+FROM grps g ORDER BY g.topic, g.worker_group;

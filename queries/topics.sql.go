@@ -1080,3 +1080,55 @@ func ListMessageClaims(conn *sqlite.Conn, messageID string, fn func(ListMessageC
 		}
 	}
 }
+
+const topicBacklogs = `WITH grps AS (
+    SELECT topic, worker_group, done_through FROM topic_cursors
+    UNION
+    SELECT DISTINCT a.topic, a.worker_group, 0 FROM topic_claims a
+    WHERE a.status = 'active'
+      AND NOT EXISTS (SELECT 1 FROM topic_cursors k WHERE k.topic = a.topic AND k.worker_group = a.worker_group)
+)
+SELECT g.topic, g.worker_group, (
+    SELECT count(*) FROM topic_messages m
+    LEFT JOIN topic_claims tc ON tc.message_id = m.id AND tc.worker_group = g.worker_group
+    WHERE m.topic = g.topic AND m.seq > g.done_through AND (tc.done IS NULL OR tc.done = 0)
+) AS backlog
+FROM grps g ORDER BY g.topic, g.worker_group`
+
+type TopicBacklogsRow struct {
+	Topic       string
+	WorkerGroup string
+	Backlog     int64
+}
+
+// Per topic and worker group that has claimed from it (a cursor, or an
+// active claim before its first message is done), how many of the topic's
+// messages after the group's cursor it is not done with: its backlog,
+// claimed or not. The cost follows the backlogs, not the topics' history.
+func TopicBacklogs(conn *sqlite.Conn, fn func(TopicBacklogsRow) error) (err error) {
+	stmt, err := conn.Prepare(topicBacklogs)
+	if err != nil {
+		return fmt.Errorf("TopicBacklogs: %w", err)
+	}
+	defer func() {
+		if resetErr := errors.Join(stmt.Reset(), stmt.ClearBindings()); resetErr != nil && err == nil {
+			err = fmt.Errorf("TopicBacklogs: %w", resetErr)
+		}
+	}()
+	for {
+		hasRow, err := stmt.Step()
+		if err != nil {
+			return fmt.Errorf("TopicBacklogs: %w", err)
+		}
+		if !hasRow {
+			return nil
+		}
+		var row TopicBacklogsRow
+		row.Topic = stmt.ColumnText(0)
+		row.WorkerGroup = stmt.ColumnText(1)
+		row.Backlog = stmt.ColumnInt64(2)
+		if err := fn(row); err != nil {
+			return err
+		}
+	}
+}

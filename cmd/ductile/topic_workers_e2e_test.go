@@ -255,3 +255,37 @@ func TestTopicRemoteWorkerOverHTTP(t *testing.T) {
 	require.Contains(t, string(raw), `ductile_topic_messages_published_total{topic="remote.request"} 1`)
 	require.Equal(t, 0, worker.signal(t, syscall.SIGTERM), worker.stderr.String())
 }
+
+// TestTopicGaugesCountWhatLocalWorkersDo: the topic gauges of /metrics are
+// read from the projections, so a worker on the local ledger (claiming
+// without the API) shows: an active claim while its command runs, and the
+// group's backlog going down as it answers.
+func TestTopicGaugesCountWhatLocalWorkersDo(t *testing.T) {
+	t.Parallel()
+	d := newTopicDaemon(t)
+	for i := range 3 {
+		d.publishAPI("gauge.request", fmt.Sprintf("m%d", i))
+	}
+	metricsShow := func(what, line string) {
+		t.Helper()
+		var raw []byte
+		waitFor(t, waitTimeout, what, func() bool {
+			_, raw = d.api.do("GET", "/metrics", nil)
+			return strings.Contains(string(raw), line)
+		}, func() string { return string(raw) })
+	}
+	flags := []string{"--topic", "gauge.request", "--success-topic", "gauge.done", "--failure-topic", "gauge.failed", "--group", "g", "--once"}
+
+	gate := filepath.Join(t.TempDir(), "gate")
+	env := append(append([]string{}, d.env...), "GATE="+gate)
+	p := d.worker(env, flags, "sh", "-c", `while [ ! -e "$GATE" ]; do sleep 0.02; done; cat`)
+	metricsShow("the claim live", `ductile_topic_claims_active{state="live",topic="gauge.request"} 1`)
+	metricsShow("group g's backlog of 3", `ductile_topic_backlog{group="g",topic="gauge.request"} 3`)
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	require.Equal(t, 0, p.wait(t), p.stderr.String())
+	metricsShow("group g's backlog of 2", `ductile_topic_backlog{group="g",topic="gauge.request"} 2`)
+
+	p = d.worker(nil, flags, "sh", "-c", "cat")
+	require.Equal(t, 0, p.wait(t), p.stderr.String())
+	metricsShow("group g's backlog of 1", `ductile_topic_backlog{group="g",topic="gauge.request"} 1`)
+}
