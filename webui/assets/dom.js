@@ -22,8 +22,8 @@ export function badge(status) {
   return h("span", { class: `badge s-${status}`, "data-status": status }, status);
 }
 
-/** short is the first 8 characters of an id. */
-export const short = (id) => (id || "").slice(0, 8);
+/** short is the last 8 characters of an id (a UUIDv7 begins with its time, alike for jobs made together). */
+export const short = (id) => "…" + (id || "").slice(-8);
 
 /** pretty formats JSON for a <pre>. */
 export function pretty(v) {

@@ -12,7 +12,7 @@ export async function render(main, [which]) {
         h("td", {}, `${p.name} ${p.version || ""}`, p.enabled ? "" : " (disabled)"),
         h("td", {}, badge((p.health && p.health.status) || "unknown"), " ", h("span", { class: "muted" }, (p.health && p.health.summary) || "")),
         h("td", { class: "wide" }, (p.commands || []).map((c) => `${c.name} (${c.type})`).join(", ")))))),
-    skipped.length ? [h("h2", {}, "Skipped"), h("ul", {}, skipped.map((s) => h("li", {}, `${s.name}: ${s.reason}`)))] : null);
+    h("div", {}, skipped.length ? [h("h2", {}, "Skipped"), h("ul", {}, skipped.map((s) => h("li", {}, `${s.name}: ${s.reason}`)))] : null));
     return;
   }
   const { workers = [] } = await get("/workers");

@@ -34,7 +34,8 @@ export async function render(main, [id]) {
   main.append(h("h1", {}, "Tree of ", h("a", { class: "mono", href: `/ui/job/${id}` }, short(id))),
     h("div", { class: "slider" }, h("label", { for: "slider" }, "Replay to seq ", label), slider,
       h("span", { class: "muted" }, "Arrow keys step one event; Home and End jump to the start and now.")),
-    holder, now.truncated ? h("p", { class: "muted" }, "Truncated: the jobs nearest the root are shown.") : null);
+    holder);
+  if (now.truncated) main.append(h("p", { class: "muted" }, "Truncated: the jobs nearest the root are shown."));
 
   let want = 0;
   async function show(seq) {
