@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -184,4 +185,37 @@ func TestPageServed(t *testing.T) {
 	defer res.Body.Close()
 	require.Contains(t, res.Header.Get("Content-Security-Policy"), "default-src 'self'")
 	require.Contains(t, res.Header.Get("Content-Type"), "text/html")
+}
+
+// TestSessionCookieSecureUnderTLS: served with TLS, the cookie is Secure,
+// and a write's Origin must be the https origin.
+func TestSessionCookieSecureUnderTLS(t *testing.T) {
+	f := start(t, nil)
+	srv := httptest.NewUnstartedServer(f.server.Handler())
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	client := srv.Client()
+	post := func(path, origin string, body []byte, cookie *http.Cookie) *http.Response {
+		req, err := http.NewRequest("POST", srv.URL+path, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Origin", origin)
+		if cookie != nil {
+			req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
+		}
+		res, err := client.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, res.Body)
+		require.NoError(t, res.Body.Close())
+		return res
+	}
+	res := post("/ui/session", srv.URL, []byte(`{"token":"admin"}`), nil)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	cookies := res.Cookies()
+	require.Len(t, cookies, 1)
+	require.True(t, cookies[0].Secure)
+	require.True(t, cookies[0].HttpOnly)
+	plain := "http://" + strings.TrimPrefix(srv.URL, "https://")
+	require.Equal(t, http.StatusForbidden, post("/plugin/echo/poll", plain, nil, cookies[0]).StatusCode, "an http Origin on an https daemon")
+	require.Equal(t, http.StatusAccepted, post("/plugin/echo/poll", srv.URL, nil, cookies[0]).StatusCode)
 }
