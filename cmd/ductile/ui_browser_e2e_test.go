@@ -35,6 +35,12 @@ func startUIDaemon(t *testing.T) uiDaemon {
 	require.NoError(t, os.MkdirAll(hang, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(hang, "manifest.yaml"), []byte("manifest_spec: ductile.plugin\nmanifest_version: 1\nname: hang\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.sh\ncommands: {handle: {type: write}}\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(hang, "run.sh"), []byte("#!/bin/sh\ncat >/dev/null\nexec sleep 300\n"), 0o755))
+	progress := filepath.Join(root, "progress")
+	require.NoError(t, os.MkdirAll(progress, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(progress, "manifest.yaml"), []byte("manifest_spec: ductile.plugin\nmanifest_version: 1\nname: progress\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.sh\ncommands: {handle: {type: write}}\n"), 0o644))
+	// Reports progress 0.1 … 0.9 on the control channel, 0.6 s apart (the
+	// ledger keeps one job.progressed a second), then succeeds.
+	require.NoError(t, os.WriteFile(filepath.Join(progress, "run.sh"), []byte("#!/bin/sh\ncat >/dev/null\nfor p in 1 2 3 4 5 6 7 8 9; do printf '{\"progress\":0.%s,\"stage\":\"work\"}\\n' $p >&3; sleep 0.6; done\nprintf '%s\\n' '{\"status\":\"ok\",\"result\":\"done\"}'\n"), 0o755))
 	cfg := filepath.Join(dir, "config.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(`api: {listen: 127.0.0.1:0}
 plugin_roots: ["`+root+`"]
@@ -259,6 +265,34 @@ func TestUIInBrowser(t *testing.T) {
 	require.Equal(t, "canceled", job.Status)
 	retryOn := eval[bool](t, ctx, `!document.getElementById("retry").disabled && document.getElementById("cancel").disabled`)
 	require.True(t, retryOn, "a canceled job offers retry, not cancel")
+
+	// A run's progress bar moves on its page.
+	slow := d.enqueue(t, "progress", `{}`)
+	run(t, ctx, "open the run", chromedp.Navigate(d.base+"/ui/job/"+slow), chromedp.WaitVisible(chromedp.ID("progress-bar")))
+	firstValue := eval[float64](t, ctx, `document.getElementById("progress-bar").value`)
+	var moved float64
+	waitFor(t, 3*waitTimeout, "the progress bar to move", func() bool {
+		moved = eval[float64](t, ctx, `(document.getElementById("progress-bar") || {value: 0}).value`)
+		return moved > firstValue
+	})
+	t.Logf("the progress bar moved from %.1f to %.1f", firstValue, moved)
+
+	// Trigger: a payload that is not a JSON object cannot be sent; a valid
+	// one enqueues and opens the new job.
+	run(t, ctx, "open trigger", chromedp.Navigate(d.base+"/ui/trigger"), chromedp.WaitVisible(chromedp.ID("t-payload")))
+	eval[bool](t, ctx, `{const p = document.getElementById("t-plugin"); p.value = "notify"; p.dispatchEvent(new Event("change")); true}`)
+	eval[bool](t, ctx, `{const p = document.getElementById("t-payload"); p.value = '{"a": '; p.dispatchEvent(new Event("input")); true}`)
+	require.True(t, eval[bool](t, ctx, `document.getElementById("t-send").disabled && document.getElementById("t-check").textContent.startsWith("Not valid")`))
+	eval[bool](t, ctx, `{const p = document.getElementById("t-payload"); p.value = '{"a": 1}'; p.dispatchEvent(new Event("input")); true}`)
+	run(t, ctx, "send", chromedp.Click(chromedp.ID("t-send")), chromedp.WaitVisible(chromedp.CSS(`#job-status [data-status="succeeded"]`)))
+	triggered := eval[string](t, ctx, `location.pathname.split("/").pop()`)
+	var sent struct {
+		Plugin  string          `json:"plugin"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	d.api(t, "GET", "/job/"+triggered, "", &sent)
+	require.Equal(t, "notify", sent.Plugin)
+	require.JSONEq(t, `{"a": 1}`, string(sent.Payload))
 
 	// Sign out: the page asks for a token again, and the API refuses.
 	run(t, ctx, "sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("token")))
