@@ -266,8 +266,11 @@ func TestUIInBrowser(t *testing.T) {
 	retryOn := eval[bool](t, ctx, `!document.getElementById("retry").disabled && document.getElementById("cancel").disabled`)
 	require.True(t, retryOn, "a canceled job offers retry, not cancel")
 
-	// A run's progress bar moves on its page.
+	// A run appears live in the run list, running with its progress; then
+	// its progress bar moves on its page.
+	run(t, ctx, "open the runs", chromedp.Navigate(d.base+"/ui/runs"), chromedp.WaitVisible(chromedp.CSS(`#runs-live.on`)))
 	slow := d.enqueue(t, "progress", `{}`)
+	run(t, ctx, "the run appears running with progress", chromedp.WaitVisible(chromedp.CSS(`tr[data-run-id="`+slow+`"][data-status="running"] progress`)))
 	run(t, ctx, "open the run", chromedp.Navigate(d.base+"/ui/job/"+slow), chromedp.WaitVisible(chromedp.ID("progress-bar")))
 	firstValue := eval[float64](t, ctx, `document.getElementById("progress-bar").value`)
 	var moved float64

@@ -8,6 +8,7 @@ const routes = [
   [/^\/ui\/?$/, () => import("./jobs.js")],
   [/^\/ui\/job\/([^/]+)\/tree$/, () => import("./tree.js")],
   [/^\/ui\/job\/([^/]+)$/, () => import("./job.js")],
+  [/^\/ui\/runs$/, () => import("./runs.js")],
   [/^\/ui\/trigger$/, () => import("./trigger.js")],
   [/^\/ui\/(plugins|workers)$/, () => import("./lists.js")],
 ];
