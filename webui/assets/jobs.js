@@ -23,11 +23,13 @@ export function follow(jobs, after, onChange, onLive) {
   async function refresh(id) {
     for (let i = 0; i < 50 && !closed; i++) {
       const want = pending.get(id);
-      let job;
-      try { job = await get(`/job/${encodeURIComponent(id)}`); } catch { return; }
-      const have = jobs.get(id);
-      if (!have || job.updated_seq >= have.updated_seq) { jobs.set(id, job); onChange(job); }
-      if (job.updated_seq >= want) { pending.delete(id); return; }
+      let job = null;
+      try { job = await get(`/job/${encodeURIComponent(id)}`); } catch { /* not projected yet (404): again */ }
+      if (job) {
+        const have = jobs.get(id);
+        if (!have || job.updated_seq >= have.updated_seq) { jobs.set(id, job); onChange(job); }
+        if (job.updated_seq >= want) { pending.delete(id); return; }
+      }
       // The projection has not read that event yet: ask again shortly.
       await new Promise((r) => setTimeout(r, 100));
     }
