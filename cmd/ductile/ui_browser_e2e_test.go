@@ -48,6 +48,10 @@ service: {max_workers: 8}
 routes:
   - {from: fetch, event_type: fetched, to: transcribe}
   - {from: transcribe, event_type: transcribed, to: notify}
+pipelines:
+  - name: tell
+    steps:
+      - {id: first, uses: notify, baggage: {web.url: payload.url}}
 `), 0o600))
 	args := func(a ...string) []string {
 		return append([]string{"--config", cfg, "--state-dir", filepath.Join(dir, "state")}, a...)
@@ -146,7 +150,12 @@ func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Actio
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 3*waitTimeout)
 	defer cancel()
-	require.NoError(t, chromedp.Do(ctx, steps...), what)
+	err := chromedp.Do(ctx, steps...)
+	if err != nil {
+		// What the page showed, to tell why.
+		page, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[string](`location.href + "\n" + document.body.innerText`))
+		t.Fatalf("%s: %v\nthe page:\n%s", what, err, page)
+	}
 }
 
 // eval is the value of a script in the page (a promise's, awaited).
@@ -296,6 +305,16 @@ func TestUIInBrowser(t *testing.T) {
 	d.api(t, "GET", "/job/"+triggered, "", &sent)
 	require.Equal(t, "notify", sent.Plugin)
 	require.JSONEq(t, `{"a": 1}`, string(sent.Payload))
+
+	// Trigger a pipeline: the page opens its tree, whose job carries the
+	// baggage the step took from the payload.
+	run(t, ctx, "open trigger", chromedp.Navigate(d.base+"/ui/trigger"), chromedp.WaitVisible(chromedp.ID("t-payload")),
+		chromedp.Click(chromedp.ID("t-kind-pipeline")), chromedp.WaitVisible(chromedp.ID("t-pipeline")),
+		chromedp.SendKeys(chromedp.ID("t-pipeline"), "tell"))
+	eval[bool](t, ctx, `{const p = document.getElementById("t-payload"); p.value = '{"url": "https://example.com/a"}'; p.dispatchEvent(new Event("input")); true}`)
+	run(t, ctx, "start the pipeline", chromedp.Click(chromedp.ID("t-send")), chromedp.WaitVisible(chromedp.CSS(`#tree .node pre`)))
+	baggage := eval[string](t, ctx, `document.querySelector("#tree .node pre").textContent`)
+	require.Contains(t, baggage, "https://example.com/a", "the tree shows the step's baggage")
 
 	// Sign out: the page asks for a token again, and the API refuses.
 	run(t, ctx, "sign out", chromedp.Click(chromedp.ID("signout")), chromedp.WaitVisible(chromedp.ID("token")))

@@ -40,7 +40,9 @@ export async function render(main, [id]) {
   let want = 0;
   async function show(seq) {
     want = seq;
-    const tree = seq >= last ? now : await get(`/job/${enc}/tree?at=${seq}`);
+    // Always the tree as folded at a seq: only that answer carries each
+    // job's baggage (context).
+    const tree = await get(`/job/${enc}/tree?at=${seq}`);
     if (want !== seq) return; // a newer position was asked for meanwhile
     label.textContent = seq >= last ? `${seq} (now)` : `${seq}${tree.at ? " · " + tree.at : ""}`;
     holder.dataset.at = seq;

@@ -37,17 +37,34 @@ export async function render(main) {
   };
   payload.addEventListener("input", validate);
   validate();
+  // What to run: a plugin's command, or a pipeline by name.
+  const kindPlugin = h("input", { type: "radio", name: "kind", id: "t-kind-plugin", value: "plugin", checked: true });
+  const kindPipeline = h("input", { type: "radio", name: "kind", id: "t-kind-pipeline", value: "pipeline" });
+  const pipeline = h("input", { type: "text", id: "t-pipeline", name: "pipeline", placeholder: "pipeline name", autocomplete: "off" });
+  const pluginFields = h("div", { class: "stack" }, h("label", {}, "Plugin", plugin), h("label", {}, "Command", command));
+  const pipelineFields = h("div", { class: "stack", hidden: true }, h("label", {}, "Pipeline", pipeline));
+  const pick = () => { pluginFields.hidden = kindPipeline.checked; pipelineFields.hidden = !kindPipeline.checked; };
+  kindPlugin.addEventListener("change", pick);
+  kindPipeline.addEventListener("change", pick);
   const form = h("form", { class: "stack", onsubmit: async (e) => {
     e.preventDefault();
     const body = validate();
     if (body === null) return;
     try {
+      if (kindPipeline.checked) {
+        const res = await post(`/pipeline/${encodeURIComponent(pipeline.value.trim())}`, body || "{}");
+        toast(`Started pipeline run ${res.run_id}`);
+        go(`/ui/job/${res.job_id}/tree`);
+        return;
+      }
       const res = await post(`/plugin/${encodeURIComponent(plugin.value)}/${encodeURIComponent(command.value)}`, body || undefined);
       toast(`Enqueued job ${res.job_id}`);
       go(`/ui/job/${res.job_id}`);
     } catch (err) { toast(errorText(err), true); }
   } },
-    h("label", {}, "Plugin", plugin), h("label", {}, "Command", command),
+    h("fieldset", {}, h("legend", {}, "Run"),
+      h("label", { class: "inline" }, kindPlugin, " a plugin command"), h("label", { class: "inline" }, kindPipeline, " a pipeline")),
+    pluginFields, pipelineFields,
     h("label", {}, "Payload (JSON object)", payload), check, h("div", {}, send));
-  main.append(h("h1", {}, "Trigger a command"), form);
+  main.append(h("h1", {}, "Trigger"), form);
 }
