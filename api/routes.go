@@ -155,6 +155,9 @@ type JobStatus struct {
 		ParentJobID *string         `json:"parent_job_id,omitempty"`
 		RetryOf     string          `json:"retry_of,omitempty"`
 		RetriedAs   string          `json:"retried_as,omitempty"`
+		Payload     json.RawMessage `json:"payload,omitempty" doc:"The job's payload"`
+		Seq         int64           `json:"seq" doc:"The seq of the job's job.enqueued"`
+		UpdatedSeq  int64           `json:"updated_seq" doc:"The seq of the newest event of the job this answer folds: a client following /events knows the answer holds every event up to it"`
 	}
 }
 
@@ -169,6 +172,7 @@ func (s *Server) handleGetJob(ctx context.Context, in *jobPath) (*JobStatus, err
 	b.JobID, b.Status, b.Plugin, b.Command, b.Attempt, b.MaxAttempts = j.ID, j.Status, j.Plugin, j.Command, j.Attempt, j.MaxAttempts
 	b.SubmittedBy, b.CreatedAt, b.StartedAt, b.CompletedAt, b.LastError, b.ParentJobID = j.SubmittedBy, j.CreatedAt, j.StartedAt, j.CompletedAt, j.LastError, j.ParentJobID
 	b.RetryOf, b.RetriedAs = inspection.RetryOf, inspection.RetriedAs
+	b.Payload, b.Seq, b.UpdatedSeq = j.Payload, j.Seq, j.UpdatedSeq
 	if n := len(inspection.Attempts); n > 0 {
 		b.Result = inspection.Attempts[n-1].Response
 	}

@@ -70,6 +70,8 @@ type Server struct {
 	// (api.max_streams_per_token).
 	streamsMu   sync.Mutex
 	streamsOpen map[string]int
+	// sessions are the web page's signed-in browsers (api/session.go).
+	sessions sessions
 }
 
 // New builds the API's routes.
@@ -88,7 +90,7 @@ func New(opts Options) *Server {
 	s.streams, s.stop = context.WithCancel(context.Background())
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.echoError
-	s.echo.Pre(s.checkHost, s.capBody)
+	s.echo.Pre(s.checkHost, s.capBody, s.sessionAuth)
 
 	useHumaErrors()
 	cfg := huma.DefaultConfig("Ductile API", "1")
@@ -105,6 +107,7 @@ func New(opts Options) *Server {
 	s.mountRunStreams()
 	s.document()
 	s.mountMCP()
+	s.mountUI()
 
 	set := opts.Settings
 	s.http = &http.Server{

@@ -1,0 +1,91 @@
+// app.js: sign-in, the router and the navigation. Pages are modules, each
+// exporting render(main, params) that may return a function to call when
+// the page is left (to close its streams).
+import { h, toast } from "./dom.js";
+import { call, get, errorText } from "./api.js";
+
+const routes = [
+  [/^\/ui\/?$/, () => import("./jobs.js")],
+  [/^\/ui\/job\/([^/]+)\/tree$/, () => import("./tree.js")],
+  [/^\/ui\/job\/([^/]+)$/, () => import("./job.js")],
+  [/^\/ui\/runs$/, () => import("./runs.js")],
+  [/^\/ui\/trigger$/, () => import("./trigger.js")],
+  [/^\/ui\/(plugins|workers)$/, () => import("./lists.js")],
+];
+
+let leave = null;
+let signedIn = false;
+
+async function show() {
+  if (leave) { leave(); leave = null; }
+  const main = document.getElementById("main");
+  main.replaceChildren();
+  if (!signedIn) { renderSignIn(main); return; }
+  const path = location.pathname;
+  for (const [re, load] of routes) {
+    const m = path.match(re);
+    if (!m) continue;
+    const page = await load();
+    try {
+      leave = (await page.render(main, m.slice(1).map(decodeURIComponent), new URLSearchParams(location.search))) || null;
+    } catch (err) {
+      main.append(h("p", { class: "error", role: "alert" }, errorText(err)));
+    }
+    return;
+  }
+  main.append(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "/ui/" }, "Back to the jobs")));
+}
+
+/** go moves to path inside the page without reloading it. */
+export function go(path) {
+  history.pushState(null, "", path);
+  show().then(() => document.getElementById("main").focus());
+}
+
+function renderSignIn(main) {
+  document.getElementById("nav").hidden = true;
+  const input = h("input", { type: "password", name: "token", id: "token", autocomplete: "current-password", required: true });
+  const err = h("p", { role: "alert", class: "error" });
+  const form = h("form", { class: "stack", id: "signin", onsubmit: async (e) => {
+    e.preventDefault();
+    err.textContent = "";
+    try {
+      await call("POST", "/ui/session", { token: input.value });
+      input.value = "";
+      signedIn = true;
+      document.getElementById("nav").hidden = false;
+      await show();
+    } catch (e2) { err.textContent = errorText(e2); }
+  } },
+    h("label", { for: "token" }, "API token", input),
+    h("p", { class: "muted" }, "The token is exchanged for a session cookie and not kept by the page. Make one with: ductile config token create NAME --scopes jobs:rw,plugin:rw,events:ro"),
+    h("div", {}, h("button", { class: "primary", type: "submit", id: "signin-submit" }, "Sign in")), err);
+  main.append(h("h1", {}, "Sign in"), form);
+  input.focus();
+}
+
+document.addEventListener("click", (e) => {
+  const a = e.target.closest("a");
+  if (!a || a.target || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
+  const url = new URL(a.href, location.href);
+  if (url.origin !== location.origin || !url.pathname.startsWith("/ui")) return;
+  e.preventDefault();
+  go(url.pathname + url.search);
+});
+window.addEventListener("popstate", show);
+window.addEventListener("ductile:signed-out", () => {
+  if (!signedIn) return;
+  signedIn = false;
+  toast("Signed out: the session ended (sign-out, expiry, a restart, or its token was revoked).", true);
+  show();
+});
+document.getElementById("signout").addEventListener("click", async () => {
+  try { await call("DELETE", "/ui/session"); } catch (err) { toast(errorText(err), true); }
+  signedIn = false;
+  show();
+});
+
+(async () => {
+  try { await get("/ui/session"); signedIn = true; document.getElementById("nav").hidden = false; } catch { signedIn = false; }
+  show();
+})();
