@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -61,8 +62,10 @@ type Server struct {
 	http    *http.Server
 	streams context.Context // canceled when Shutdown begins: ends long streams
 	stop    context.CancelFunc
-	// hosts are the Host names served, set by Serve (api/hosts.go).
-	hosts hostPolicy
+	// hosts are the Host names served, set by Serve (api/hosts.go); nil
+	// before it: the zero policy, every host. Atomic: the handler may be
+	// served elsewhere as well (a test's TLS server) while Serve starts.
+	hosts atomic.Pointer[hostPolicy]
 	// syncSlots holds one token per synchronous pipeline caller waiting
 	// (api.max_concurrent_sync).
 	syncSlots chan struct{}
@@ -272,13 +275,14 @@ func (s *Server) capBody(next echo.HandlerFunc) echo.HandlerFunc {
 // allowHosts sets the Host names served by a listener on addr: loopback
 // names and api.hosts (hostPolicy).
 func (s *Server) allowHosts(addr net.Addr) {
-	s.hosts = newHostPolicy(addr, s.opts.Settings.Hosts)
+	p := newHostPolicy(addr, s.opts.Settings.Hosts)
+	s.hosts.Store(&p)
 }
 
 // checkHost refuses a request whose Host is not served (hostPolicy).
 func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if !s.hosts.serves(c.Request().Host) {
+		if p := s.hosts.Load(); p != nil && !p.serves(c.Request().Host) {
 			return newError(http.StatusForbidden, "call the API as localhost or 127.0.0.1, or by a name in api.hosts (add it there and restart the daemon to serve it)",
 				"host "+c.Request().Host+" is not served: it is not a loopback name nor in api.hosts")
 		}
