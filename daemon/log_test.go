@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ductile/ductile/daemon"
+	"github.com/ductile/ductile/internal/ptytest"
 )
 
 func TestIsTerminal(t *testing.T) {
 	t.Parallel()
-	_, terminal := openPTY(t)
+	_, terminal := ptytest.Open(t)
 	require.True(t, daemon.IsTerminal(terminal))
 
 	r, w, err := os.Pipe()

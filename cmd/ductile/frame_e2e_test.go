@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/ductile/ductile/internal/ptytest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -192,7 +193,7 @@ func TestLogsOnATerminalAreReadable(t *testing.T) {
 // that line.
 func firstLineOnTerminal(t *testing.T, args []string, marker string) string {
 	t.Helper()
-	controller, terminal := openPTY(t)
+	controller, terminal := ptytest.Open(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), procTimeout)
 	defer cancel()

@@ -1,4 +1,4 @@
-package main_test
+package ptytest
 
 import (
 	"os"
@@ -9,8 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openPTY opens a pseudo-terminal pair: a real terminal, without a library.
-func openPTY(t *testing.T) (controller, terminal *os.File) {
+// Open opens a pseudo-terminal pair, closed at the test's end; it skips
+// the test where there are no pseudo-terminals.
+func Open(t *testing.T) (controller, terminal *os.File) {
 	t.Helper()
 	controller, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
