@@ -19,10 +19,15 @@ import (
 )
 
 // uiDaemon is a daemon serving a routed chain (fetch → transcribe →
-// notify, a second each: slowStep) and a plugin that hangs, with a token
-// of every scope.
+// notify, a second each: slowStep), a plugin that hangs, one that reports
+// progress, a pipeline with a gated split (sort: stepa, then stepb beside
+// stepc, whose if is false, then a join), a schedule (tick/beat, every
+// 2 s), with a token of every scope.
 type uiDaemon struct {
 	base, token string
+	// release is the file the hold plugin waits for before it emits
+	// "fetched" (routed on to transcribe, then notify).
+	release string
 }
 
 func startUIDaemon(t *testing.T) uiDaemon {
@@ -31,6 +36,15 @@ func startUIDaemon(t *testing.T) uiDaemon {
 	slowStep(t, root, "fetch", "fetched")
 	slowStep(t, root, "transcribe", "transcribed")
 	slowStep(t, root, "notify", "")
+	slowStep(t, root, "stepa", "a.done")
+	slowStep(t, root, "stepb", "")
+	slowStep(t, root, "stepc", "")
+	slowStep(t, root, "tick", "")
+	release := filepath.Join(dir, "release")
+	holdDir := filepath.Join(root, "hold")
+	require.NoError(t, os.MkdirAll(holdDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(holdDir, "manifest.yaml"), []byte("manifest_spec: ductile.plugin\nmanifest_version: 1\nname: hold\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.sh\ncommands: {handle: {type: write}}\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(holdDir, "run.sh"), []byte("#!/bin/sh\ncat >/dev/null\nwhile [ ! -e '"+release+"' ]; do sleep 0.05; done\nprintf '%s\\n' '{\"status\":\"ok\",\"result\":\"done\",\"events\":[{\"type\":\"fetched\",\"payload\":{\"from\":\"hold\"}}]}'\n"), 0o755))
 	hang := filepath.Join(root, "hang")
 	require.NoError(t, os.MkdirAll(hang, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(hang, "manifest.yaml"), []byte("manifest_spec: ductile.plugin\nmanifest_version: 1\nname: hang\nversion: 0.1.0\nprotocol: 2\nentrypoint: run.sh\ncommands: {handle: {type: write}}\n"), 0o644))
@@ -47,17 +61,28 @@ plugin_roots: ["`+root+`"]
 service: {max_workers: 8}
 routes:
   - {from: fetch, event_type: fetched, to: transcribe}
+  - {from: hold, event_type: fetched, to: transcribe}
   - {from: transcribe, event_type: transcribed, to: notify}
+plugins:
+  tick: {schedules: [{id: beat, every: 2s, command: handle}]}
 pipelines:
   - name: tell
     steps:
       - {id: first, uses: notify, baggage: {web.url: payload.url}}
+  - name: sort
+    steps:
+      - {id: a, uses: stepa}
+      - id: fan
+        split:
+          - {id: b, uses: stepb}
+          - {id: c, uses: stepc, if: {path: payload.from, op: eq, value: nobody}}
+      - {id: end, uses: notify}
 `), 0o600))
 	args := func(a ...string) []string {
 		return append([]string{"--config", cfg, "--state-dir", filepath.Join(dir, "state")}, a...)
 	}
 	env := cleanEnv(t)
-	d := uiDaemon{token: lastLine(mustRun(t, env, args("config", "token", "create", "admin", "--scopes", "*")...).stdout)}
+	d := uiDaemon{release: release, token: lastLine(mustRun(t, env, args("config", "token", "create", "admin", "--scopes", "*")...).stdout)}
 	p := start(t, env, args("system", "start")...)
 	line, _ := p.waitLine(t, 0, messageIs("api: listening"))
 	var listening struct {

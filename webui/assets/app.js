@@ -11,6 +11,9 @@ const routes = [
   [/^\/ui\/runs$/, () => import("./runs.js")],
   [/^\/ui\/trigger$/, () => import("./trigger.js")],
   [/^\/ui\/(plugins|workers)$/, () => import("./lists.js")],
+  [/^\/ui\/pipelines$/, () => import("./pipelines.js")],
+  [/^\/ui\/pipeline\/([^/]+)$/, () => import("./pipelines.js")],
+  [/^\/ui\/schedules$/, () => import("./schedules.js")],
 ];
 
 let leave = null;
@@ -67,7 +70,8 @@ function renderSignIn(main) {
 document.addEventListener("click", (e) => {
   const a = e.target.closest("a");
   if (!a || a.target || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
-  const url = new URL(a.href, location.href);
+  // An SVG link's href is an SVGAnimatedString, not a string.
+  const url = new URL(typeof a.href === "string" ? a.href : a.getAttribute("href"), location.href);
   if (url.origin !== location.origin || !url.pathname.startsWith("/ui")) return;
   e.preventDefault();
   go(url.pathname + url.search);

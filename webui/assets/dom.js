@@ -40,3 +40,49 @@ export function toast(text, error = false) {
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => { el.hidden = true; }, 5000);
 }
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** s builds an SVG element as h builds an HTML one. */
+export function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+/** throttle calls fn at most once per ms milliseconds, the last call
+ * always coming through (after the wait). */
+export function throttle(fn, ms) {
+  let timer = null, again = false;
+  const run = () => {
+    timer = null;
+    if (!again) return;
+    again = false;
+    fn();
+    timer = setTimeout(run, ms);
+  };
+  return () => {
+    again = true;
+    if (!timer) run();
+  };
+}
+
+/** when formats an RFC 3339 time as "YYYY-MM-DD HH:MM:SS" in UTC. */
+export const when = (t) => (t ? String(t).replace("T", " ").slice(0, 19) : "");
+
+/** until says how far t (RFC 3339) is from now: "in 12 s", "3 min ago". */
+export function until(t, now = Date.now()) {
+  if (!t) return "";
+  const d = Math.round((Date.parse(t) - now) / 1000);
+  const a = Math.abs(d);
+  const n = a < 90 ? `${a} s` : a < 5400 ? `${Math.round(a / 60)} min` : a < 172800 ? `${Math.round(a / 3600)} h` : `${Math.round(a / 86400)} d`;
+  return d >= 0 ? `in ${n}` : `${n} ago`;
+}

@@ -2,9 +2,11 @@
 // and then the runs channel (/runs/stream) from the newest seq the snapshot
 // holds: a change whose seq a run's record already holds is skipped, so a
 // reconnect (Last-Event-ID) or a reload misses nothing and shows nothing
-// twice. Pipeline runs are listed as they are when the page opens.
-import { h, badge, short } from "./dom.js";
+// twice. Pipeline runs are read again whenever a pipeline run starts or
+// finishes (the ledger stream of those two events).
+import { h, badge, short, throttle } from "./dom.js";
 import { get } from "./api.js";
+import { stream } from "./live.js";
 
 const when = (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "");
 
@@ -34,12 +36,16 @@ export async function render(main) {
       body.replaceChildren(...[...runs.values()].sort((a, b) => b.created_at - a.created_at).slice(0, 500).map(row));
     });
   };
-  const [snap, pipeline] = await Promise.all([get("/runs?kind=plugin&limit=200"), get("/runs?kind=pipeline&limit=50").catch(() => ({ runs: [] }))]);
+  const drawPipes = (pipeline) => pipes.replaceChildren(...(pipeline.runs || []).map((r) => h("tr", { "data-run-id": r.run_id, "data-status": r.status },
+    h("td", { class: "mono" }, r.job_id ? h("a", { href: `/ui/job/${r.job_id}/tree` }, short(r.run_id)) : short(r.run_id)),
+    h("td", {}, r.pipeline ? h("a", { href: `/ui/pipeline/${encodeURIComponent(r.pipeline)}` }, r.pipeline) : ""),
+    h("td", {}, badge(r.status || "")), h("td", { class: "wide muted" }, r.started_at || ""))));
+  const readPipes = () => get("/runs?kind=pipeline&limit=50").then(drawPipes, () => {});
+  const pipeLive = stream(["pipeline.run_started", "pipeline.run_finished"], throttle(readPipes, 300), () => {});
+  await pipeLive.opened;
+  const [snap] = await Promise.all([get("/runs?kind=plugin&limit=200"), readPipes()]);
   let after = 0;
   for (const r of snap.runs || []) { runs.set(r.run_id, r); after = Math.max(after, r.seq || 0); }
-  pipes.replaceChildren(...(pipeline.runs || []).map((r) => h("tr", { "data-run-id": r.run_id },
-    h("td", { class: "mono" }, r.job_id ? h("a", { href: `/ui/job/${r.job_id}/tree` }, short(r.run_id)) : short(r.run_id)),
-    h("td", {}, r.pipeline || ""), h("td", {}, badge(r.status || "")), h("td", { class: "wide muted" }, r.started_at || ""))));
   draw();
 
   const es = new EventSource(`/runs/stream?after=${after}`);
@@ -61,5 +67,5 @@ export async function render(main) {
   });
   es.onopen = () => { live.className = "live on"; live.textContent = "live"; };
   es.onerror = () => { live.className = "live off"; live.textContent = "reconnecting"; };
-  return () => es.close();
+  return () => { es.close(); pipeLive.close(); };
 }

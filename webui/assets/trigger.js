@@ -4,8 +4,9 @@ import { h, toast } from "./dom.js";
 import { get, post, errorText } from "./api.js";
 import { go } from "./app.js";
 
-export async function render(main) {
-  const { plugins = [] } = await get("/plugins");
+export async function render(main, _params, query) {
+  const [{ plugins = [] }, { pipelines = [] }] = await Promise.all([get("/plugins"),
+    get("/pipelines").catch(() => ({}))]); // a token without plugin:ro reads neither; the name is typed then
   const enabled = plugins.filter((p) => p.enabled);
   const plugin = h("select", { id: "t-plugin", name: "plugin" }, enabled.map((p) => h("option", { value: p.name }, p.name)));
   const command = h("select", { id: "t-command", name: "command" });
@@ -38,14 +39,18 @@ export async function render(main) {
   payload.addEventListener("input", validate);
   validate();
   // What to run: a plugin's command, or a pipeline by name.
-  const kindPlugin = h("input", { type: "radio", name: "kind", id: "t-kind-plugin", value: "plugin", checked: true });
-  const kindPipeline = h("input", { type: "radio", name: "kind", id: "t-kind-pipeline", value: "pipeline" });
-  const pipeline = h("input", { type: "text", id: "t-pipeline", name: "pipeline", placeholder: "pipeline name", autocomplete: "off" });
+  const wanted = query.get("pipeline");
+  const kindPlugin = h("input", { type: "radio", name: "kind", id: "t-kind-plugin", value: "plugin", checked: !wanted });
+  const kindPipeline = h("input", { type: "radio", name: "kind", id: "t-kind-pipeline", value: "pipeline", checked: !!wanted });
+  const pipeline = h("input", { type: "text", id: "t-pipeline", name: "pipeline", placeholder: "pipeline name", autocomplete: "off",
+    list: "t-pipelines", value: wanted || "" });
+  const names = h("datalist", { id: "t-pipelines" }, pipelines.map((p) => h("option", { value: p.name }, `${p.name} (${p.trigger})`)));
   const pluginFields = h("div", { class: "stack" }, h("label", {}, "Plugin", plugin), h("label", {}, "Command", command));
-  const pipelineFields = h("div", { class: "stack", hidden: true }, h("label", {}, "Pipeline", pipeline));
+  const pipelineFields = h("div", { class: "stack", hidden: true }, h("label", {}, "Pipeline", pipeline), names);
   const pick = () => { pluginFields.hidden = kindPipeline.checked; pipelineFields.hidden = !kindPipeline.checked; };
   kindPlugin.addEventListener("change", pick);
   kindPipeline.addEventListener("change", pick);
+  pick();
   const form = h("form", { class: "stack", onsubmit: async (e) => {
     e.preventDefault();
     const body = validate();
