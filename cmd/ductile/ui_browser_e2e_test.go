@@ -305,6 +305,13 @@ func TestUIInBrowser(t *testing.T) {
 	run(t, ctx, "open the runs", chromedp.Navigate(d.base+"/ui/runs"), chromedp.WaitVisible(chromedp.CSS(`#runs-live.on`)))
 	slow := d.enqueue(t, "progress", `{}`)
 	run(t, ctx, "the run appears running with progress", chromedp.WaitVisible(chromedp.CSS(`tr[data-run-id="`+slow+`"][data-status="running"] progress`)))
+	// The run list's filters: a plugin it is not hides it, its own shows it
+	// again, and the filter is kept in the address.
+	eval[bool](t, ctx, `{const p = document.getElementById("r-plugin"); p.value = "notify"; p.dispatchEvent(new Event("input")); true}`)
+	run(t, ctx, "filtered out", chromedp.WaitNotPresent(chromedp.CSS(`tr[data-run-id="`+slow+`"]`)))
+	require.Equal(t, "?plugin=notify", eval[string](t, ctx, `location.search`))
+	eval[bool](t, ctx, `{const p = document.getElementById("r-plugin"); p.value = "progress"; p.dispatchEvent(new Event("input")); true}`)
+	run(t, ctx, "filtered in", chromedp.WaitVisible(chromedp.CSS(`tr[data-run-id="`+slow+`"]`)))
 	run(t, ctx, "open the run", chromedp.Navigate(d.base+"/ui/job/"+slow), chromedp.WaitVisible(chromedp.ID("progress-bar")))
 	firstValue := eval[float64](t, ctx, `document.getElementById("progress-bar").value`)
 	var moved float64

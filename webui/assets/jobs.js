@@ -6,6 +6,7 @@
 // page misses nothing and shows nothing twice.
 import { h, badge, short } from "./dom.js";
 import { get } from "./api.js";
+import { filters } from "./filters.js";
 
 /** JOB_EVENTS are the event types that change a job's row. */
 export const JOB_EVENTS = ["job.enqueued", "job.started", "job.succeeded", "job.failed", "job.timed_out",
@@ -54,28 +55,18 @@ export function follow(jobs, after, onChange, onLive) {
 /** render draws the list and follows the stream. */
 export async function render(main, _params, query) {
   const jobs = new Map();
-  const plugin = h("input", { type: "search", id: "f-plugin", placeholder: "plugin", "aria-label": "Filter by plugin", value: query.get("plugin") || "" });
-  const status = h("select", { id: "f-status", "aria-label": "Filter by status" },
-    STATUSES.map((s) => h("option", { value: s, selected: s === (query.get("status") || "") }, s || "any status")));
-  const text = h("input", { type: "search", id: "f-text", placeholder: "text (id, command, payload, error)", "aria-label": "Filter by text", value: query.get("q") || "" });
+  const bar = filters("/ui/", query, STATUSES, () => draw());
   const live = h("span", { class: "live off", id: "live", role: "status" }, "connecting");
   const body = h("tbody", { id: "jobs" });
   main.append(
     h("h1", {}, "Jobs ", live),
-    h("div", { class: "filters", role: "search" }, plugin, status, text),
+    bar.el,
     h("table", {}, h("thead", {}, h("tr", {},
       h("th", { scope: "col" }, "Job"), h("th", { scope: "col" }, "Command"), h("th", { scope: "col" }, "Status"),
       h("th", { scope: "col", class: "wide" }, "Attempt"), h("th", { scope: "col", class: "wide" }, "Created"))), body),
     h("p", { class: "muted", id: "count" }));
 
-  const matches = (j) => {
-    if (plugin.value && !j.plugin.includes(plugin.value.trim())) return false;
-    if (status.value && j.status !== status.value) return false;
-    const q = text.value.trim().toLowerCase();
-    if (!q) return true;
-    return [j.job_id, j.plugin, j.command, j.last_error, JSON.stringify(j.payload || "")]
-      .some((v) => (v || "").toLowerCase().includes(q));
-  };
+  const matches = (j) => bar.matches(j.plugin, j.status, [j.job_id, j.plugin, j.command, j.last_error, JSON.stringify(j.payload || "")]);
   const row = (j) => h("tr", { "data-job-id": j.job_id, "data-status": j.status },
     h("td", { class: "mono" }, h("a", { href: `/ui/job/${j.job_id}`, title: j.job_id }, short(j.job_id))),
     h("td", {}, `${j.plugin} ${j.command}`),
@@ -93,16 +84,6 @@ export async function render(main, _params, query) {
       document.getElementById("count").textContent = `${shown.length} of ${jobs.size} jobs`;
     });
   };
-  const syncQuery = () => {
-    const q = new URLSearchParams();
-    if (plugin.value) q.set("plugin", plugin.value);
-    if (status.value) q.set("status", status.value);
-    if (text.value) q.set("q", text.value);
-    history.replaceState(null, "", "/ui/" + (q.size ? "?" + q : ""));
-    draw();
-  };
-  for (const el of [plugin, status, text]) el.addEventListener("input", syncQuery);
-
   const snap = await get("/jobs?limit=500");
   let after = 0;
   for (const j of snap.jobs) { jobs.set(j.job_id, j); after = Math.max(after, j.updated_seq); }

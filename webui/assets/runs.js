@@ -7,15 +7,19 @@
 import { h, badge, short, throttle } from "./dom.js";
 import { get } from "./api.js";
 import { stream } from "./live.js";
+import { filters } from "./filters.js";
 
 const when = (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "");
 
-export async function render(main) {
+const STATUSES = ["", "queued", "running", "cancel_requested", "succeeded", "failed", "timeout", "canceled"];
+
+export async function render(main, _params, query) {
   const runs = new Map();
+  const bar = filters("/ui/runs", query, STATUSES, () => draw(), "r");
   const live = h("span", { class: "live off", id: "runs-live", role: "status" }, "connecting");
   const body = h("tbody", { id: "runs" });
   const pipes = h("tbody", { id: "pipeline-runs" });
-  main.append(h("h1", {}, "Runs ", live),
+  main.append(h("h1", {}, "Runs ", live), bar.el,
     h("table", {}, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Run"), h("th", { scope: "col" }, "Plugin"),
       h("th", { scope: "col" }, "Status"), h("th", { scope: "col" }, "Progress"), h("th", { scope: "col", class: "wide" }, "Created"))), body),
     h("h2", {}, "Pipeline runs"),
@@ -33,7 +37,9 @@ export async function render(main) {
     scheduled = true;
     requestAnimationFrame(() => {
       scheduled = false;
-      body.replaceChildren(...[...runs.values()].sort((a, b) => b.created_at - a.created_at).slice(0, 500).map(row));
+      const shown = [...runs.values()].filter((r) => bar.matches(r.plugin_id, r.status,
+        [r.run_id, r.plugin_id, r.entry_id, r.task_id, r.error && (r.error.message || JSON.stringify(r.error)), r.stage, r.message]));
+      body.replaceChildren(...shown.sort((a, b) => b.created_at - a.created_at).slice(0, 500).map(row));
     });
   };
   const drawPipes = (pipeline) => pipes.replaceChildren(...(pipeline.runs || []).map((r) => h("tr", { "data-run-id": r.run_id, "data-status": r.status },
