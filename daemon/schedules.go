@@ -83,7 +83,7 @@ func (d *Daemon) applySchedules(at time.Time) {
 // Since: none before it starts. Safe from any goroutine.
 func (d *Daemon) Scheduled() []schedule.Schedule {
 	if s := d.scheduled.Load(); s != nil {
-		return *s
+		return slices.Clone(*s)
 	}
 	return nil
 }
