@@ -182,6 +182,8 @@ func routeOf(method, path string) string {
 		parts[2] = "{plugin}"
 	case len(parts) == 3 && parts[1] == "pipeline":
 		return "/pipeline/{name}"
+	case len(parts) == 3 && parts[1] == "pipelines":
+		return "/pipelines/{name}"
 	case len(parts) >= 4 && parts[1] == "worker" && parts[2] == "jobs":
 		parts[3] = "{id}"
 	case len(parts) >= 4 && parts[1] == "worker" && parts[2] == "messages":
@@ -509,7 +511,7 @@ func TestInternalError(t *testing.T) {
 		{"POST", "/plugin/echo/handle"}, {"GET", "/job/" + id}, {"GET", "/jobs"}, {"GET", "/job/" + id + "/tree"},
 		{"GET", "/job/" + id + "/events"}, {"GET", "/job/" + id + "/logs"}, {"POST", "/job/" + id + "/cancel"},
 		{"POST", "/job/" + id + "/retry"}, {"GET", "/plugins"}, {"GET", "/queue"}, {"GET", "/healthz"},
-		{"GET", "/runs"}, {"GET", "/run/" + id},
+		{"GET", "/runs"}, {"GET", "/run/" + id}, {"GET", "/schedules"},
 	} {
 		requireError(t, f.do(rt[0], rt[1], "admin", nil), 500, "error")
 	}

@@ -51,6 +51,7 @@ func (s *Server) document() {
 			query("job", "Only this job's own stream (job/<id>); its children's are other streams"),
 			query("topic", "Only the events of the messages of this topic: each message.published and every later event on its stream (claims, renewals, ends)"),
 			query("conversation", "Only the events of the messages of this conversation (as topic; both: the messages of both)"),
+			query("correlation", "Only the events whose meta.correlation_id is this: a job tree's events, by its root job's id"),
 		},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "The stream: text/event-stream until the client closes it", Content: text("text/event-stream", "Server-Sent Events")},

@@ -72,6 +72,7 @@ func (s *Server) register() {
 		Errors: []int{http.StatusBadRequest},
 	}, auth.JobsRO), s.handleGetQueue)
 	s.registerPipelines()
+	s.registerPipelineList()
 	s.registerRuns()
 	s.registerPlugins()
 	s.registerWorkers()

@@ -26,6 +26,7 @@ import (
 	"github.com/ductile/ductile/errcode"
 	"github.com/ductile/ductile/ledger"
 	"github.com/ductile/ductile/projections"
+	"github.com/ductile/ductile/schedule"
 )
 
 // Options configure a Server.
@@ -48,10 +49,13 @@ type Options struct {
 	Workers WorkerObserver
 	// Topics counts what the topic routes do (metrics.Metrics); nil: not
 	// counted.
-	Topics  TopicObserver
-	Logger  *slog.Logger
-	Now     func() time.Time
-	Started time.Time // when the daemon started, for /healthz
+	Topics TopicObserver
+	// Schedules are the schedules the daemon's scheduler runs now (GET
+	// /schedules); nil: none.
+	Schedules func() []schedule.Schedule
+	Logger    *slog.Logger
+	Now       func() time.Time
+	Started   time.Time // when the daemon started, for /healthz
 }
 
 // Server is the HTTP API.

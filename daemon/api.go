@@ -97,7 +97,7 @@ func (d *Daemon) startAPI(opts APIOptions) error {
 	apiOpts := api.Options{
 		Ledger: d.Ledger, Projector: d.Projector, Settings: settings, Guard: opts.Guard,
 		Events: opts.Events, Metrics: opts.Metrics, Logger: d.log, Started: d.started,
-		Engine: d.Engine,
+		Engine: d.Engine, Schedules: d.Scheduled,
 	}
 	if d.Metrics != nil {
 		apiOpts.Workers, apiOpts.Topics = d.Metrics, d.Metrics

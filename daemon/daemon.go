@@ -73,6 +73,9 @@ type Daemon struct {
 	// schedules are those applied now, by stream, with their Since (Open
 	// and Reload only).
 	schedules map[string]schedule.Schedule
+	// scheduled are the schedules last handed to the scheduler, in its
+	// order, for the API (GET /schedules) to read from its goroutines.
+	scheduled atomic.Pointer[[]schedule.Schedule]
 	retention *retention // prunes job logs
 	sweeper   *sweeper   // ends remote attempts whose lease ran out
 	api       *apiServer // nil without api:

@@ -75,7 +75,17 @@ func (d *Daemon) applySchedules(at time.Time) {
 		applied[sc.Stream()] = now[i]
 	}
 	d.schedules = applied
+	d.scheduled.Store(&now)
 	d.Scheduler.Apply(now)
+}
+
+// Scheduled returns the schedules the scheduler runs now, with their
+// Since: none before it starts. Safe from any goroutine.
+func (d *Daemon) Scheduled() []schedule.Schedule {
+	if s := d.scheduled.Load(); s != nil {
+		return slices.Clone(*s)
+	}
+	return nil
 }
 
 // previousSchedules are the schedules the daemon that applied a ran, with

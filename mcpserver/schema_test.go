@@ -77,6 +77,22 @@ func TestToolSchemasAreTheAPIs(t *testing.T) {
 	require.Contains(t, byName["cancel_job"].Description, "Needs scope jobs:rw")
 	require.True(t, byName["get_job"].Annotations.ReadOnlyHint)
 
+	// The pipelines and schedules the web page draws, for agents too.
+	require.Subset(t, keys(props("get_pipeline")), []string{"name"})
+	out, _ = json.Marshal(byName["get_pipeline"].OutputSchema)
+	for _, field := range []string{`"graph"`, `"vertices"`, `"edges"`, `"nodes"`, `"trigger"`} {
+		require.Contains(t, string(out), field, "get_pipeline answers GET /pipelines/{name}'s body")
+	}
+	out, _ = json.Marshal(byName["list_schedules"].OutputSchema)
+	for _, field := range []string{`"now"`, `"last_fired"`, `"next"`, `"breaker"`, `"would"`} {
+		require.Contains(t, string(out), field, "list_schedules answers GET /schedules's body")
+	}
+	for _, name := range []string{"list_pipelines", "get_pipeline", "list_schedules"} {
+		require.True(t, byName[name].Annotations.ReadOnlyHint, name)
+	}
+	require.Contains(t, byName["list_schedules"].Description, "Needs scope jobs:ro")
+	require.Contains(t, byName["list_pipelines"].Description, "Needs scope plugin:ro")
+
 	// A call the API cannot be reached for is a tool error that says so.
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_job", Arguments: map[string]any{"id": "x"}})
 	require.NoError(t, err)

@@ -98,12 +98,51 @@ func (p *Pipeline) Trigger() string {
 	return "run (API or CLI only)"
 }
 
-// Mermaid returns the pipeline as a Mermaid flowchart: a node per step,
-// a split fanning out to its branches and a join node where they meet, an
-// if as a decision with true and false edges.
-func (p *Pipeline) Mermaid() string {
+// Graph is a pipeline drawn as vertices and edges: what Mermaid prints
+// and the web page draws.
+type Graph struct {
+	Vertices []Vertex `json:"vertices"`
+	Edges    []Edge   `json:"edges"`
+}
+
+// Vertex kinds.
+const (
+	VertexStart = "start"
+	VertexStep  = "step"
+	VertexGate  = "gate"
+	VertexSplit = "split"
+	VertexJoin  = "join"
+	VertexEnd   = "end"
+)
+
+// Vertex is one box of a Graph.
+type Vertex struct {
+	// ID is "start", "done", "n1" (the first node in Order), "c1" (its
+	// gate) or "j1" (the join of split n1).
+	ID   string `json:"id"`
+	Kind string `json:"kind" enum:"start,step,gate,split,join,end"`
+	// Node is the pipeline node a step, gate, split or join belongs to.
+	Node string `json:"node,omitempty"`
+	// Label is the trigger (start), the node id (step), the gate's text
+	// (gate), "ID: split" (split), "join ID" (join) or "end".
+	Label   string `json:"label"`
+	Plugin  string `json:"plugin,omitempty"`  // step only
+	Command string `json:"command,omitempty"` // step only
+}
+
+// Edge is one arrow of a Graph, from vertex id to vertex id.
+type Edge struct {
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Label string `json:"label,omitempty"` // "true", "false", "branch 1", …
+}
+
+// Graph returns the pipeline as vertices and edges: start first, then
+// each node's gate, the node and (for a split) its branches and join in
+// walk order, done last. Every edge's ends are vertices of the graph.
+func (p *Pipeline) Graph() Graph {
 	order := p.Order()
-	short := make(map[string]string, len(order)) // node id → mermaid id
+	short := make(map[string]string, len(order)) // node id → vertex id
 	for i, n := range order {
 		short[n.ID] = fmt.Sprintf("n%d", i+1)
 	}
@@ -119,10 +158,11 @@ func (p *Pipeline) Mermaid() string {
 		}
 		return entry(next)
 	}
-	var b strings.Builder
-	b.WriteString("flowchart TD\n")
-	fmt.Fprintf(&b, "  start([%s])\n", label(p.Trigger()))
-	fmt.Fprintf(&b, "  start --> %s\n", target(p.Entry, "done"))
+	g := Graph{Vertices: []Vertex{}, Edges: []Edge{}}
+	vertex := func(v Vertex) { g.Vertices = append(g.Vertices, v) }
+	edge := func(from, to, label string) { g.Edges = append(g.Edges, Edge{From: from, To: to, Label: label}) }
+	vertex(Vertex{ID: "start", Kind: VertexStart, Label: p.Trigger()})
+	edge("start", target(p.Entry, "done"), "")
 	var walk func(id, after string)
 	walk = func(id, after string) {
 		for id != "" {
@@ -133,9 +173,9 @@ func (p *Pipeline) Mermaid() string {
 			m := short[id]
 			if n.Gated() {
 				c := entry(id)
-				fmt.Fprintf(&b, "  %s{%s}\n", c, label(n.Gate()))
-				fmt.Fprintf(&b, "  %s -->|true| %s\n", c, m)
-				fmt.Fprintf(&b, "  %s -->|false| %s\n", c, target(n.Bypass(), after))
+				vertex(Vertex{ID: c, Kind: VertexGate, Node: n.ID, Label: n.Gate()})
+				edge(c, m, "true")
+				edge(c, target(n.Bypass(), after), "false")
 			}
 			if n.Kind == KindSplit {
 				text := n.ID + ": split"
@@ -143,24 +183,61 @@ func (p *Pipeline) Mermaid() string {
 					text += " (continue_on_error)"
 				}
 				join := "j" + m[1:]
-				fmt.Fprintf(&b, "  %s{{%s}}\n", m, label(text))
+				vertex(Vertex{ID: m, Kind: VertexSplit, Node: n.ID, Label: text})
 				for i, br := range n.Branches {
-					fmt.Fprintf(&b, "  %s -->|branch %d| %s\n", m, i+1, target(br, join))
+					edge(m, target(br, join), fmt.Sprintf("branch %d", i+1))
 				}
 				for _, br := range n.Branches {
 					walk(br, join)
 				}
-				fmt.Fprintf(&b, "  %s((%s))\n", join, label("join "+n.ID))
-				fmt.Fprintf(&b, "  %s --> %s\n", join, target(n.Next, after))
+				vertex(Vertex{ID: join, Kind: VertexJoin, Node: n.ID, Label: "join " + n.ID})
+				edge(join, target(n.Next, after), "")
 			} else {
-				fmt.Fprintf(&b, "  %s[%s]\n", m, label(n.ID+"<br/>"+n.Plugin+"."+n.Command))
-				fmt.Fprintf(&b, "  %s --> %s\n", m, target(n.Next, after))
+				vertex(Vertex{ID: m, Kind: VertexStep, Node: n.ID, Label: n.ID, Plugin: n.Plugin, Command: n.Command})
+				edge(m, target(n.Next, after), "")
 			}
 			id = n.Next
 		}
 	}
 	walk(p.Entry, "done")
-	b.WriteString("  done([end])\n")
+	vertex(Vertex{ID: "done", Kind: VertexEnd, Label: "end"})
+	return g
+}
+
+// Mermaid returns the pipeline's Graph as a Mermaid flowchart: a node per
+// step, a split fanning out to its branches and a join node where they
+// meet, an if as a decision with true and false edges.
+func (p *Pipeline) Mermaid() string {
+	g := p.Graph()
+	from := make(map[string][]Edge, len(g.Vertices))
+	for _, e := range g.Edges {
+		from[e.From] = append(from[e.From], e)
+	}
+	var b strings.Builder
+	b.WriteString("flowchart TD\n")
+	for _, v := range g.Vertices {
+		switch v.Kind {
+		case VertexStart:
+			fmt.Fprintf(&b, "  %s([%s])\n", v.ID, label(v.Label))
+		case VertexEnd:
+			fmt.Fprintf(&b, "  %s([%s])\n", v.ID, v.Label) // unquoted, as Mermaid has always been printed
+		case VertexGate:
+			fmt.Fprintf(&b, "  %s{%s}\n", v.ID, label(v.Label))
+		case VertexSplit:
+			fmt.Fprintf(&b, "  %s{{%s}}\n", v.ID, label(v.Label))
+		case VertexJoin:
+			fmt.Fprintf(&b, "  %s((%s))\n", v.ID, label(v.Label))
+		default:
+			fmt.Fprintf(&b, "  %s[%s]\n", v.ID, label(v.Label+"<br/>"+v.Plugin+"."+v.Command))
+		}
+		for _, e := range from[v.ID] {
+			if e.Label != "" {
+				fmt.Fprintf(&b, "  %s -->|%s| %s\n", e.From, e.Label, e.To)
+			} else {
+				fmt.Fprintf(&b, "  %s --> %s\n", e.From, e.To)
+			}
+		}
+	}
 	return b.String()
 }
 

@@ -169,3 +169,61 @@ pipelines:
 	_, err = q.DryRun("", json.RawMessage(`{not json`), nil)
 	require.Error(t, err)
 }
+
+func TestGraph(t *testing.T) {
+	t.Parallel()
+	p := compileOne(t, `
+pipelines:
+  - name: p
+    steps:
+      - id: fetch
+        uses: web.get
+        if: {path: payload.url, op: exists}
+      - id: fan
+        continue_on_error: true
+        split:
+          - uses: a
+          - uses: b.run
+      - id: last
+        uses: c
+`)
+	g := p.Graph()
+	require.Equal(t, []pipeline.Vertex{
+		{ID: "start", Kind: pipeline.VertexStart, Label: "run (API or CLI only)"},
+		{ID: "c1", Kind: pipeline.VertexGate, Node: "fetch", Label: "if payload.url exists"},
+		{ID: "n1", Kind: pipeline.VertexStep, Node: "fetch", Label: "fetch", Plugin: "web", Command: "get"},
+		{ID: "n2", Kind: pipeline.VertexSplit, Node: "fan", Label: "fan: split (continue_on_error)"},
+		{ID: "n3", Kind: pipeline.VertexStep, Node: "fan.1", Label: "fan.1", Plugin: "a", Command: "handle"},
+		{ID: "n4", Kind: pipeline.VertexStep, Node: "fan.2", Label: "fan.2", Plugin: "b", Command: "run"},
+		{ID: "j2", Kind: pipeline.VertexJoin, Node: "fan", Label: "join fan"},
+		{ID: "n5", Kind: pipeline.VertexStep, Node: "last", Label: "last", Plugin: "c", Command: "handle"},
+		{ID: "done", Kind: pipeline.VertexEnd, Label: "end"},
+	}, g.Vertices)
+	require.Equal(t, []pipeline.Edge{
+		{From: "start", To: "c1"},
+		{From: "c1", To: "n1", Label: "true"},
+		{From: "c1", To: "n2", Label: "false"},
+		{From: "n1", To: "n2"},
+		{From: "n2", To: "n3", Label: "branch 1"},
+		{From: "n2", To: "n4", Label: "branch 2"},
+		{From: "n3", To: "j2"},
+		{From: "n4", To: "j2"},
+		{From: "j2", To: "n5"},
+		{From: "n5", To: "done"},
+	}, g.Edges)
+
+	// Every edge's ends are vertices, on the spec's example too.
+	for _, q := range []*pipeline.Pipeline{p, compileOne(t, wisdom)} {
+		ids := map[string]bool{}
+		for _, v := range q.Graph().Vertices {
+			require.False(t, ids[v.ID], "vertex %s twice", v.ID)
+			ids[v.ID] = true
+		}
+		for _, e := range q.Graph().Edges {
+			require.True(t, ids[e.From] && ids[e.To], "edge %s -> %s", e.From, e.To)
+		}
+	}
+	b, err := json.Marshal(g.Vertices[0])
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id": "start", "kind": "start", "label": "run (API or CLI only)"}`, string(b))
+}

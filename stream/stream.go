@@ -49,6 +49,9 @@ type Query struct {
 	// Topic and Conversation keep only the events of the messages of that
 	// topic and/or conversation (stream/topics.go).
 	Topic, Conversation string
+	// Correlation keeps only the events whose meta.correlation_id is this
+	// ("": every event): a job tree's events carry its root job's id.
+	Correlation string
 }
 
 // UsageError is a request the handler refuses: a bad query value.
@@ -62,7 +65,9 @@ func (e *UsageError) Error() string { return e.Message }
 // ParseQuery reads a request's start and filters: Last-Event-ID (header)
 // or ?after=SEQ, ?type= (repeated or a comma list), ?stream=, ?job=ID (the
 // job's own stream job/ID; its children are other streams and are not
-// included), ?topic= and ?conversation= (the events of those messages).
+// included), ?topic= and ?conversation= (the events of those messages),
+// ?correlation=ID (the events whose meta.correlation_id is ID: a job
+// tree's, by its root job's id).
 func ParseQuery(r *http.Request) (Query, error) {
 	var q Query
 	var err error
@@ -100,6 +105,11 @@ func ParseQuery(r *http.Request) (Query, error) {
 		}
 	}
 	q.Topic, q.Conversation = v.Get("topic"), v.Get("conversation")
+	if v.Has("correlation") {
+		if q.Correlation = v.Get("correlation"); q.Correlation == "" {
+			return q, &UsageError{"correlation is empty", "give a correlation id (a job tree's root job id: its events), or leave it out"}
+		}
+	}
 	return q, nil
 }
 
@@ -166,6 +176,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if byType && !q.wants(ev.Type) {
 				return nil
 			}
+			if q.Correlation != "" && correlationOf(ev.Meta) != q.Correlation {
+				return nil
+			}
 			if messages != nil {
 				if ok, err := messages.passes(ctx, ev); err != nil || !ok {
 					return err
@@ -174,6 +187,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return send(Message{ID: ev.Seq, Event: ev.Type, Data: ev})
 		})
 	})
+}
+
+// correlationOf is the correlation_id of an event's meta ("" when it has
+// none, or the meta is not an object).
+func correlationOf(meta json.RawMessage) string {
+	var m struct {
+		CorrelationID string `json:"correlation_id"`
+	}
+	if len(meta) == 0 || json.Unmarshal(meta, &m) != nil {
+		return ""
+	}
+	return m.CorrelationID
 }
 
 // Message is one SSE message: its id (the seq of the ledger event it

@@ -288,6 +288,48 @@ func TestFilters(t *testing.T) {
 	}
 }
 
+// TestCorrelationFilter: ?correlation=ID passes only the events of one
+// job tree (each carries its root's id as meta.correlation_id), those
+// appended later too; an empty one is refused.
+func TestCorrelationFilter(t *testing.T) {
+	t.Parallel()
+	b := setup(t, stream.Options{})
+	// tree enqueues a root job and a child routed from it: a tree.
+	tree := func(plugin string) (root, child string) {
+		root = b.enqueue(t, plugin)
+		res, err := commands.EnqueueJob(b.ctx, b.l, commands.Enqueue{Plugin: plugin, Command: "handle", SubmittedBy: events.ActorRoute,
+			ParentJobID: root, Correlation: root, Depth: 1, MaxAttempts: 1, BackoffBase: time.Second, Now: time.Now()})
+		require.NoError(t, err)
+		return root, res.JobID
+	}
+	rootB, childB := tree("bravo") // first: unfiltered, its events would come first
+	rootA, childA := tree("alpha")
+
+	c, _ := b.open(t, "?after=0&correlation="+rootA, -1)
+	defer c.close()
+	var streams []string
+	for _, m := range c.events(t, 2) {
+		streams = append(streams, m.Data.Stream)
+		require.Equal(t, events.JobEnqueued, m.Event)
+	}
+	require.Equal(t, []string{events.JobStream(rootA), events.JobStream(childA)}, streams, "tree A's two jobs, not tree B's")
+
+	// Live: B's child's cancel is left out, A's child's comes next.
+	for _, id := range []string{childB, rootB, childA} {
+		_, err := commands.CancelJob(b.ctx, b.l, commands.Cancel{JobID: id, Reason: "test", Actor: events.ActorCLI, Now: time.Now()})
+		require.NoError(t, err)
+	}
+	m := c.events(t, 1)[0]
+	require.Equal(t, events.JobStream(childA), m.Data.Stream)
+	require.Equal(t, events.JobCanceled, m.Event)
+	require.Contains(t, string(m.Data.Meta), `"correlation_id":"`+rootA+`"`)
+
+	resp, err := http.Get(b.srv.URL + "/events?correlation=")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
 // TestHeartbeat: an idle stream writes ": ping" comments.
 func TestHeartbeat(t *testing.T) {
 	t.Parallel()

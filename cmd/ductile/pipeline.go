@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -94,7 +93,7 @@ func namedPipeline(c *cli.Context) (*env, *pipeline.Pipeline, error) {
 	name := c.Args().First()
 	p, ok := set.Pipelines[name]
 	if !ok {
-		names := pipelineNames(set)
+		names := set.Names()
 		suggestion := ""
 		if s := config.Suggest(name, names); s != "" {
 			suggestion = ": did you mean " + s + "?"
@@ -104,27 +103,10 @@ func namedPipeline(c *cli.Context) (*env, *pipeline.Pipeline, error) {
 	return e, p, nil
 }
 
-func pipelineNames(set *pipeline.Set) []string {
-	names := make([]string, 0, len(set.Pipelines))
-	for name := range set.Pipelines {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// pipelineSummary is one line of pipeline list.
+// pipelineSummary is one line of pipeline list: the Summary GET /pipelines
+// serves too, and whether a running daemon runs this version.
 type pipelineSummary struct {
-	Name          string `json:"name"`
-	On            string `json:"on,omitempty"`
-	OnHook        string `json:"on_hook,omitempty"`
-	ExecutionMode string `json:"execution_mode"`
-	Timeout       string `json:"timeout"`
-	MaxDepth      int    `json:"max_depth"`
-	Steps         int    `json:"steps"`
-	Hash          string `json:"hash"`
-	File          string `json:"file,omitempty"`
-	Line          int    `json:"line,omitempty"`
+	pipeline.Summary
 	// Applied, when a daemon runs, says whether it runs this version.
 	Applied *bool `json:"applied,omitempty"`
 }
@@ -136,11 +118,9 @@ func pipelineList(c *cli.Context) error {
 	}
 	out := []pipelineSummary{}
 	a, running := runningApplied(c, e)
-	for _, name := range pipelineNames(set) {
+	for _, name := range set.Names() {
 		p := set.Pipelines[name]
-		out = append(out, pipelineSummary{Name: p.Name, On: p.On, OnHook: string(p.OnHook), ExecutionMode: p.ExecutionMode,
-			Timeout: p.Timeout.String(), MaxDepth: p.MaxDepth, Steps: len(p.Nodes), Hash: p.Hash, File: p.File, Line: p.Line,
-			Applied: pipelineApplied(a.ConfigAppliedData, running, p.Name, p.Hash)})
+		out = append(out, pipelineSummary{Summary: p.Summary(), Applied: pipelineApplied(a.ConfigAppliedData, running, p.Name, p.Hash)})
 	}
 	if c.Bool("json") {
 		return printJSON(e.stdout, struct {

@@ -90,7 +90,7 @@ func TestTokenCreateListRevoke(t *testing.T) {
 	require.Contains(t, r.stderr, `unknown scope "job:ro": did you mean jobs:ro?`)
 	// …and which route needs which.
 	require.Contains(t, r.stderr, "jobs:rw opens POST /job/{id}/cancel, POST /job/{id}/retry")
-	require.Contains(t, r.stderr, "plugin:ro opens GET /plugin/{plugin}, POST /plugin/{plugin}/{command} (a command of type read), GET /plugins")
+	require.Contains(t, r.stderr, "plugin:ro opens GET /pipelines, GET /pipelines/{name}, GET /plugin/{plugin}, POST /plugin/{plugin}/{command} (a command of type read), GET /plugins")
 
 	// A second token goes into the same file, with --json.
 	var created tokenCreatedView
