@@ -305,21 +305,26 @@ func TestUIInBrowser(t *testing.T) {
 	run(t, ctx, "open the runs", chromedp.Navigate(d.base+"/ui/runs"), chromedp.WaitVisible(chromedp.CSS(`#runs-live.on`)))
 	slow := d.enqueue(t, "progress", `{}`)
 	run(t, ctx, "the run appears running with progress", chromedp.WaitVisible(chromedp.CSS(`tr[data-run-id="`+slow+`"][data-status="running"] progress`)))
-	// The run list's filters: a plugin it is not hides it, its own shows it
-	// again, and the filter is kept in the address.
-	eval[bool](t, ctx, `{const p = document.getElementById("r-plugin"); p.value = "notify"; p.dispatchEvent(new Event("input")); true}`)
-	run(t, ctx, "filtered out", chromedp.WaitNotPresent(chromedp.CSS(`tr[data-run-id="`+slow+`"]`)))
-	require.Equal(t, "?plugin=notify", eval[string](t, ctx, `location.search`))
-	eval[bool](t, ctx, `{const p = document.getElementById("r-plugin"); p.value = "progress"; p.dispatchEvent(new Event("input")); true}`)
-	run(t, ctx, "filtered in", chromedp.WaitVisible(chromedp.CSS(`tr[data-run-id="`+slow+`"]`)))
 	run(t, ctx, "open the run", chromedp.Navigate(d.base+"/ui/job/"+slow), chromedp.WaitVisible(chromedp.ID("progress-bar")))
 	firstValue := eval[float64](t, ctx, `document.getElementById("progress-bar").value`)
 	var moved float64
 	waitFor(t, 3*waitTimeout, "the progress bar to move", func() bool {
 		moved = eval[float64](t, ctx, `(document.getElementById("progress-bar") || {value: 0}).value`)
 		return moved > firstValue
+	}, func() string {
+		return fmt.Sprintf("first %v, now %v; the page: %s", firstValue, moved, eval[string](t, ctx, `location.href + "\n" + document.body.innerText`))
 	})
 	t.Logf("the progress bar moved from %.1f to %.1f", firstValue, moved)
+
+	// The run list's filters: a plugin it is not hides the run, its own
+	// shows it again, and the filter is kept in the address (a reload
+	// keeps it).
+	run(t, ctx, "runs filtered by address", chromedp.Navigate(d.base+"/ui/runs?plugin=notify"), chromedp.WaitVisible(chromedp.CSS(`#runs-live.on`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`tr[data-run-id="`+slow+`"]`)))
+	require.Equal(t, "notify", eval[string](t, ctx, `document.getElementById("r-plugin").value`))
+	eval[bool](t, ctx, `{const p = document.getElementById("r-plugin"); p.value = "progress"; p.dispatchEvent(new Event("input")); true}`)
+	run(t, ctx, "filtered in", chromedp.WaitVisible(chromedp.CSS(`tr[data-run-id="`+slow+`"]`)))
+	require.Equal(t, "?plugin=progress", eval[string](t, ctx, `location.search`))
 
 	// Trigger: a payload that is not a JSON object cannot be sent; a valid
 	// one enqueues and opens the new job.

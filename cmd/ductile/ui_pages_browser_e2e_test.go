@@ -98,6 +98,12 @@ func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 		href := eval[string](t, ctx, fmt.Sprintf(`(document.querySelector('#graph a:has(g[data-node=%q])') || {getAttribute: () => ""}).getAttribute("href")`, st.Node))
 		require.Equal(t, "/ui/job/"+st.JobID, href, "step %s links to its job", st.Node)
 	}
+	if shot := os.Getenv("UI_PIPELINE_SCREENSHOT"); shot != "" {
+		run(t, ctx, "tall viewport", chromedp.EmulateViewport(900, 1300))
+		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(shot, png, 0o644))
+	}
 	run(t, ctx, "360 px", chromedp.EmulateViewport(360, 740))
 	overflow := eval[bool](t, ctx, `new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth > 360)))`)
 	run(t, ctx, "wide again", chromedp.EmulateViewport(1000, 800))

@@ -77,6 +77,12 @@ document.addEventListener("click", (e) => {
   go(url.pathname + url.search);
 });
 window.addEventListener("popstate", show);
+// Leaving the page (a reload, another address, the back-forward cache):
+// close its streams now. A browser keeps at most six connections to one
+// host over HTTP/1.1, and a stream left open holds one.
+window.addEventListener("pagehide", () => { if (leave) { leave(); leave = null; } });
+// Back from that cache: the page's streams were closed, so draw it again.
+window.addEventListener("pageshow", (e) => { if (e.persisted) show(); });
 window.addEventListener("ductile:signed-out", () => {
   if (!signedIn) return;
   signedIn = false;

@@ -52,10 +52,10 @@ export function layout(graph) {
     row.forEach((id, i) => col.set(id, i - (row.length - 1) / 2));
   });
   const widest = Math.max(1, ...rows.map((r) => (r ? r.length : 0)));
-  const width = widest * COL + 2 * PAD + 48; // room on the right for bypass bends
+  const width = widest * COL + 2 * (PAD + 48); // room on each side for bends round the layers
   const pos = new Map();
   for (const v of graph.vertices) {
-    pos.set(v.id, { x: (width - 48) / 2 + col.get(v.id) * COL, y: PAD + H / 2 + layer.get(v.id) * ROW });
+    pos.set(v.id, { x: width / 2 + col.get(v.id) * COL, y: PAD + H / 2 + layer.get(v.id) * ROW });
   }
   return { pos, width, height: rows.length * ROW - (ROW - H) + 2 * PAD };
 }
@@ -82,16 +82,19 @@ function shape(v, p) {
  * shows (a run's), or undefined; link(v) a page it links to, or "". */
 export function draw(graph, status = () => undefined, link = () => "") {
   const { pos, width, height } = layout(graph);
+  const kindOf = new Map(graph.vertices.map((v) => [v.id, v.kind]));
   const edges = graph.edges.filter((e) => pos.has(e.from) && pos.has(e.to)).map((e) => {
     const a = pos.get(e.from), b = pos.get(e.to);
     const cls = `g-edge${e.label === "false" ? " g-bypass" : ""}`;
     if (b.y - a.y > ROW * 1.5) {
-      // Past a layer (a bypass): out of the right side and round, not
-      // through the vertices between.
-      const x1 = a.x + W / 2, x2 = b.x + W / 2, bend = Math.max(x1, x2) + 40;
+      // Past a layer (a bypass, a branch shorter than its neighbour): out
+      // of the outer side and round, not through the vertices between.
+      const side = a.x + b.x < width ? -1 : 1;
+      const x1 = a.x + side * W / 2, x2 = b.x + side * (kindOf.get(e.to) === "join" ? H / 2 - 4 : W / 2);
+      const bend = side < 0 ? Math.min(x1, x2) - 40 : Math.max(x1, x2) + 40;
       return s("g", { class: cls },
-        s("path", { d: `M${x1},${a.y} C${bend},${a.y} ${bend},${b.y} ${x2 + 2},${b.y}`, "marker-end": "url(#g-arrow)" }),
-        e.label ? s("text", { x: x1 + 6, y: a.y - 6, class: "g-label" }, e.label) : null);
+        s("path", { d: `M${x1},${a.y} C${bend},${a.y} ${bend},${b.y} ${x2 + side * 2},${b.y}`, "marker-end": "url(#g-arrow)" }),
+        e.label ? s("text", { x: x1 + side * 6, y: a.y - 6, class: "g-label", "text-anchor": side < 0 ? "end" : "start" }, e.label) : null);
     }
     const y1 = a.y + H / 2, y2 = b.y - H / 2, mid = (y1 + y2) / 2;
     return s("g", { class: cls },
