@@ -342,6 +342,8 @@ func TestUIInBrowser(t *testing.T) {
 	d.api(t, "GET", "/job/"+triggered, "", &sent)
 	require.Equal(t, "notify", sent.Plugin)
 	require.JSONEq(t, `{"a": 1}`, string(sent.Payload))
+	run(t, ctx, "the job's result", chromedp.WaitVisible(chromedp.CSS(`#result`)))
+	require.Contains(t, eval[string](t, ctx, `document.getElementById("result").textContent`), `"result": "done"`, "the page shows the plugin's response")
 
 	// Trigger a pipeline: the page opens its tree, whose job carries the
 	// baggage the step took from the payload.

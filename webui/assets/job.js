@@ -1,4 +1,5 @@
-// job.js: one job: its facts, progress and exports (its run), attempts with
+// job.js: one job: its facts, payload and result (the last attempt's
+// response), progress and exports (its run), attempts with
 // the worker of each, logs and events as they come (the job's own stream
 // on /events), and cancel and retry buttons (the API checks the session's
 // token for jobs:rw, as it would the token).
@@ -21,6 +22,7 @@ export async function render(main, [id]) {
   const logs = h("pre", { id: "logs", "aria-label": "Logs" });
   const evs = h("pre", { id: "events", "aria-label": "Events" });
   const payload = h("pre", { id: "payload" });
+  const result = h("pre", { id: "result", "aria-label": "Result" });
   const exportsList = h("ul", { id: "exports" });
   main.append(title, h("p", {}, state, " ", h("a", { href: `/ui/job/${id}/tree` }, "Tree")),
     h("div", { class: "actions" }, cancel, retry),
@@ -28,7 +30,7 @@ export async function render(main, [id]) {
     h("h2", {}, "Attempts"), h("table", {}, h("thead", {}, h("tr", {},
       h("th", { scope: "col" }, "#"), h("th", { scope: "col" }, "Status"), h("th", { scope: "col" }, "Worker"),
       h("th", { scope: "col", class: "wide" }, "Started"), h("th", { scope: "col" }, "Error"))), attempts),
-    h("h2", {}, "Payload"), payload, h("h2", {}, "Exports"), exportsList,
+    h("h2", {}, "Payload"), payload, h("h2", {}, "Result"), result, h("h2", {}, "Exports"), exportsList,
     h("h2", {}, "Logs"), logs, h("h2", {}, "Events"), evs);
 
   async function act(what) {
@@ -56,6 +58,7 @@ export async function render(main, [id]) {
       ["Error", job.last_error], ["Parent", job.parent_job_id], ["Correlation", job.correlation_id]];
     facts.replaceChildren(...rows.filter(([, v]) => v).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
     payload.textContent = pretty(job.payload) || "(none)";
+    result.textContent = pretty(job.result) || (TERMINAL.has(job.status) ? "(none)" : "(not yet: the job has not ended)");
     if (run) {
       const p = run.progress;
       progress.replaceChildren(p === null || p === undefined ? "" :
