@@ -17,8 +17,8 @@ import (
 // live and is drawn on the graph step by step as the ledger records it
 // (the skipped branch too); the schedules page showing each schedule's next
 // run and breaker, and its last firing changing live as the schedule
-// fires; and a job tree that grows on its page, without a reload, while
-// the routed chain runs.
+// fires; a registered worker on the workers page; and a job tree that
+// grows on its page, without a reload, while the routed chain runs.
 func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
@@ -140,6 +140,17 @@ func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 	}
 	d.api(t, "GET", "/job/"+url.PathEscape(second), "", &fired)
 	require.Equal(t, "tick", fired.Plugin, "the firing shown is a job of the schedule")
+
+	// Workers: one registered through the API is listed with its host and
+	// plugins.
+	d.api(t, "POST", "/worker/register", `{"name":"gpu1","host":"gpu1.lan","version":"v-test","concurrency":2,
+		"plugins":[{"name":"render","version":"1","concurrency_safe":true,"commands":[{"name":"handle","type":"write"}]}]}`, nil)
+	run(t, ctx, "open the workers", chromedp.Navigate(d.base+"/ui/workers"),
+		chromedp.WaitVisible(chromedp.CSS(`#workers tr[data-worker="gpu1"]`)))
+	row := eval[string](t, ctx, `document.querySelector('#workers tr[data-worker="gpu1"]').innerText`)
+	require.Contains(t, row, "gpu1.lan")
+	require.Contains(t, row, "render")
+	require.Contains(t, row, "0 of 2")
 
 	// The tree grows on its page while the chain runs: opened on the root
 	// alone (hold waits for a file), it ends with all three jobs

@@ -1,5 +1,6 @@
-// lists.js: the plugins (with health) and the workers.
-import { h, badge } from "./dom.js";
+// lists.js: the plugins (with health) and the remote workers (with the
+// jobs they hold leases on).
+import { h, badge, short, when } from "./dom.js";
 import { get } from "./api.js";
 
 export async function render(main, [which]) {
@@ -17,8 +18,13 @@ export async function render(main, [which]) {
   }
   const { workers = [] } = await get("/workers");
   main.append(h("h1", {}, "Workers"), workers.length ? h("table", {},
-    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Worker"), h("th", { scope: "col" }, "State"), h("th", { scope: "col", class: "wide" }, "Details"))),
-    h("tbody", {}, workers.map((w) => h("tr", {}, h("td", {}, w.name || w.worker || ""),
-      h("td", {}, badge(w.state || w.status || "")), h("td", { class: "wide mono" }, JSON.stringify(w)))))) :
-    h("p", { class: "muted" }, "No remote worker registered."));
+    h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Worker"), h("th", { scope: "col" }, "Plugins"),
+      h("th", { scope: "col" }, "Running"), h("th", { scope: "col", class: "wide" }, "Last seen"))),
+    h("tbody", { id: "workers" }, workers.map((w) => h("tr", { "data-worker": w.name },
+      h("td", {}, h("div", {}, w.name), h("div", { class: "muted" }, `${w.host}${w.pid ? " pid " + w.pid : ""} · ${w.version}`)),
+      h("td", {}, (w.plugins || []).join(", ")),
+      h("td", {}, `${w.claims}${w.concurrency ? " of " + w.concurrency : ""}`,
+        (w.leases || []).map((l) => h("div", {}, h("a", { class: "mono", href: `/ui/job/${l.job_id}` }, short(l.job_id)), ` ${l.plugin} until ${when(l.lease_until)}`))),
+      h("td", { class: "wide muted" }, when(w.last_seen)))))) :
+    h("p", { class: "muted" }, "No remote worker registered (see docs/remote-workers.md: ductile worker --api URL)."));
 }
