@@ -193,6 +193,42 @@ func eval[T any](t *testing.T, ctx context.Context, script string) T {
 	return v
 }
 
+// signIn opens path, signs in with the daemon's token and waits for
+// ready (a selector) on the page it lands on.
+func (d uiDaemon) signIn(t *testing.T, ctx context.Context, path, ready string) {
+	t.Helper()
+	run(t, ctx, "sign in",
+		chromedp.Navigate(d.base+path),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("token"), d.token),
+		chromedp.Click(chromedp.ID("signin-submit")),
+		chromedp.WaitVisible(chromedp.CSS(ready)))
+}
+
+// fitsIn360 checks that the page shown does not scroll sideways at 360 px.
+func fitsIn360(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	run(t, ctx, "360 px", chromedp.EmulateViewport(360, 740))
+	overflow := eval[bool](t, ctx, `new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth > 360)))`)
+	run(t, ctx, "wide again", chromedp.EmulateViewport(1000, 800))
+	require.False(t, overflow, "%s scrolls sideways at 360 px", what)
+}
+
+// screenshot saves the page, at width × height, to the file $env names
+// (nothing when it is unset): how the docs' pictures are taken.
+func screenshot(t *testing.T, ctx context.Context, env string, width, height int64) {
+	t.Helper()
+	shot := os.Getenv(env)
+	if shot == "" {
+		return
+	}
+	run(t, ctx, "viewport for the screenshot", chromedp.EmulateViewport(width, height))
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(shot, png, 0o644))
+	run(t, ctx, "viewport", chromedp.EmulateViewport(1000, 800))
+}
+
 // TestUIInBrowser drives the page in headless Chromium against the real
 // daemon: sign in (no token in localStorage, the cookie out of scripts'
 // reach), a job triggered through the API appears live and turns
@@ -205,13 +241,7 @@ func TestUIInBrowser(t *testing.T) {
 	ctx := browser(t)
 	d := startUIDaemon(t)
 
-	// Sign in.
-	run(t, ctx, "sign in",
-		chromedp.Navigate(d.base+"/ui/"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), d.token),
-		chromedp.Click(chromedp.ID("signin-submit")),
-		chromedp.WaitVisible(chromedp.CSS(`#live.on`)))
+	d.signIn(t, ctx, "/ui/", `#live.on`)
 	leaked := eval[bool](t, ctx, fmt.Sprintf(`localStorage.length > 0 || sessionStorage.length > 0 || document.cookie.includes("ductile_session") || document.documentElement.outerHTML.includes(%q)`, d.token))
 	require.False(t, leaked, "the token or the session cookie is in reach of the page's scripts")
 
@@ -245,11 +275,7 @@ func TestUIInBrowser(t *testing.T) {
 		require.Equal(t, 1, rows[id], "job %s shows %d times", id, rows[id])
 	}
 
-	// 360 px wide: nothing scrolls sideways.
-	run(t, ctx, "360 px", chromedp.EmulateViewport(360, 740))
-	overflow := eval[bool](t, ctx, `new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth > 360)))`)
-	run(t, ctx, "wide again", chromedp.EmulateViewport(1000, 800))
-	require.False(t, overflow, "the job list scrolls sideways at 360 px")
+	fitsIn360(t, ctx, "the job list")
 
 	// The routed tree, once the chain ended, replayed with the slider.
 	var now uiTree
@@ -263,13 +289,7 @@ func TestUIInBrowser(t *testing.T) {
 	for _, j := range now.Jobs {
 		last = max(last, j.UpdatedSeq)
 	}
-	if shot := os.Getenv("UI_TREE_SCREENSHOT"); shot != "" {
-		run(t, ctx, "small viewport", chromedp.EmulateViewport(760, 560))
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(shot, png, 0o644))
-		run(t, ctx, "viewport", chromedp.EmulateViewport(1000, 800))
-	}
+	screenshot(t, ctx, "UI_TREE_SCREENSHOT", 760, 560)
 	seen := map[string]bool{}
 	for _, at := range []int64{first, first + 2, (first + last) / 2, last - 3, last} {
 		var want uiTree

@@ -23,13 +23,8 @@ func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
 	d := startUIDaemon(t)
-	run(t, ctx, "sign in",
-		chromedp.Navigate(d.base+"/ui/pipelines"),
-		chromedp.WaitVisible(chromedp.ID("token")),
-		chromedp.SendKeys(chromedp.ID("token"), d.token),
-		chromedp.Click(chromedp.ID("signin-submit")),
-		chromedp.WaitVisible(chromedp.CSS(`#pipelines tr[data-pipeline="sort"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#pipelines-live.on`)))
+	d.signIn(t, ctx, "/ui/pipelines", `#pipelines tr[data-pipeline="sort"]`)
+	run(t, ctx, "live", chromedp.WaitVisible(chromedp.CSS(`#pipelines-live.on`)))
 
 	// The graph is the API's: one drawn vertex per vertex, one line per edge.
 	var p struct {
@@ -98,16 +93,8 @@ func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 		href := eval[string](t, ctx, fmt.Sprintf(`(document.querySelector('#graph a:has(g[data-node=%q])') || {getAttribute: () => ""}).getAttribute("href")`, st.Node))
 		require.Equal(t, "/ui/job/"+st.JobID, href, "step %s links to its job", st.Node)
 	}
-	if shot := os.Getenv("UI_PIPELINE_SCREENSHOT"); shot != "" {
-		run(t, ctx, "tall viewport", chromedp.EmulateViewport(900, 1300))
-		png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(shot, png, 0o644))
-	}
-	run(t, ctx, "360 px", chromedp.EmulateViewport(360, 740))
-	overflow := eval[bool](t, ctx, `new Promise(r => requestAnimationFrame(() => r(document.documentElement.scrollWidth > 360)))`)
-	run(t, ctx, "wide again", chromedp.EmulateViewport(1000, 800))
-	require.False(t, overflow, "the pipeline page scrolls sideways at 360 px")
+	screenshot(t, ctx, "UI_PIPELINE_SCREENSHOT", 900, 1300)
+	fitsIn360(t, ctx, "the pipeline page")
 
 	// Schedules: next run and breaker; the last firing changes live.
 	run(t, ctx, "open the schedules", chromedp.Navigate(d.base+"/ui/schedules"),
@@ -123,6 +110,7 @@ func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 	waitFor(t, 2*waitTimeout, "a firing shown", func() bool { first = lastJob(); return first != "" })
 	var second string
 	waitFor(t, 2*waitTimeout, "the next firing shown live", func() bool { second = lastJob(); return second != first && second != "" })
+	fitsIn360(t, ctx, "the schedules page")
 	var sched struct {
 		Schedules []struct {
 			Plugin    string `json:"plugin"`
