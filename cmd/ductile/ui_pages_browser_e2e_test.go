@@ -65,9 +65,11 @@ func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 		RunID string `json:"run_id"`
 		JobID string `json:"job_id"`
 	}
+	began := time.Now()
 	d.api(t, "POST", "/pipeline/sort", `{}`, &started)
 	run(t, ctx, "the run appears", chromedp.WaitVisible(chromedp.CSS(`#pipeline-runs tr[data-run-id="`+started.RunID+`"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#graph[data-run="`+started.RunID+`"]`)))
+	t.Logf("a run started through the API was drawn on its pipeline's graph %v later", time.Since(began).Round(time.Millisecond))
 	seen := map[string]bool{}
 	waitFor(t, 4*waitTimeout, "the run drawn to its end", func() bool {
 		got := eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelectorAll("#graph g.g-v[data-kind=step]")].map(g => [g.dataset.node, g.dataset.status || ""]))`)
@@ -149,6 +151,9 @@ func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 	require.Equal(t, 1, eval[int](t, ctx, `document.querySelectorAll("#tree .node").length`))
 	eval[bool](t, ctx, `window.__sameTreePage = true`)
 	require.NoError(t, os.WriteFile(d.release, nil, 0o644))
+	released := time.Now()
+	run(t, ctx, "the tree grows", chromedp.WaitVisible(chromedp.CSS(`#tree li li .node`)))
+	t.Logf("the tree's second job was drawn %v after the first was released", time.Since(released).Round(time.Millisecond))
 	run(t, ctx, "the tree grows to three succeeded jobs",
 		chromedp.WaitVisible(chromedp.CSS(`#tree li li li .node[data-status="succeeded"]`)))
 	require.Equal(t, 3, eval[int](t, ctx, `document.querySelectorAll('#tree .node[data-status="succeeded"]').length`))
