@@ -95,6 +95,25 @@ func TestUIPipelinesSchedulesAndLiveTree(t *testing.T) {
 		href := eval[string](t, ctx, fmt.Sprintf(`(document.querySelector('#graph a:has(g[data-node=%q])') || {getAttribute: () => ""}).getAttribute("href")`, st.Node))
 		require.Equal(t, "/ui/job/"+st.JobID, href, "step %s links to its job", st.Node)
 	}
+	// Keyboard: the run's button keeps the focus while a new run redraws
+	// the list; a step of the graph is a link that opens its job in the
+	// page (no reload).
+	run(t, ctx, "focus the run's button", chromedp.Focus(chromedp.CSS(`#pipeline-runs tr[data-run-id="`+started.RunID+`"] button`)))
+	var another struct {
+		RunID string `json:"run_id"`
+	}
+	d.api(t, "POST", "/pipeline/sort", `{}`, &another)
+	run(t, ctx, "the second run appears", chromedp.WaitVisible(chromedp.CSS(`#pipeline-runs tr[data-run-id="`+another.RunID+`"]`)))
+	focused := eval[string](t, ctx, `(document.activeElement.closest("tr") || {dataset: {}}).dataset.runId || document.activeElement.tagName`)
+	require.Equal(t, started.RunID, focused, "the focus stayed on the first run's button")
+	run(t, ctx, "draw the first run", chromedp.KeyEvent("\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#graph[data-run="`+started.RunID+`"]`)))
+	eval[bool](t, ctx, `window.__samePipelinePage = true`)
+	run(t, ctx, "follow a step's link", chromedp.Click(chromedp.CSS(`#graph a:has(g[data-node="b"])`)),
+		chromedp.WaitVisible(chromedp.CSS(`#job-status [data-status="succeeded"]`)))
+	require.True(t, eval[bool](t, ctx, `window.__samePipelinePage === true`), "the step's link moved inside the page")
+	run(t, ctx, "back to the pipeline", chromedp.NavigateBack(), chromedp.WaitVisible(chromedp.CSS(`#graph svg`)))
+
 	screenshot(t, ctx, "UI_PIPELINE_SCREENSHOT", 900, 1300)
 	fitsIn360(t, ctx, "the pipeline page")
 

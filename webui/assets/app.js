@@ -18,8 +18,10 @@ const routes = [
 
 let leave = null;
 let signedIn = false;
+let shown = 0; // counts show()s: one that ends after a newer began drops its page
 
 async function show() {
+  const n = ++shown;
   if (leave) { leave(); leave = null; }
   const main = document.getElementById("main");
   main.replaceChildren();
@@ -29,11 +31,19 @@ async function show() {
     const m = path.match(re);
     if (!m) continue;
     const page = await load();
+    if (n !== shown) return;
+    // Each page draws into its own box: a page still loading when another
+    // is asked for draws into a box no longer shown, and is closed.
+    const box = h("div", { class: "page" });
+    main.append(box);
+    let close = null;
     try {
-      leave = (await page.render(main, m.slice(1).map(decodeURIComponent), new URLSearchParams(location.search))) || null;
+      close = (await page.render(box, m.slice(1).map(decodeURIComponent), new URLSearchParams(location.search))) || null;
     } catch (err) {
-      main.append(h("p", { class: "error", role: "alert" }, errorText(err)));
+      box.append(h("p", { class: "error", role: "alert" }, errorText(err)));
     }
+    if (n !== shown) { if (close) close(); return; }
+    leave = close;
     return;
   }
   main.append(h("h1", {}, "Not found"), h("p", {}, h("a", { href: "/ui/" }, "Back to the jobs")));
@@ -69,8 +79,10 @@ function renderSignIn(main) {
 
 document.addEventListener("click", (e) => {
   const a = e.target.closest("a");
-  if (!a || a.target || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
-  // An SVG link's href is an SVGAnimatedString, not a string.
+  if (!a) return;
+  // An SVG link's target and href are SVGAnimatedStrings, not strings.
+  const target = typeof a.target === "string" ? a.target : a.target.baseVal;
+  if (target || e.ctrlKey || e.metaKey || e.shiftKey || e.button !== 0) return;
   const url = new URL(typeof a.href === "string" ? a.href : a.getAttribute("href"), location.href);
   if (url.origin !== location.origin || !url.pathname.startsWith("/ui")) return;
   e.preventDefault();

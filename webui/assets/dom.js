@@ -75,6 +75,20 @@ export function throttle(fn, ms) {
   };
 }
 
+/** keepFocus runs redraw, which replaces the rows of container, and puts
+ * the focus back on the same control of the same row (rows carry attr,
+ * e.g. data-run-id) if it was in one: a live redraw must not drop a
+ * keyboard user's place. */
+export function keepFocus(container, attr, redraw) {
+  const a = document.activeElement;
+  const row = a && container.contains(a) ? a.closest(`[${attr}]`) : null;
+  const key = row ? row.getAttribute(attr) : null;
+  redraw();
+  if (key === null) return;
+  const again = container.querySelector(`[${attr}="${CSS.escape(key)}"] ${a.tagName.toLowerCase()}`);
+  if (again) again.focus();
+}
+
 /** when formats an RFC 3339 time as "YYYY-MM-DD HH:MM:SS" in UTC. */
 export const when = (t) => (t ? String(t).replace("T", " ").slice(0, 19) : "");
 

@@ -114,7 +114,7 @@ export function draw(graph, status = () => undefined, link = () => "") {
     const href = link(v);
     return href ? s("a", { href, "aria-label": `${lines.join(" ")}${st ? ", " + st : ""}` }, g) : g;
   });
-  return s("svg", { viewBox: `0 0 ${width} ${height}`, width, class: "graph", role: "img", "aria-label": "The pipeline as a graph" },
+  return s("svg", { viewBox: `0 0 ${width} ${height}`, width, class: "graph", role: "group", "aria-label": "The pipeline as a graph" },
     s("defs", {}, s("marker", { id: "g-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
       s("path", { d: "M0,0 L10,5 L0,10 z", class: "g-arrowhead" }))),
     edges, vertices);

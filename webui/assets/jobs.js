@@ -4,7 +4,7 @@
 // already holds (seq <= the job's updated_seq) changes nothing, so a
 // reconnect (EventSource resumes with Last-Event-ID) or a reload of the
 // page misses nothing and shows nothing twice.
-import { h, badge, short } from "./dom.js";
+import { h, badge, short, keepFocus } from "./dom.js";
 import { get } from "./api.js";
 import { filters } from "./filters.js";
 
@@ -80,7 +80,7 @@ export async function render(main, _params, query) {
     requestAnimationFrame(() => {
       scheduled = false;
       const shown = [...jobs.values()].sort((a, b) => b.seq - a.seq).filter(matches);
-      body.replaceChildren(...shown.slice(0, 500).map(row));
+      keepFocus(body, "data-job-id", () => body.replaceChildren(...shown.slice(0, 500).map(row)));
       document.getElementById("count").textContent = `${shown.length} of ${jobs.size} jobs`;
     });
   };

@@ -4,7 +4,7 @@
 // reconnect (Last-Event-ID) or a reload misses nothing and shows nothing
 // twice. Pipeline runs are read again whenever a pipeline run starts or
 // finishes (the ledger stream of those two events).
-import { h, badge, short, throttle } from "./dom.js";
+import { h, badge, short, throttle, keepFocus } from "./dom.js";
 import { get } from "./api.js";
 import { stream } from "./live.js";
 import { filters } from "./filters.js";
@@ -39,17 +39,21 @@ export async function render(main, _params, query) {
       scheduled = false;
       const shown = [...runs.values()].filter((r) => bar.matches(r.plugin_id, r.status,
         [r.run_id, r.plugin_id, r.entry_id, r.task_id, r.error && (r.error.message || JSON.stringify(r.error)), r.stage, r.message]));
-      body.replaceChildren(...shown.sort((a, b) => b.created_at - a.created_at).slice(0, 500).map(row));
+      keepFocus(body, "data-run-id", () => body.replaceChildren(...shown.sort((a, b) => b.created_at - a.created_at).slice(0, 500).map(row)));
     });
   };
-  const drawPipes = (pipeline) => pipes.replaceChildren(...(pipeline.runs || []).map((r) => h("tr", { "data-run-id": r.run_id, "data-status": r.status },
+  const drawPipes = (pipeline) => keepFocus(pipes, "data-run-id", () => pipes.replaceChildren(...(pipeline.runs || []).map((r) => h("tr", { "data-run-id": r.run_id, "data-status": r.status },
     h("td", { class: "mono" }, r.job_id ? h("a", { href: `/ui/job/${r.job_id}/tree` }, short(r.run_id)) : short(r.run_id)),
     h("td", {}, r.pipeline ? h("a", { href: `/ui/pipeline/${encodeURIComponent(r.pipeline)}` }, r.pipeline) : ""),
-    h("td", {}, badge(r.status || "")), h("td", { class: "wide muted" }, r.started_at || ""))));
+    h("td", {}, badge(r.status || "")), h("td", { class: "wide muted" }, r.started_at || "")))));
   const readPipes = () => get("/runs?kind=pipeline&limit=50").then(drawPipes, () => {});
-  const pipeLive = stream(["pipeline.run_started", "pipeline.run_finished"], throttle(readPipes, 300), () => {});
-  await pipeLive.opened;
-  const [snap] = await Promise.all([get("/runs?kind=plugin&limit=200"), readPipes()]);
+  const refreshPipes = throttle(readPipes, 300);
+  const pipeLive = stream(["pipeline.run_started", "pipeline.run_finished"], refreshPipes, () => {}, "", refreshPipes);
+  let snap;
+  try {
+    await pipeLive.opened;
+    [snap] = await Promise.all([get("/runs?kind=plugin&limit=200"), readPipes()]);
+  } catch (err) { pipeLive.close(); throw err; }
   let after = 0;
   for (const r of snap.runs || []) { runs.set(r.run_id, r); after = Math.max(after, r.seq || 0); }
   draw();

@@ -3,7 +3,7 @@
 // its circuit breaker and what a firing due now would do. It reads them
 // again when a schedule fires or skips or a breaker changes (the ledger
 // stream), and when a next run comes due; the times count down each second.
-import { h, badge, throttle, when, until } from "./dom.js";
+import { h, badge, throttle, when, until, keepFocus } from "./dom.js";
 import { get } from "./api.js";
 import { stream, liveBadge } from "./live.js";
 
@@ -22,12 +22,15 @@ export async function render(main) {
     h("p", { class: "muted" }, "Times are UTC. Schedules are plugins.<name>.schedules of the enabled plugins (docs/scheduler.md)."));
 
   let timer = null;
+  let closed = false;
   const ticks = []; // [element, time] of the times that count
   const read = async () => {
+    if (closed) return;
     const { schedules = [] } = await get("/schedules");
+    if (closed) return;
     ticks.length = 0;
     const countdown = (t) => { const el = h("span", { class: "muted" }, until(t)); ticks.push([el, t]); return el; };
-    body.replaceChildren(...schedules.map((v) => {
+    keepFocus(body, "data-schedule", () => body.replaceChildren(...schedules.map((v) => {
       const b = breakerState(v.breaker);
       const last = v.last_fired;
       return h("tr", { "data-schedule": `${v.plugin}/${v.id}`, "data-breaker": b },
@@ -41,7 +44,7 @@ export async function render(main) {
           h("span", { class: "muted" }, v.done || "none")),
         h("td", {}, badge(b), b === "closed" && v.breaker === "breaker closed" ? null : h("div", { class: "muted" }, v.breaker)),
         h("td", { class: "wide" }, v.would.action, v.would.reason ? h("span", { class: "muted" }, `: ${v.would.reason}`) : null));
-    }));
+    })));
     if (!schedules.length) body.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No schedules: add plugins.<name>.schedules to the config.")));
     // Read again once the soonest next run is due (its firing also comes
     // as an event; this catches a skip the scheduler records later).
@@ -51,10 +54,10 @@ export async function render(main) {
   };
   const refresh = throttle(() => { read().catch(() => {}); }, 300);
   const tick = setInterval(() => { for (const [el, t] of ticks) el.textContent = until(t); }, 1000);
-  const live$ = stream(EVENTS, refresh, setLive);
+  const live$ = stream(EVENTS, refresh, setLive, "", refresh);
   try {
     await live$.opened;
     await read();
   } catch (err) { live$.close(); clearInterval(tick); throw err; }
-  return () => { live$.close(); clearInterval(tick); clearTimeout(timer); };
+  return () => { closed = true; live$.close(); clearInterval(tick); clearTimeout(timer); };
 }
